@@ -1,0 +1,21 @@
+# The two commands: `make demo` (the main job) and `make check` (all tests).
+# Each installs missing dependencies first.
+.PHONY: all build check demo install clean
+
+all: build
+
+build:
+	@scripts/deps.sh
+	@scripts/build.sh build
+
+check:
+	@scripts/check.sh
+
+demo: build
+	@build/tools/ftc/ftc version
+
+install: build
+	cmake --install build
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

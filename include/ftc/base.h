@@ -1,0 +1,91 @@
+/* ftc/base.h: error codes, error messages, logging, timeouts and version.
+ * Every other public header includes this one. */
+#ifndef FTC_BASE_H
+#define FTC_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FTC_BUILDING_LIBRARY)
+#define FTC_API __attribute__((visibility("default")))
+#else
+#define FTC_API
+#endif
+
+/* Every ftc call returns int: FTC_OK (0) or one of these negative codes.
+ * The code says what kind of failure it was; ftc_last_error() says which. */
+typedef enum ftc_err {
+    FTC_OK = 0,
+    FTC_EINVAL = -1,    /* an argument is out of range or malformed */
+    FTC_ENOMEM = -2,    /* an allocation failed */
+    FTC_ETIMEDOUT = -3, /* the deadline passed before the call completed */
+    FTC_ECANCELED = -4, /* cancelled or aborted by another thread */
+    FTC_ECLOSED = -5,   /* the connection or handle is closed */
+    FTC_EPROTO = -6,    /* the peer broke the wire protocol */
+    FTC_EMSGSIZE = -7,  /* a length exceeds a configured limit */
+    FTC_EAUTH = -8,     /* authentication failed */
+    FTC_ESTALE = -9,    /* a message or handle from an older epoch */
+    FTC_EPEER = -10,    /* a peer failed (died, reset, stopped answering) */
+    FTC_EMISUSE = -11,  /* the API was used wrongly (NULL or bad handle) */
+    FTC_ESYS = -12,     /* an operating-system call failed */
+    FTC_ENOTSUP = -13,  /* a capability is missing */
+    FTC_EEXIST = -14,   /* the name is already in use */
+    FTC_ENOENT = -15,   /* no such key, item or member */
+} ftc_err;
+
+/* A static, never-NULL description of a code; unknown codes included. */
+FTC_API const char *ftc_strerror(int code);
+
+/* The short symbolic name of a code ("FTC_ETIMEDOUT"), or "FTC_E?". */
+FTC_API const char *ftc_err_name(int code);
+
+/* This thread's detail message for the last failing ftc call ("" when none).
+ * The text is owned by the library and valid until this thread's next ftc
+ * call. Thread-local because handles are shared between threads. */
+FTC_API const char *ftc_last_error(void);
+
+/* Timeouts of blocking calls, in milliseconds: a value >= 0, or one of
+ * these. DEFAULT means the handle's configured default timeout. */
+#define FTC_TIMEOUT_INFINITE ((int64_t)-1)
+#define FTC_TIMEOUT_DEFAULT ((int64_t)-2)
+
+/* Logging. Lines go to stderr unless a handler is set. The initial level
+ * comes from the environment variable FTC_LOG=debug|info|warn|error|off
+ * (default warn). */
+typedef enum ftc_log_level {
+    FTC_LOG_DEBUG = 10,
+    FTC_LOG_INFO = 20,
+    FTC_LOG_WARN = 30,
+    FTC_LOG_ERROR = 40,
+    FTC_LOG_OFF = 100,
+} ftc_log_level;
+
+/* A log handler receives one event: its level, a stable tag such as
+ * "store.oversize", and the formatted message (borrowed for the call). It may
+ * be called from any ftc thread, concurrently, and must not call into ftc. */
+typedef void (*ftc_log_fn)(void *arg, int level, const char *tag,
+                           const char *msg);
+
+/* Sets the handler (NULL restores stderr). Set it once, before other ftc
+ * calls; it is not synchronised with threads that are logging. */
+FTC_API void ftc_log_set_handler(ftc_log_fn fn, void *arg);
+FTC_API void ftc_log_set_level(int level);
+FTC_API int ftc_log_get_level(void);
+/* Parses "debug", "info", "warn", "error" or "off"; -1 if unknown. */
+FTC_API int ftc_log_level_parse(const char *name);
+
+/* Releases a buffer that an ftc call returned to the caller. NULL is a
+ * no-op. */
+FTC_API void ftc_free(void *p);
+
+/* "0.1.0" */
+FTC_API const char *ftc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

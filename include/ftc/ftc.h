@@ -1,0 +1,7 @@
+/* ftc.h: the whole public API of libftc. */
+#ifndef FTC_FTC_H
+#define FTC_FTC_H
+
+#include "ftc/base.h"
+
+#endif

@@ -1,0 +1,209 @@
+/* ftc/store.h: a key-value store that speaks PyTorch's TCPStore protocol.
+ *
+ * The server serves PyTorch 1.13 clients and PyTorch 2.x clients on one port
+ * (told apart per connection) and ftc's own client. The client works against
+ * the ftc server and against PyTorch's own TCPStore server.
+ *
+ * Keys are NUL-terminated strings. Like PyTorch's TCPStore client, the ftc
+ * client sends every key as "/" + key, so a PyTorch process and an ftc
+ * process that use the same key name meet on the same server key. */
+#ifndef FTC_STORE_H
+#define FTC_STORE_H
+
+#include "ftc/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct ftc_store_server ftc_store_server;
+
+/* Limits protect the server from hostile or broken clients: every length a
+ * client sends is checked against them before anything is allocated, and a
+ * client that exceeds one is disconnected (others are unaffected). A zero
+ * field means the default given here. */
+typedef struct ftc_store_server_opts {
+    const char *bind_host; /* NULL: every interface (IPv6 dual-stack) */
+    int port;              /* 0: an ephemeral port (see _port()) */
+    int backlog;           /* listen backlog; default: the kernel maximum */
+    size_t max_key_bytes;  /* default 64 KiB */
+    size_t max_value_bytes;      /* default 256 MiB */
+    size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
+    size_t max_total_bytes; /* all keys and values together; default 4 GiB */
+    size_t max_connections; /* default 100000 */
+    size_t max_output_bytes; /* unsent replies per connection; default 1 GiB */
+} ftc_store_server_opts;
+
+FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);
+
+/* Starts a server on its own background thread. opts may be NULL (all
+ * defaults) and is copied. Errors: FTC_EINVAL, FTC_ESYS (e.g. port in use),
+ * FTC_ENOMEM. On failure *out is NULL. */
+FTC_API int ftc_store_server_start(ftc_store_server **out,
+                                   const ftc_store_server_opts *opts);
+
+/* The port the server listens on. */
+FTC_API int ftc_store_server_port(const ftc_store_server *server);
+
+typedef struct ftc_store_server_stats {
+    uint64_t connections;     /* open client connections now */
+    uint64_t keys;            /* keys in the map (queues not counted) */
+    uint64_t bytes;           /* bytes held by keys, values and queues */
+    uint64_t requests;        /* requests served since start */
+    uint64_t protocol_errors; /* connections closed for bad input */
+} ftc_store_server_stats;
+
+/* A consistent snapshot of the counters; safe from any thread. */
+FTC_API int ftc_store_server_stats_get(ftc_store_server *server,
+                                       ftc_store_server_stats *out);
+
+/* Closes every connection, stops the thread and frees the server. Pending
+ * waits end with the connection. NULL is a no-op. */
+FTC_API void ftc_store_server_stop(ftc_store_server *server);
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct ftc_store_client ftc_store_client;
+
+typedef enum ftc_store_dialect {
+    /* PyTorch >= 2.1 numbering, VALIDATE handshake. Also what the ftc
+     * server speaks natively. */
+    FTC_STORE_DIALECT_V2 = 0,
+    /* PyTorch 1.13 numbering, no handshake (to reach a 1.13 server). */
+    FTC_STORE_DIALECT_V1 = 1,
+} ftc_store_dialect;
+
+typedef struct ftc_store_client_opts {
+    int64_t connect_timeout_ms; /* default 30000 */
+    int64_t timeout_ms;         /* used for FTC_TIMEOUT_DEFAULT; 300000 */
+    int dialect;                /* ftc_store_dialect; default V2 */
+    size_t max_value_bytes;     /* largest reply accepted; default 1 GiB */
+} ftc_store_client_opts;
+
+FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);
+
+/* Connects to "host:port", retrying with backoff until the connect timeout.
+ * opts may be NULL. On failure *out is NULL.
+ *
+ * Thread-safety: one client may be used by many threads; calls are
+ * serialised on its connection. Every call taking timeout_ms accepts a
+ * value >= 0, FTC_TIMEOUT_DEFAULT or FTC_TIMEOUT_INFINITE, and that timeout
+ * applies to that call only. A call that times out or is cancelled leaves
+ * the client usable: a late reply is never read as the answer to a later
+ * call (the connection is cancelled in-protocol or replaced). */
+FTC_API int ftc_store_client_connect(ftc_store_client **out,
+                                     const char *addr,
+                                     const ftc_store_client_opts *opts);
+
+/* A view whose keys are "<prefix>/<key>" (PyTorch PrefixStore). Views nest
+ * and share the underlying connection, which must outlive them. Closing a
+ * view does not close the connection. */
+FTC_API int ftc_store_client_prefix(ftc_store_client **out,
+                                    ftc_store_client *base,
+                                    const char *prefix);
+
+/* Closes a connection (or releases a view). NULL is a no-op. Not safe while
+ * another thread uses the client. */
+FTC_API void ftc_store_client_close(ftc_store_client *client);
+
+/* Makes the call in progress on this client's connection (if any) return
+ * FTC_ECANCELED at once. Safe from any thread. */
+FTC_API void ftc_store_client_cancel(ftc_store_client *client);
+
+/* Stores value under key, replacing any previous value, and wakes waiters. */
+FTC_API int ftc_store_client_set(ftc_store_client *client, const char *key,
+                                 const void *value, size_t len,
+                                 int64_t timeout_ms);
+
+/* Waits until key exists, then returns its value in a buffer the caller
+ * releases with ftc_free (*value is non-NULL even for an empty value).
+ * FTC_ETIMEDOUT if the key did not appear in time. */
+FTC_API int ftc_store_client_get(ftc_store_client *client, const char *key,
+                                 void **value /* OUT */,
+                                 size_t *len /* OUT */, int64_t timeout_ms);
+
+/* Adds delta to the decimal integer stored at key (missing counts as 0)
+ * and returns the new value (result may be NULL). */
+FTC_API int ftc_store_client_add(ftc_store_client *client, const char *key,
+                                 int64_t delta, int64_t *result /* OUT */,
+                                 int64_t timeout_ms);
+
+/* Sets key to desired if its current value equals expected (a missing key
+ * equals an empty expected). Returns the value after the operation in
+ * *current (ftc_free); current may be NULL. */
+FTC_API int ftc_store_client_compare_set(
+    ftc_store_client *client, const char *key, const void *expected,
+    size_t expected_len, const void *desired, size_t desired_len,
+    void **current /* OUT */, size_t *current_len /* OUT */,
+    int64_t timeout_ms);
+
+/* *ready = 1 if every key exists now, without waiting. */
+FTC_API int ftc_store_client_check(ftc_store_client *client,
+                                   const char *const *keys, size_t nkeys,
+                                   int *ready /* OUT */, int64_t timeout_ms);
+
+/* Waits until every key exists. FTC_ETIMEDOUT names the keys. */
+FTC_API int ftc_store_client_wait(ftc_store_client *client,
+                                  const char *const *keys, size_t nkeys,
+                                  int64_t timeout_ms);
+
+/* Deletes key; *deleted (may be NULL) is 1 if it existed. */
+FTC_API int ftc_store_client_delete(ftc_store_client *client, const char *key,
+                                    int *deleted /* OUT */,
+                                    int64_t timeout_ms);
+
+/* The number of keys on the server (all prefixes). */
+FTC_API int ftc_store_client_num_keys(ftc_store_client *client,
+                                      int64_t *count /* OUT */,
+                                      int64_t timeout_ms);
+
+/* Appends value to key's value (creating it). */
+FTC_API int ftc_store_client_append(ftc_store_client *client, const char *key,
+                                    const void *value, size_t len,
+                                    int64_t timeout_ms);
+
+/* A value returned by multi_get, released with ftc_store_values_free. */
+typedef struct ftc_store_value {
+    void *data;
+    size_t len;
+} ftc_store_value;
+
+/* Waits until every key exists, then fetches all values in one request.
+ * values[] has nkeys entries, filled in key order. */
+FTC_API int ftc_store_client_multi_get(ftc_store_client *client,
+                                       const char *const *keys, size_t nkeys,
+                                       ftc_store_value *values /* OUT */,
+                                       int64_t timeout_ms);
+FTC_API void ftc_store_values_free(ftc_store_value *values, size_t n);
+
+/* Sets every key to its value in one request. */
+FTC_API int ftc_store_client_multi_set(ftc_store_client *client,
+                                       const char *const *keys,
+                                       const ftc_store_value *values,
+                                       size_t nkeys, int64_t timeout_ms);
+
+/* Queues (PyTorch >= 2.8 servers and ftc). push appends an item; pop takes
+ * the oldest, waiting for one if block, else FTC_ENOENT when empty. */
+FTC_API int ftc_store_client_queue_push(ftc_store_client *client,
+                                        const char *key, const void *value,
+                                        size_t len, int64_t timeout_ms);
+FTC_API int ftc_store_client_queue_pop(ftc_store_client *client,
+                                       const char *key, int block,
+                                       void **value /* OUT */,
+                                       size_t *len /* OUT */,
+                                       int64_t timeout_ms);
+FTC_API int ftc_store_client_queue_len(ftc_store_client *client,
+                                       const char *key,
+                                       int64_t *len /* OUT */,
+                                       int64_t timeout_ms);
+
+/* One round trip to the server (V2 dialect only). */
+FTC_API int ftc_store_client_ping(ftc_store_client *client,
+                                  int64_t timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Style checks run by `make check`: clang-format conformance and banned
+# functions (as curl's checksrc does). Prints every violation, exits 1 if any.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+mapfile -t files < <(git ls-files --cached --others --exclude-standard \
+                       '*.c' '*.h' | sort -u)
+for f in "${files[@]}"; do
+  [[ -f "$f" ]] || continue
+  if ! clang-format --dry-run --Werror "$f" 2>/dev/null; then
+    echo "lint: $f is not clang-formatted (run: clang-format -i $f)"
+    status=1
+  fi
+done
+# Unbounded or unsafe string/number functions are banned everywhere; raw
+# allocation is banned outside src/base (use ftc__malloc and friends).
+banned='\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atoll|strtok)\s*\('
+if grep -nE "$banned" "${files[@]}" /dev/null; then
+  echo "lint: banned function above (see docs/decisions.md)"
+  status=1
+fi
+raw_alloc='(^|[^_a-z])(malloc|calloc|realloc|free|strdup)\s*\('
+if grep -nE "$raw_alloc" $(printf '%s\n' "${files[@]}" | grep '^src/' | \
+     grep -v '^src/base/') /dev/null | grep -v 'ftc__'; then
+  echo "lint: raw allocation outside src/base (use ftc__malloc etc.)"
+  status=1
+fi
+exit $status

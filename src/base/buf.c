@@ -1,0 +1,130 @@
+/* Growable byte buffer with a hard maximum. */
+#include "base/buf.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/bytes.h"
+#include "base/err.h"
+
+void ftc__buf_init(ftc_buf *b, size_t max)
+{
+    memset(b, 0, sizeof(*b));
+    b->max = max;
+}
+
+void ftc__buf_free(ftc_buf *b)
+{
+    ftc__free(b->data);
+    size_t max = b->max;
+    memset(b, 0, sizeof(*b));
+    b->max = max;
+}
+
+void ftc__buf_reset(ftc_buf *b)
+{
+    b->head = 0;
+    b->len = 0;
+}
+
+int ftc__buf_reserve(ftc_buf *b, size_t extra)
+{
+    size_t live = b->len - b->head;
+    if (extra > b->max || live > b->max - extra) {
+        return ftc__seterr(FTC_EMSGSIZE,
+                           "buffer would hold %zu+%zu B > max %zu", live, extra,
+                           b->max);
+    }
+    if (b->len + extra <= b->cap) {
+        return 0;
+    }
+    if (b->head > 0) {
+        memmove(b->data, b->data + b->head, live);
+        b->len = live;
+        b->head = 0;
+        if (live + extra <= b->cap) {
+            return 0;
+        }
+    }
+    size_t want = b->cap < 256 ? 256 : b->cap;
+    while (want < live + extra) {
+        want = want > SIZE_MAX / 2 ? live + extra : want * 2;
+    }
+    if (want > b->max) {
+        want = b->max;
+    }
+    uint8_t *p = ftc__realloc(b->data, want);
+    if (p == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "buffer of %zu B", want);
+    }
+    b->data = p;
+    b->cap = want;
+    return 0;
+}
+
+int ftc__buf_append(ftc_buf *b, const void *p, size_t n)
+{
+    if (n == 0) {
+        return 0;
+    }
+    int rc = ftc__buf_reserve(b, n);
+    if (rc != 0) {
+        return rc;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+int ftc__buf_append_u8(ftc_buf *b, uint8_t v)
+{
+    return ftc__buf_append(b, &v, 1);
+}
+
+int ftc__buf_append_u32le(ftc_buf *b, uint32_t v)
+{
+    uint8_t raw[4];
+    ftc__put_u32le(raw, v);
+    return ftc__buf_append(b, raw, sizeof(raw));
+}
+
+int ftc__buf_append_u64le(ftc_buf *b, uint64_t v)
+{
+    uint8_t raw[8];
+    ftc__put_u64le(raw, v);
+    return ftc__buf_append(b, raw, sizeof(raw));
+}
+
+int ftc__buf_append_str(ftc_buf *b, const void *p, size_t n)
+{
+    int rc = ftc__buf_reserve(b, 8 + n);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc__buf_append_u64le(b, n);
+    return ftc__buf_append(b, p, n);
+}
+
+void ftc__buf_consume(ftc_buf *b, size_t n)
+{
+    size_t live = b->len - b->head;
+    if (n >= live) {
+        b->head = 0;
+        b->len = 0;
+        return;
+    }
+    b->head += n;
+}
+
+uint8_t *ftc__buf_detach(ftc_buf *b, size_t *len)
+{
+    size_t live = b->len - b->head;
+    if (b->head > 0) {
+        memmove(b->data, b->data + b->head, live);
+    }
+    uint8_t *p = b->data;
+    *len = live;
+    b->data = NULL;
+    b->head = b->len = b->cap = 0;
+    return p;
+}

@@ -1,0 +1,71 @@
+/* Monotonic clock and deadline arithmetic. */
+#include "base/clock.h"
+
+#include <limits.h>
+#include <time.h>
+
+#include "ftc/base.h"
+
+int64_t ftc__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t ftc__now_ms(void)
+{
+    return ftc__now_ns() / 1000000;
+}
+
+ftc_deadline ftc__deadline_in_ms(int64_t timeout_ms)
+{
+    if (timeout_ms < 0 || timeout_ms > INT64_MAX / 2000000) {
+        return FTC_DEADLINE_NEVER;
+    }
+    return (ftc_deadline){ftc__now_ns() + timeout_ms * 1000000};
+}
+
+ftc_deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms)
+{
+    if (timeout_ms == FTC_TIMEOUT_DEFAULT) {
+        timeout_ms = default_ms;
+    }
+    return ftc__deadline_in_ms(timeout_ms);
+}
+
+bool ftc__deadline_is_never(ftc_deadline d)
+{
+    return d.ns == INT64_MAX;
+}
+
+bool ftc__deadline_expired(ftc_deadline d)
+{
+    return !ftc__deadline_is_never(d) && ftc__now_ns() >= d.ns;
+}
+
+int64_t ftc__deadline_left_ms(ftc_deadline d)
+{
+    if (ftc__deadline_is_never(d)) {
+        return INT64_MAX;
+    }
+    int64_t left = d.ns - ftc__now_ns();
+    if (left <= 0) {
+        return 0;
+    }
+    return (left + 999999) / 1000000;
+}
+
+int ftc__deadline_poll_ms(ftc_deadline d)
+{
+    int64_t left = ftc__deadline_left_ms(d);
+    if (left == INT64_MAX) {
+        return -1;
+    }
+    return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+ftc_deadline ftc__deadline_min(ftc_deadline a, ftc_deadline b)
+{
+    return a.ns < b.ns ? a : b;
+}

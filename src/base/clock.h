@@ -1,0 +1,32 @@
+/* Monotonic time and deadlines. A public timeout in milliseconds is turned
+ * into an absolute deadline once, on entry, and passed down unchanged. */
+#ifndef FTC_BASE_CLOCK_H
+#define FTC_BASE_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+int64_t ftc__now_ns(void);
+int64_t ftc__now_ms(void);
+
+typedef struct ftc_deadline {
+    int64_t ns; /* absolute CLOCK_MONOTONIC time; INT64_MAX means never */
+} ftc_deadline;
+
+#define FTC_DEADLINE_NEVER ((ftc_deadline){INT64_MAX})
+
+/* A deadline timeout_ms from now; negative means never. */
+ftc_deadline ftc__deadline_in_ms(int64_t timeout_ms);
+/* Resolves FTC_TIMEOUT_DEFAULT to default_ms and FTC_TIMEOUT_INFINITE (or
+ * any other negative value) to never. */
+ftc_deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms);
+bool ftc__deadline_expired(ftc_deadline d);
+bool ftc__deadline_is_never(ftc_deadline d);
+/* Milliseconds left, rounded up, at least 0; INT64_MAX if never. */
+int64_t ftc__deadline_left_ms(ftc_deadline d);
+/* The timeout argument for poll(2): -1 if never, else left_ms capped. */
+int ftc__deadline_poll_ms(ftc_deadline d);
+ftc_deadline ftc__deadline_min(ftc_deadline a, ftc_deadline b);
+
+#endif

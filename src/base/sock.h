@@ -1,0 +1,58 @@
+/* Blocking-with-deadline socket helpers for clients, and listen/accept
+ * helpers for servers. Every wait polls the socket and an optional cancel
+ * event, so no call blocks past its deadline or after a cancel. */
+#ifndef FTC_BASE_SOCK_H
+#define FTC_BASE_SOCK_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "base/clock.h"
+#include "base/event.h"
+
+/* Connects to host:port, retrying refused/unreachable/reset connections and
+ * failed name lookups with backoff (10 ms doubling to 1 s) until the
+ * deadline. The socket comes back non-blocking, close-on-exec, with
+ * TCP_NODELAY. cancel may be NULL. Errors: FTC_ETIMEDOUT (message has the
+ * last failure), FTC_ECANCELED, FTC_ESYS. */
+int ftc__sock_connect(const char *host, int port, ftc_deadline dl,
+                      const ftc_event *cancel, int *fd_out);
+
+/* Listens on host:port (host NULL or "" = every interface, dual-stack IPv6
+ * falling back to IPv4; port 0 = ephemeral). Returns the non-blocking fd and
+ * the bound port. */
+int ftc__sock_listen(const char *host, int port, int backlog, int *fd_out,
+                     int *port_out);
+
+int ftc__sock_set_nonblock(int fd, int on);
+int ftc__sock_set_nodelay(int fd);
+/* Sends keepalive probes after idle_s idle seconds, every intvl_s, and
+ * drops the connection after count unanswered probes. */
+int ftc__sock_set_keepalive(int fd, int idle_s, int intvl_s, int count);
+/* Requests kernel buffer sizes (either may be 0 to leave as is). */
+void ftc__sock_set_bufsizes(int fd, int sndbuf, int rcvbuf);
+
+/* Waits until fd has any of events (POLLIN/POLLOUT), the deadline passes
+ * (FTC_ETIMEDOUT), or cancel is set (FTC_ECANCELED). */
+int ftc__sock_wait(int fd, short events, ftc_deadline dl,
+                   const ftc_event *cancel);
+
+/* Sends every byte of the iovecs (modified in place) or fails: FTC_EPEER on
+ * reset, FTC_ETIMEDOUT, FTC_ECANCELED. */
+int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
+                        const ftc_event *cancel);
+int ftc__sock_send_all(int fd, const void *p, size_t n, ftc_deadline dl,
+                       const ftc_event *cancel);
+/* Receives exactly n bytes: FTC_ECLOSED if the peer closed first. */
+int ftc__sock_recv_all(int fd, void *p, size_t n, ftc_deadline dl,
+                       const ftc_event *cancel);
+
+/* "1.2.3.4:5" of the peer or of the local end; "?" when unknown. */
+void ftc__sock_peer_name(int fd, char *out, size_t cap);
+void ftc__sock_local_name(int fd, char *out, size_t cap);
+
+/* Sleeps until the deadline or a cancel; returns 0 or FTC_ECANCELED. */
+int ftc__sleep_until(ftc_deadline dl, const ftc_event *cancel);
+
+#endif

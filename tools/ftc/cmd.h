@@ -1,0 +1,18 @@
+/* The ftc CLI: one handler per subcommand, listed in one table (main.c). */
+#ifndef FTC_TOOLS_CMD_H
+#define FTC_TOOLS_CMD_H
+
+typedef struct ftc_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *help;                  /* one line */
+} ftc_cmd;
+
+/* Subcommand handlers. Each prints its own usage for --help and returns the
+ * process exit code. */
+int ftc_cmd_version(int argc, char **argv);
+
+/* True if argv has -h or --help. */
+int ftc_cmd_wants_help(int argc, char **argv);
+
+#endif

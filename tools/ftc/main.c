@@ -1,0 +1,56 @@
+/* ftc: the command-line tool. Dispatches to one handler per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "ftc/ftc.h"
+
+static const ftc_cmd commands[] = {
+    {"version", ftc_cmd_version, "print the ftc version"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ftc <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
+    }
+    fprintf(out, "\n'ftc <command> --help' describes a command.\n");
+}
+
+int ftc_cmd_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ftc_cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("ftc %s\n", ftc_version());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "ftc: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
