@@ -73,20 +73,11 @@ const char *tk_tmpdir(void)
     return tmpdir;
 }
 
-void tk_spawn(tk_child *c, const char *role, char *const args[],
-              char *const env[])
+void tk_spawn_cmd(tk_child *c, char *const argv[], char *const env[])
 {
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)tk_self();
-    argv[n++] = "--tk-role";
-    argv[n++] = (char *)role;
-    for (int i = 0; args != NULL && args[i] != NULL && n < 63; i++) {
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     memset(c, 0, sizeof(*c));
-    snprintf(c->name, sizeof(c->name), "%s", role);
+    const char *base = strrchr(argv[0], '/');
+    snprintf(c->name, sizeof(c->name), "%s", base != NULL ? base + 1 : argv[0]);
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -102,10 +93,26 @@ void tk_spawn(tk_child *c, const char *role, char *const args[],
         for (int i = 0; env != NULL && env[i] != NULL; i++) {
             putenv(env[i]);
         }
-        execv(argv[0], argv);
+        execvp(argv[0], argv);
         _exit(127);
     }
     c->pid = pid;
+}
+
+void tk_spawn(tk_child *c, const char *role, char *const args[],
+              char *const env[])
+{
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)tk_self();
+    argv[n++] = "--tk-role";
+    argv[n++] = (char *)role;
+    for (int i = 0; args != NULL && args[i] != NULL && n < 63; i++) {
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    tk_spawn_cmd(c, argv, env);
+    snprintf(c->name, sizeof(c->name), "%s", role);
 }
 
 int tk_exit_code(const tk_child *c)

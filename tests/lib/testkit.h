@@ -66,6 +66,10 @@ typedef struct tk_child {
 void tk_spawn(tk_child *c, const char *role, char *const args[],
               char *const env[]);
 
+/* Starts an arbitrary program (argv[0] is looked up in PATH when it has no
+ * '/') the same way: it dies with the parent and is reaped by tk_reap. */
+void tk_spawn_cmd(tk_child *c, char *const argv[], char *const env[]);
+
 /* Reaps children until all are done or tk_ms(timeout_ms) passed; then kills
  * and reaps the rest. Returns how many had to be killed. */
 int tk_reap(tk_child *cs, int n, int64_t timeout_ms);
