@@ -73,9 +73,48 @@ const char *tk_tmpdir(void)
     return tmpdir;
 }
 
+extern char **environ;
+
+/* The current environment with the "K=V" entries of extra added or
+ * replacing same-named ones, built before fork (the child may not
+ * allocate). */
+static char **merged_env(char *const extra[])
+{
+    size_t n = 0, k = 0;
+    while (environ[n] != NULL) {
+        n++;
+    }
+    while (extra != NULL && extra[k] != NULL) {
+        k++;
+    }
+    char **env = calloc(n + k + 1, sizeof(*env));
+    if (env == NULL) {
+        fail_msg("out of memory");
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int overridden = 0;
+        for (size_t j = 0; j < k; j++) {
+            size_t name = strcspn(extra[j], "=");
+            if (strncmp(environ[i], extra[j], name) == 0 &&
+                environ[i][name] == '=') {
+                overridden = 1;
+            }
+        }
+        if (!overridden) {
+            env[m++] = environ[i];
+        }
+    }
+    for (size_t j = 0; j < k; j++) {
+        env[m++] = extra[j];
+    }
+    return env;
+}
+
 void tk_spawn_cmd(tk_child *c, char *const argv[], char *const env[])
 {
     memset(c, 0, sizeof(*c));
+    char **envp = merged_env(env);
     const char *base = strrchr(argv[0], '/');
     snprintf(c->name, sizeof(c->name), "%s", base != NULL ? base + 1 : argv[0]);
     fflush(NULL);
@@ -90,13 +129,11 @@ void tk_spawn_cmd(tk_child *c, char *const argv[], char *const env[])
         if (getppid() != parent) {
             _exit(127);
         }
-        for (int i = 0; env != NULL && env[i] != NULL; i++) {
-            putenv(env[i]);
-        }
-        execvp(argv[0], argv);
+        execvpe(argv[0], argv, envp);
         _exit(127);
     }
     c->pid = pid;
+    free(envp);
 }
 
 void tk_spawn(tk_child *c, const char *role, char *const args[],
