@@ -25,14 +25,14 @@ typedef struct ftc_store_server ftc_store_server;
  * client that exceeds one is disconnected (others are unaffected). A zero
  * field means the default given here. */
 typedef struct ftc_store_server_opts {
-    const char *bind_host; /* NULL: every interface (IPv6 dual-stack) */
-    int port;              /* 0: an ephemeral port (see _port()) */
-    int backlog;           /* listen backlog; default: the kernel maximum */
-    size_t max_key_bytes;  /* default 64 KiB */
-    size_t max_value_bytes;      /* default 256 MiB */
+    const char *bind_host;  /* NULL: every interface (IPv6 dual-stack) */
+    int port;               /* 0: an ephemeral port (see _port()) */
+    int backlog;            /* listen backlog; default: the kernel maximum */
+    size_t max_key_bytes;   /* default 64 KiB */
+    size_t max_value_bytes; /* default 256 MiB */
     size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
-    size_t max_total_bytes; /* all keys and values together; default 4 GiB */
-    size_t max_connections; /* default 100000 */
+    size_t max_total_bytes;  /* all keys and values together; default 4 GiB */
+    size_t max_connections;  /* default 100000 */
     size_t max_output_bytes; /* unsent replies per connection; default 1 GiB */
 } ftc_store_server_opts;
 
@@ -93,16 +93,14 @@ FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);
  * applies to that call only. A call that times out or is cancelled leaves
  * the client usable: a late reply is never read as the answer to a later
  * call (the connection is cancelled in-protocol or replaced). */
-FTC_API int ftc_store_client_connect(ftc_store_client **out,
-                                     const char *addr,
+FTC_API int ftc_store_client_connect(ftc_store_client **out, const char *addr,
                                      const ftc_store_client_opts *opts);
 
 /* A view whose keys are "<prefix>/<key>" (PyTorch PrefixStore). Views nest
  * and share the underlying connection, which must outlive them. Closing a
  * view does not close the connection. */
 FTC_API int ftc_store_client_prefix(ftc_store_client **out,
-                                    ftc_store_client *base,
-                                    const char *prefix);
+                                    ftc_store_client *base, const char *prefix);
 
 /* Closes a connection (or releases a view). NULL is a no-op. Not safe while
  * another thread uses the client. */
@@ -121,8 +119,8 @@ FTC_API int ftc_store_client_set(ftc_store_client *client, const char *key,
  * releases with ftc_free (*value is non-NULL even for an empty value).
  * FTC_ETIMEDOUT if the key did not appear in time. */
 FTC_API int ftc_store_client_get(ftc_store_client *client, const char *key,
-                                 void **value /* OUT */,
-                                 size_t *len /* OUT */, int64_t timeout_ms);
+                                 void **value /* OUT */, size_t *len /* OUT */,
+                                 int64_t timeout_ms);
 
 /* Adds delta to the decimal integer stored at key (missing counts as 0)
  * and returns the new value (result may be NULL). */
@@ -133,11 +131,12 @@ FTC_API int ftc_store_client_add(ftc_store_client *client, const char *key,
 /* Sets key to desired if its current value equals expected (a missing key
  * equals an empty expected). Returns the value after the operation in
  * *current (ftc_free); current may be NULL. */
-FTC_API int ftc_store_client_compare_set(
-    ftc_store_client *client, const char *key, const void *expected,
-    size_t expected_len, const void *desired, size_t desired_len,
-    void **current /* OUT */, size_t *current_len /* OUT */,
-    int64_t timeout_ms);
+FTC_API int
+ftc_store_client_compare_set(ftc_store_client *client, const char *key,
+                             const void *expected, size_t expected_len,
+                             const void *desired, size_t desired_len,
+                             void **current /* OUT */,
+                             size_t *current_len /* OUT */, int64_t timeout_ms);
 
 /* *ready = 1 if every key exists now, without waiting. */
 FTC_API int ftc_store_client_check(ftc_store_client *client,
@@ -151,8 +150,7 @@ FTC_API int ftc_store_client_wait(ftc_store_client *client,
 
 /* Deletes key; *deleted (may be NULL) is 1 if it existed. */
 FTC_API int ftc_store_client_delete(ftc_store_client *client, const char *key,
-                                    int *deleted /* OUT */,
-                                    int64_t timeout_ms);
+                                    int *deleted /* OUT */, int64_t timeout_ms);
 
 /* The number of keys on the server (all prefixes). */
 FTC_API int ftc_store_client_num_keys(ftc_store_client *client,
@@ -195,13 +193,11 @@ FTC_API int ftc_store_client_queue_pop(ftc_store_client *client,
                                        size_t *len /* OUT */,
                                        int64_t timeout_ms);
 FTC_API int ftc_store_client_queue_len(ftc_store_client *client,
-                                       const char *key,
-                                       int64_t *len /* OUT */,
+                                       const char *key, int64_t *len /* OUT */,
                                        int64_t timeout_ms);
 
 /* One round trip to the server (V2 dialect only). */
-FTC_API int ftc_store_client_ping(ftc_store_client *client,
-                                  int64_t timeout_ms);
+FTC_API int ftc_store_client_ping(ftc_store_client *client, int64_t timeout_ms);
 
 #ifdef __cplusplus
 }
