@@ -8,8 +8,10 @@
  *   ----------                          -----------
  *   heartbeat RPC                  ->   ftc__quorum_heartbeat(s, o, id, now)
  *   join RPC (long-poll)           ->   ftc__quorum_join(s, o, member, now)
- *   requester gave up / vanished   ->   ftc__quorum_leave(s, id)
- *   timer at decision.next_ms      ->   ftc__quorum_tick(s, o, now, wall, &t)
+ *   requester gave up (deadline)   ->   ftc__quorum_leave(s, id)
+ *   goodbye / connection dropped   ->   ftc__quorum_forget(s, id)
+ *   after any of these, and at     ->   ftc__quorum_tick(s, o, now, wall, &t)
+ *   the last answer's next_ms
  *     t.met: answer every waiter found by ftc__quorum_find(&s->prev, id)
  *   status page                    ->   ftc__quorum_compute(now, s, o, &d)
  *
@@ -176,6 +178,17 @@ int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
 /* Withdraws a participant whose request ended (deadline, closed
  * connection); its heartbeat stays. 0, or FTC_ENOENT if it was not one. */
 int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id);
+
+/* Forgets a replica at once (it said goodbye, or its connection dropped):
+ * its participant entry and its heartbeat go, so no decision waits for its
+ * heartbeat to expire. 0, or FTC_ENOENT if it had neither. */
+int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id);
+
+/* Whether replica_id's heartbeat is younger than o->heartbeat_timeout_ms
+ * at now_ms. A heartbeat can only change a decision when this was false
+ * before it, so a shell may skip the tick otherwise. */
+bool ftc__quorum_is_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
+                            const char *replica_id, int64_t now_ms);
 
 /* Drops heartbeats with now - last >= older_than_ms; returns how many. With
  * older_than_ms >= o->heartbeat_timeout_ms no decision changes. */

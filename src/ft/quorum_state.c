@@ -230,22 +230,65 @@ int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
     return 0;
 }
 
-int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id)
+/* Where replica_id is in a table, if it is; NULL ids are in none. */
+static bool find_in(const void *table, size_t n, size_t stride,
+                    const char *replica_id, size_t *at)
 {
     bool found = false;
-    size_t i = 0;
     if (replica_id != NULL) {
-        i = ftc__quorum_lower_bound(s->participants, s->n_participants,
-                                    sizeof(*s->participants), replica_id,
-                                    &found);
+        *at = ftc__quorum_lower_bound(table, n, stride, replica_id, &found);
     }
-    if (!found) {
-        return ftc__seterr(FTC_ENOENT, "leave: %s is not a participant",
-                           replica_id == NULL ? "(null)" : replica_id);
-    }
+    return found;
+}
+
+static void remove_participant(ftc_quorum_state *s, size_t i)
+{
     ftc__quorum_member_fini(&s->participants[i].member);
     memmove(&s->participants[i], &s->participants[i + 1],
             (s->n_participants - i - 1) * sizeof(*s->participants));
     s->n_participants--;
+}
+
+int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id)
+{
+    size_t i;
+    if (!find_in(s->participants, s->n_participants, sizeof(*s->participants),
+                 replica_id, &i)) {
+        return ftc__seterr(FTC_ENOENT, "leave: %s is not a participant",
+                           replica_id == NULL ? "(null)" : replica_id);
+    }
+    remove_participant(s, i);
     return 0;
+}
+
+int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id)
+{
+    size_t p, h;
+    bool was_participant = find_in(s->participants, s->n_participants,
+                                   sizeof(*s->participants), replica_id, &p);
+    bool had_heartbeat = find_in(s->heartbeats, s->n_heartbeats,
+                                 sizeof(*s->heartbeats), replica_id, &h);
+    if (!was_participant && !had_heartbeat) {
+        return ftc__seterr(FTC_ENOENT, "forget: %s is not known",
+                           replica_id == NULL ? "(null)" : replica_id);
+    }
+    if (was_participant) {
+        remove_participant(s, p);
+    }
+    if (had_heartbeat) {
+        memmove(&s->heartbeats[h], &s->heartbeats[h + 1],
+                (s->n_heartbeats - h - 1) * sizeof(*s->heartbeats));
+        s->n_heartbeats--;
+    }
+    return 0;
+}
+
+bool ftc__quorum_is_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
+                            const char *replica_id, int64_t now_ms)
+{
+    size_t i;
+    return find_in(s->heartbeats, s->n_heartbeats, sizeof(*s->heartbeats),
+                   replica_id, &i) &&
+           ftc__quorum_elapsed_ms(now_ms, s->heartbeats[i].last_ms) <
+               o->heartbeat_timeout_ms;
 }

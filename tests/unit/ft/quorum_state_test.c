@@ -207,6 +207,35 @@ static void prune_drops_only_old_heartbeats(void **state)
     ftc__quorum_state_fini(&s);
 }
 
+static void forget_drops_both_entries_and_health(void **state)
+{
+    (void)state;
+    ftc_quorum_opts o = qf_opts(1, 0, 5000);
+    ftc_quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 0, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 0, false, 0, QF_NOW);
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "c", QF_NOW - 5000));
+    assert_true(ftc__quorum_is_healthy(&s, &o, "a", QF_NOW + 4999));
+    assert_false(ftc__quorum_is_healthy(&s, &o, "a", QF_NOW + 5000));
+    assert_false(ftc__quorum_is_healthy(&s, &o, "c", QF_NOW));
+    assert_false(ftc__quorum_is_healthy(&s, &o, "zz", QF_NOW));
+    assert_false(ftc__quorum_is_healthy(&s, &o, NULL, QF_NOW));
+    /* b vanishes: at once nothing waits for it. */
+    TK_OK(ftc__quorum_forget(&s, "b"));
+    assert_false(ftc__quorum_is_healthy(&s, &o, "b", QF_NOW));
+    assert_int_equal(s.n_participants, 1);
+    assert_string_equal(s.participants[0].member.replica_id, "a");
+    assert_int_equal(s.n_heartbeats, 2);
+    /* A heartbeat alone is forgotten too; then nothing is left of c. */
+    TK_OK(ftc__quorum_forget(&s, "c"));
+    TK_EXPECT(ftc__quorum_forget(&s, "c"), FTC_ENOENT);
+    TK_EXPECT(ftc__quorum_forget(&s, NULL), FTC_ENOENT);
+    assert_int_equal(s.n_heartbeats, 1);
+    assert_string_equal(s.heartbeats[0].replica_id, "a");
+    ftc__quorum_state_fini(&s);
+}
+
 /* A snapshot of what decides: ids, steps and times of both tables. */
 static void snapshot(const ftc_quorum_state *s, char *out, size_t cap)
 {
@@ -294,6 +323,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(data_travels_into_the_quorum),
         cmocka_unit_test(limits_bound_both_tables),
         cmocka_unit_test(prune_drops_only_old_heartbeats),
+        cmocka_unit_test(forget_drops_both_entries_and_health),
         cmocka_unit_test(allocation_failures_change_nothing),
     };
     return tk_main(argc, argv, NULL, 0, tests);
