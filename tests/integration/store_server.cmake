@@ -1,0 +1,7 @@
+# The store server against raw-socket clients (tests/lib/store_raw.c).
+set(STORE_SERVER_KIT ${PROJECT_SOURCE_DIR}/tests/lib/store_raw.c
+    ${CMAKE_CURRENT_LIST_DIR}/store_server_kit.c)
+ftc_add_test(store_server_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_test.c
+                     ${STORE_SERVER_KIT}
+             LABELS integration threaded TIMEOUT 120)
