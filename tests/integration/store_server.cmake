@@ -5,3 +5,7 @@ ftc_add_test(store_server_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_test.c
                      ${STORE_SERVER_KIT}
              LABELS integration threaded TIMEOUT 120)
+ftc_add_test(store_server_hostile_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_hostile_test.c
+                     ${STORE_SERVER_KIT}
+             LABELS integration threaded TIMEOUT 180)

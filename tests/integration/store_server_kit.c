@@ -43,6 +43,9 @@ int ssk_logged(const char *tag, const char *text)
 ftc_store_server *ssk_start(const ftc_store_server_opts *opts)
 {
     static int installed;
+    pthread_mutex_lock(&lock);
+    nlines = 0; /* each server starts a fresh log */
+    pthread_mutex_unlock(&lock);
     if (!installed) {
         ftc_log_set_handler(capture, NULL);
         installed = 1;

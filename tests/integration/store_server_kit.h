@@ -7,7 +7,7 @@
 #include "ftc/store.h"
 
 /* Starts a server on 127.0.0.1 port 0 (opts may be NULL; its bind_host and
- * port are overridden) and installs the log capture. */
+ * port are overridden), installs the log capture and empties it. */
 ftc_store_server *ssk_start(const ftc_store_server_opts *opts);
 ftc_store_server_stats ssk_stats(ftc_store_server *srv);
 /* How many captured log lines have tag and contain text (NULL: any). */
