@@ -9,3 +9,7 @@ ftc_add_test(store_server_hostile_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_hostile_test.c
                      ${STORE_SERVER_KIT}
              LABELS integration threaded TIMEOUT 180)
+ftc_add_test(store_server_scale_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_scale_test.c
+                     ${STORE_SERVER_KIT}
+             LABELS integration threaded TIMEOUT 300)
