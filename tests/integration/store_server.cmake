@@ -13,3 +13,8 @@ ftc_add_test(store_server_scale_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_scale_test.c
                      ${STORE_SERVER_KIT}
              LABELS integration threaded TIMEOUT 300)
+ftc_add_test(store_server_cli_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_cli_test.c
+                     ${PROJECT_SOURCE_DIR}/tests/lib/store_raw.c
+             ARGS $<TARGET_FILE:ftc_cli>
+             LABELS integration TIMEOUT 120)
