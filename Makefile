@@ -11,8 +11,10 @@ build:
 check:
 	@scripts/check.sh
 
+# Until the training demo exists, the demo is the store's self-check: a
+# server started in-process and spoken to in both PyTorch dialects.
 demo: build
-	@build/tools/ftc/ftc version
+	@build/tools/ftc/ftc store --self-check
 
 install: build
 	cmake --install build

@@ -3,5 +3,6 @@
 #define FTC_FTC_H
 
 #include "ftc/base.h"
+#include "ftc/store.h"
 
 #endif

@@ -22,8 +22,9 @@ typedef struct ftc_store_server ftc_store_server;
 
 /* Limits protect the server from hostile or broken clients: every length a
  * client sends is checked against them before anything is allocated, and a
- * client that exceeds one is disconnected (others are unaffected). A zero
- * field means the default given here. */
+ * client that exceeds one is disconnected with one warning naming it
+ * (others are unaffected). A zero field means the default given here.
+ * docs/operations.md explains how to size them. */
 typedef struct ftc_store_server_opts {
     const char *bind_host;  /* NULL: every interface (IPv6 dual-stack) */
     int port;               /* 0: an ephemeral port (see _port()) */
@@ -31,20 +32,27 @@ typedef struct ftc_store_server_opts {
     size_t max_key_bytes;   /* default 64 KiB */
     size_t max_value_bytes; /* default 256 MiB */
     size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
-    size_t max_total_bytes;  /* all keys and values together; default 4 GiB */
-    size_t max_connections;  /* default 100000 */
-    size_t max_output_bytes; /* unsent replies per connection; default 1 GiB */
+    size_t max_total_bytes;      /* all keys, values, queues; default 4 GiB */
+    size_t max_connections;      /* default 100000 */
+    size_t max_output_bytes;     /* unsent replies per connection; 1 GiB */
+    /* One whole request (a MULTI_SET counts all its pairs); default the
+     * larger of 512 MiB and 2 * max_value_bytes + max_key_bytes + 64 (a
+     * COMPARE_SET carries two values); at least max_value_bytes +
+     * max_key_bytes + 64 when set, so a largest SET fits. */
+    size_t max_request_bytes;
 } ftc_store_server_opts;
 
 FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);
 
-/* Starts a server on its own background thread. opts may be NULL (all
- * defaults) and is copied. Errors: FTC_EINVAL, FTC_ESYS (e.g. port in use),
- * FTC_ENOMEM. On failure *out is NULL. */
+/* Starts a server on its own background thread (one libuv loop serves every
+ * connection). opts may be NULL (all defaults) and is copied, bind_host
+ * included. Returns once the server listens, so clients may connect at
+ * once. Errors: FTC_EINVAL (a bad option), FTC_ESYS (e.g. the port is in
+ * use), FTC_ENOMEM. On failure *out is NULL. */
 FTC_API int ftc_store_server_start(ftc_store_server **out,
                                    const ftc_store_server_opts *opts);
 
-/* The port the server listens on. */
+/* The port the server listens on (the real one when opts->port was 0). */
 FTC_API int ftc_store_server_port(const ftc_store_server *server);
 
 typedef struct ftc_store_server_stats {
@@ -53,14 +61,19 @@ typedef struct ftc_store_server_stats {
     uint64_t bytes;           /* bytes held by keys, values and queues */
     uint64_t requests;        /* requests served since start */
     uint64_t protocol_errors; /* connections closed for bad input */
+    uint64_t slow_drops;      /* connections closed for unsent output */
+    uint64_t refused;         /* connections refused over the limit */
 } ftc_store_server_stats;
 
-/* A consistent snapshot of the counters; safe from any thread. */
+/* A consistent snapshot of the counters, taken at the end of the server's
+ * last loop iteration; safe from any thread. FTC_EMISUSE if server is
+ * NULL. */
 FTC_API int ftc_store_server_stats_get(ftc_store_server *server,
                                        ftc_store_server_stats *out);
 
-/* Closes every connection, stops the thread and frees the server. Pending
- * waits end with the connection. NULL is a no-op. */
+/* Closes every connection (pending waits end with it), stops the thread
+ * and frees the server. Blocks until the loop has closed every handle.
+ * NULL is a no-op. Not safe while another thread calls into server. */
 FTC_API void ftc_store_server_stop(ftc_store_server *server);
 
 /* ---------------------------------------------------------------- client */

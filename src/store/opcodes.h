@@ -1,6 +1,7 @@
 /* TCPStore query types in both PyTorch dialects, mapped to one internal
  * enumeration. Facts: ../shared/reference/pytorch-c10d.md section 1.2 and
- * docs/protocol.md. Shared by the server and the client. */
+ * docs/protocol.md. Shared by the server and the client. LIST_KEYS (17) and
+ * BARRIER (18) were captured from torch 2.15's client (docs/protocol.md). */
 #ifndef FTC_STORE_OPCODES_H
 #define FTC_STORE_OPCODES_H
 
@@ -26,6 +27,8 @@ typedef enum ftc_store_op {
     FTC__OP_QUEUE_PUSH,
     FTC__OP_QUEUE_POP,
     FTC__OP_QUEUE_LEN,
+    FTC__OP_LIST_KEYS,
+    FTC__OP_BARRIER,
     FTC__OP_COUNT
 } ftc_store_op;
 
@@ -54,7 +57,8 @@ static inline ftc_store_op ftc__store_op_decode(int dialect, uint8_t b)
         FTC__OP_WAIT,        FTC__OP_GETNUMKEYS, FTC__OP_DELETE_KEY,
         FTC__OP_APPEND,      FTC__OP_MULTI_GET,  FTC__OP_MULTI_SET,
         FTC__OP_CANCEL_WAIT, FTC__OP_PING,       FTC__OP_QUEUE_PUSH,
-        FTC__OP_QUEUE_POP,   FTC__OP_QUEUE_LEN,
+        FTC__OP_QUEUE_POP,   FTC__OP_QUEUE_LEN,  FTC__OP_LIST_KEYS,
+        FTC__OP_BARRIER,
     };
     static const ftc_store_op v1[] = {
         FTC__OP_SET,        FTC__OP_COMPARE_SET, FTC__OP_GET,

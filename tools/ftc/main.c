@@ -7,6 +7,7 @@
 
 static const ftc_cmd commands[] = {
     {"version", ftc_cmd_version, "print the ftc version"},
+    {"store", ftc_cmd_store, "run a TCPStore-compatible key-value server"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,116 @@
+/* The store's state, with no I/O: the key -> value map, per-key queues
+ * (separate from the map), waiters and watchers per key, and byte
+ * accounting against a total limit. The server calls it from its loop
+ * thread only; effects on other clients (a wait completes, a watch event)
+ * come back through hooks. Semantics: docs/protocol.md, store section. */
+#ifndef FTC_STORE_KV_H
+#define FTC_STORE_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/list.h"
+#include "store/wire.h"
+
+/* An immutable, reference-counted value: the map and replies in flight
+ * share it, so a big value is never copied to be sent. */
+typedef struct ftc_kv_value {
+    uint32_t refs;
+    size_t len;
+    size_t cap;
+    uint8_t data[];
+} ftc_kv_value;
+
+ftc_kv_value *ftc__kv_value_ref(ftc_kv_value *v);
+void ftc__kv_value_unref(ftc_kv_value *v);
+
+/* A client of the state (one per connection). */
+typedef struct ftc_kv_client {
+    size_t awaited;   /* keys its pending WAIT or BARRIER still needs */
+    ftc_list waits;   /* its wait registrations */
+    ftc_list watches; /* its watch registrations (1.13 WATCH_KEY) */
+} ftc_kv_client;
+
+void ftc__kv_client_init(ftc_kv_client *c);
+
+typedef struct ftc_kv_hooks {
+    /* c's pending wait or barrier completed (called at most once per
+     * wait; must not call back into the state). */
+    void (*ready)(void *ctx, ftc_kv_client *c);
+    /* A watched key changed: type is FTC__WATCH_KEY_{CREATED,UPDATED,
+     * DELETED}; old or new is empty when absent. */
+    void (*watch)(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
+                  ftc_wire_str old_value, ftc_wire_str new_value);
+} ftc_kv_hooks;
+
+typedef struct ftc_kv ftc_kv;
+
+/* Creates an empty state; NULL when out of memory. hooks is copied. */
+ftc_kv *ftc__kv_new(const ftc_kv_hooks *hooks, void *ctx,
+                    uint64_t max_total_bytes);
+/* Frees everything, registrations included. */
+void ftc__kv_free(ftc_kv *kv);
+
+/* Keys in the map (queues not counted), and bytes held by keys, values
+ * and queued items. */
+uint64_t ftc__kv_num_keys(const ftc_kv *kv);
+uint64_t ftc__kv_bytes(const ftc_kv *kv);
+
+/* Writes. Each returns 0, FTC_ENOMEM, or FTC_EMSGSIZE when the store would
+ * pass max_total_bytes (nothing is changed then). A write that leaves a
+ * value wakes every waiter on its key and notifies its watchers. */
+int ftc__kv_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
+int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
+/* Adds delta to the decimal integer at key (missing = 0; parsed like C++
+ * std::stoll: leading blanks, a sign, digits, anything after ignored) and
+ * stores the sum as decimal text. FTC_EINVAL when the value is not a
+ * number (nothing changes). */
+int ftc__kv_add(ftc_kv *kv, ftc_wire_str key, int64_t delta, int64_t *out);
+/* PyTorch's four cases: missing and expected empty -> set, reply desired;
+ * missing and expected not empty -> no change, reply expected; present and
+ * equal -> set, reply the new value; present and different -> no change,
+ * reply the current value. A change wakes waiters. *reply is valid until
+ * the next call. */
+int ftc__kv_compare_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str expected,
+                        ftc_wire_str desired, ftc_wire_str *reply);
+/* 1 if the key existed. Waiters are not touched. */
+int ftc__kv_delete(ftc_kv *kv, ftc_wire_str key);
+/* Appends an item to key's queue and wakes one waiter of key. */
+int ftc__kv_queue_push(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
+
+/* Reads. */
+/* The value (borrowed until the next write), or NULL. */
+const ftc_kv_value *ftc__kv_get(ftc_kv *kv, ftc_wire_str key);
+/* 1 if every key of the list (count strings at items) is present: in the
+ * map or as a non-empty queue. */
+int ftc__kv_check(ftc_kv *kv, const uint8_t *items, uint64_t count);
+int64_t ftc__kv_queue_len(ftc_kv *kv, ftc_wire_str key);
+/* Pops the oldest item of key's queue: *size is the length before the pop
+ * and *item (0 when empty) an owned reference to release with
+ * ftc__kv_value_unref. */
+void ftc__kv_queue_pop(ftc_kv *kv, ftc_wire_str key, int64_t *size,
+                       ftc_kv_value **item);
+/* Calls fn for every key in the map, in no particular order. */
+void ftc__kv_foreach_key(ftc_kv *kv, void (*fn)(void *arg, ftc_wire_str key),
+                         void *arg);
+
+/* Waiting. */
+/* Returns 1 if every key is present now; else registers c on each missing
+ * key (c->awaited = how many) and returns 0; the ready hook fires when the
+ * last one appears. FTC_ENOMEM leaves nothing registered. c must have no
+ * pending wait. */
+int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
+                 uint64_t count);
+/* Increments the decimal counter at key. When it reaches world_size every
+ * client parked in a barrier on key is released and 1 is returned; else c
+ * is parked (0). FTC_EINVAL if the counter is not a number. */
+int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
+                    int64_t world_size);
+/* Drops c's pending wait or barrier; 1 if there was one. */
+int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c);
+/* Registers c to be told of every later change of key. */
+int ftc__kv_watch(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key);
+/* Drops every registration of c (its connection is closing). */
+void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c);
+
+#endif

@@ -1,0 +1,384 @@
+/* `ftc store`: runs the TCPStore-compatible key-value server until SIGINT
+ * or SIGTERM, or with --self-check starts one, talks to it and exits. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base_int.h"
+#include "cmd.h"
+#include "ftc/ftc.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ftc store [--port P] [--bind ADDR] [limits...]\n"
+            "       ftc store --self-check\n"
+            "\n"
+            "Serves PyTorch TCPStore clients (1.13 and 2.x dialects on one\n"
+            "port) and ftc clients until SIGINT or SIGTERM.\n"
+            "\n"
+            "  --port P                 port to listen on (default 29500;\n"
+            "                           0 picks a free one and prints it)\n"
+            "  --bind ADDR              address to bind (default: every\n"
+            "                           interface, IPv6 dual-stack)\n"
+            "  --backlog N              listen backlog (default: kernel max)\n"
+            "  --max-key-bytes N        longest key (default 64K)\n"
+            "  --max-value-bytes N      largest value (default 256M)\n"
+            "  --max-keys-per-request N keys in one CHECK/WAIT/MULTI_*\n"
+            "                           (default 128K)\n"
+            "  --max-request-bytes N    one whole request (default 512M)\n"
+            "  --max-total-bytes N      all keys, values, queues (default "
+            "4G)\n"
+            "  --max-connections N      open connections (default 100000)\n"
+            "  --max-output-bytes N     unsent replies per connection\n"
+            "                           before it is dropped (default 1G)\n"
+            "  --self-check             start a server on 127.0.0.1, run a\n"
+            "                           few requests of both dialects\n"
+            "                           against it, print them, exit\n"
+            "\n"
+            "Sizes take a K, M or G suffix (powers of 1024). FTC_LOG=info\n"
+            "logs connections refused and clients dropped; see\n"
+            "docs/operations.md for sizing (ulimit -n for big jobs).\n");
+}
+
+/* "64K" -> 65536. Returns 0 or -1 for malformed text. */
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-') {
+        return -1;
+    }
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') {
+        shift = 10;
+    } else if (*end == 'M' || *end == 'm') {
+        shift = 20;
+    } else if (*end == 'G' || *end == 'g') {
+        shift = 30;
+    }
+    if (shift != 0) {
+        end++;
+    }
+    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
+        return -1;
+    }
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static int parse_int(const char *text, int min, int max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Fills opts from argv; sets *self_check. Returns 0, or 2 (usage error)
+ * after printing why. */
+static int parse_args(int argc, char **argv, ftc_store_server_opts *o,
+                      int *self_check)
+{
+    static const struct {
+        const char *flag;
+        size_t offset;
+    } sizes[] = {
+        {"--max-key-bytes", offsetof(ftc_store_server_opts, max_key_bytes)},
+        {"--max-value-bytes", offsetof(ftc_store_server_opts, max_value_bytes)},
+        {"--max-keys-per-request",
+         offsetof(ftc_store_server_opts, max_keys_per_request)},
+        {"--max-request-bytes",
+         offsetof(ftc_store_server_opts, max_request_bytes)},
+        {"--max-total-bytes", offsetof(ftc_store_server_opts, max_total_bytes)},
+        {"--max-connections", offsetof(ftc_store_server_opts, max_connections)},
+        {"--max-output-bytes",
+         offsetof(ftc_store_server_opts, max_output_bytes)},
+    };
+    o->port = 29500;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--self-check") == 0) {
+            *self_check = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "ftc store: unknown or incomplete option '%s'\n",
+                    a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int bad = 0;
+        int known = 1;
+        if (strcmp(a, "--port") == 0) {
+            bad = parse_int(v, 0, 65535, &o->port);
+        } else if (strcmp(a, "--bind") == 0) {
+            o->bind_host = v;
+        } else if (strcmp(a, "--backlog") == 0) {
+            bad = parse_int(v, 1, 1 << 30, &o->backlog);
+        } else {
+            known = 0;
+            for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+                if (strcmp(a, sizes[k].flag) == 0) {
+                    bad =
+                        parse_size(v, (size_t *)((char *)o + sizes[k].offset));
+                    known = 1;
+                }
+            }
+        }
+        if (!known) {
+            fprintf(stderr, "ftc store: unknown option '%s'\n", a);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "ftc store: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- self-check */
+
+typedef struct probe_conn {
+    int fd;
+    ftc_buf out;
+} probe_conn;
+
+static int probe_open(probe_conn *c, int port, int v2)
+{
+    ftc__buf_init(&c->out, 1 << 16);
+    int rc = ftc__sock_connect("127.0.0.1", port, ftc__deadline_in_ms(5000),
+                               NULL, &c->fd);
+    if (rc == 0 && v2) {
+        ftc__buf_append_u8(&c->out, 0); /* VALIDATE */
+        ftc__buf_append_u32le(&c->out, 0x3C85F7CEu);
+    }
+    return rc;
+}
+
+static void probe_close(probe_conn *c)
+{
+    close(c->fd);
+    ftc__buf_free(&c->out);
+}
+
+static int probe_send(probe_conn *c)
+{
+    int rc = ftc__sock_send_all(c->fd, ftc__buf_begin(&c->out),
+                                ftc__buf_size(&c->out),
+                                ftc__deadline_in_ms(5000), NULL);
+    ftc__buf_reset(&c->out);
+    return rc;
+}
+
+static int probe_recv(probe_conn *c, void *p, size_t n)
+{
+    return ftc__sock_recv_all(c->fd, p, n, ftc__deadline_in_ms(5000), NULL);
+}
+
+static int64_t probe_i64(probe_conn *c, int *rc)
+{
+    uint8_t raw[8] = {0};
+    if (*rc == 0) {
+        *rc = probe_recv(c, raw, 8);
+    }
+    return (int64_t)ftc__get_u64le(raw);
+}
+
+/* Reads a string reply into text (truncated, NUL-terminated). */
+static void probe_str(probe_conn *c, char *text, size_t cap, int *rc)
+{
+    uint64_t n = (uint64_t)probe_i64(c, rc);
+    text[0] = '\0';
+    if (*rc != 0 || n >= cap) {
+        *rc = *rc != 0 ? *rc : FTC_EPROTO;
+        return;
+    }
+    *rc = probe_recv(c, text, (size_t)n);
+    text[n] = '\0';
+}
+
+static uint8_t probe_u8(probe_conn *c, int *rc)
+{
+    uint8_t v = 0xFF;
+    if (*rc == 0) {
+        *rc = probe_recv(c, &v, 1);
+    }
+    return v;
+}
+
+static int report(const char *what, int ok, const char *detail)
+{
+    printf("  %-34s %s%s%s\n", what, ok ? "ok" : "FAILED", detail ? "  " : "",
+           detail ? detail : "");
+    return ok ? 0 : 1;
+}
+
+/* Query bytes: 2.x SET=1 GET=3 ADD=4 CHECK=5 WAIT=6 GETNUMKEYS=7
+ * DELETE=8 CANCEL_WAIT=12 PING=13; 1.13 ADD=3 GET=2 WAIT=5. */
+static void put_key_op(ftc_buf *b, uint8_t op, const char *key)
+{
+    ftc__buf_append_u8(b, op);
+    ftc__buf_append_str(b, key, strlen(key));
+}
+
+static int check_v2(int port)
+{
+    probe_conn c;
+    int rc = probe_open(&c, port, 1);
+    int failures = 0;
+    char text[64], detail[96];
+    /* the ftc probe: a 0xF7Cxxxxx nonce comes back complemented */
+    ftc__buf_append_u8(&c.out, 13);
+    ftc__buf_append_u32le(&c.out, 0xF7C0FFEEu);
+    put_key_op(&c.out, 1, "/self-check");
+    ftc__buf_append_str(&c.out, "hello", 5);
+    put_key_op(&c.out, 3, "/self-check");
+    put_key_op(&c.out, 4, "/counter");
+    ftc__buf_append_u64le(&c.out, (uint64_t)-3);
+    put_key_op(&c.out, 4, "/counter");
+    ftc__buf_append_u64le(&c.out, 10);
+    rc = rc == 0 ? probe_send(&c) : rc;
+    uint8_t raw[4] = {0};
+    if (rc == 0) {
+        rc = probe_recv(&c, raw, 4);
+    }
+    uint32_t pong = ftc__get_u32le(raw);
+    failures += report("2.x PING probe (is it ftc?)", pong == ~0xF7C0FFEEu,
+                       pong == ~0xF7C0FFEEu ? "answered as ftc" : NULL);
+    probe_str(&c, text, sizeof(text), &rc);
+    snprintf(detail, sizeof(detail), "\"%s\"", text);
+    failures += report("2.x SET then GET", strcmp(text, "hello") == 0, detail);
+    int64_t a = probe_i64(&c, &rc), b = probe_i64(&c, &rc);
+    snprintf(detail, sizeof(detail), "%lld, %lld", (long long)a, (long long)b);
+    failures += report("2.x ADD -3, ADD 10", a == -3 && b == 7, detail);
+    /* WAIT on a missing key parks; CANCEL_WAIT answers it */
+    ftc__buf_append_u8(&c.out, 6);
+    ftc__buf_append_u64le(&c.out, 1);
+    ftc__buf_append_str(&c.out, "/missing", 8);
+    ftc__buf_append_u8(&c.out, 12);
+    ftc__buf_append_u8(&c.out, 7);
+    rc = rc == 0 ? probe_send(&c) : rc;
+    uint8_t canceled = probe_u8(&c, &rc);
+    failures += report("2.x WAIT missing key + CANCEL_WAIT", canceled == 1,
+                       canceled == 1 ? "WAIT_CANCELED" : NULL);
+    int64_t nkeys = probe_i64(&c, &rc);
+    snprintf(detail, sizeof(detail), "%lld", (long long)nkeys);
+    failures += report("2.x GETNUMKEYS", nkeys == 2, detail);
+    probe_close(&c);
+    return rc != 0 ? 1 : failures;
+}
+
+static int check_v1(int port)
+{
+    probe_conn c, idle;
+    int rc = probe_open(&c, port, 0);
+    int rc_idle = probe_open(&idle, port, 0); /* 1.13's silent 2nd conn */
+    int failures = 0;
+    char text[64], detail[96];
+    put_key_op(&c.out, 3, "init/");
+    ftc__buf_append_u64le(&c.out, 1);
+    ftc__buf_append_u8(&c.out, 5); /* WAIT + GET, as 1.13's get() does */
+    ftc__buf_append_u64le(&c.out, 1);
+    ftc__buf_append_str(&c.out, "/self-check", 11);
+    put_key_op(&c.out, 2, "/self-check");
+    put_key_op(&c.out, 8, "/self-check");
+    rc = rc == 0 ? probe_send(&c) : rc;
+    int64_t workers = probe_i64(&c, &rc);
+    snprintf(detail, sizeof(detail), "%lld", (long long)workers);
+    failures += report("1.13 ADD init/ 1", workers == 1, detail);
+    uint8_t ready = probe_u8(&c, &rc);
+    probe_str(&c, text, sizeof(text), &rc);
+    snprintf(detail, sizeof(detail), "\"%s\" (set over 2.x)", text);
+    failures += report("1.13 WAIT + GET",
+                       ready == 0 && strcmp(text, "hello") == 0, detail);
+    int64_t deleted = probe_i64(&c, &rc);
+    failures += report("1.13 DELETE_KEY", deleted == 1, NULL);
+    probe_close(&c);
+    if (rc_idle == 0) {
+        probe_close(&idle);
+    }
+    return rc != 0 || rc_idle != 0 ? 1 : failures;
+}
+
+static int self_check(void)
+{
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.bind_host = "127.0.0.1";
+    ftc_store_server *srv;
+    int rc = ftc_store_server_start(&srv, &o);
+    if (rc != 0) {
+        fprintf(stderr, "ftc store: %s\n", ftc_last_error());
+        return 1;
+    }
+    int port = ftc_store_server_port(srv);
+    printf("ftc store self-check: server on 127.0.0.1:%d\n", port);
+    int failures = check_v2(port);
+    failures += check_v1(port);
+    ftc_store_server_stats st;
+    ftc_store_server_stats_get(srv, &st);
+    ftc_store_server_stop(srv);
+    printf("  server stopped cleanly; %llu requests, %llu protocol errors\n",
+           (unsigned long long)st.requests,
+           (unsigned long long)st.protocol_errors);
+    printf("self-check %s\n", failures == 0 ? "passed" : "FAILED");
+    return failures == 0 ? 0 : 1;
+}
+
+/* -------------------------------------------------------------- serving */
+
+int ftc_cmd_store(int argc, char **argv)
+{
+    if (ftc_cmd_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
+    }
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    int want_self_check = 0;
+    int rc = parse_args(argc, argv, &o, &want_self_check);
+    if (rc != 0) {
+        usage(stderr);
+        return rc;
+    }
+    if (want_self_check) {
+        return self_check();
+    }
+    /* Signals are taken synchronously by this thread; the server's thread
+     * has them blocked. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    ftc_store_server *srv;
+    rc = ftc_store_server_start(&srv, &o);
+    if (rc != 0) {
+        fprintf(stderr, "ftc store: %s\n", ftc_last_error());
+        return 1;
+    }
+    printf("ftc store: listening on %s port %d\n",
+           o.bind_host != NULL ? o.bind_host : "every interface",
+           ftc_store_server_port(srv));
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    ftc_store_server_stats st;
+    ftc_store_server_stats_get(srv, &st);
+    ftc_store_server_stop(srv);
+    printf("ftc store: %s, stopped (%llu requests served, %llu keys)\n",
+           sig == SIGINT ? "SIGINT" : "SIGTERM",
+           (unsigned long long)st.requests, (unsigned long long)st.keys);
+    return 0;
+}
