@@ -4,5 +4,6 @@
 
 #include "ftc/base.h"
 #include "ftc/store.h"
+#include "ftc/algo.h"
 
 #endif

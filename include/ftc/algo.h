@@ -1,0 +1,176 @@
+/* ftc/algo.h: fault-tolerant training algorithms over plain float arrays:
+ * FT-DDP, LocalSGD, DiLoCo and streaming DiLoCo, driven through a comm. */
+#ifndef FTC_ALGO_H
+#define FTC_ALGO_H
+
+#include "ftc/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------
+ * The communication interface.
+ *
+ * The algorithms never talk to the fault-tolerance manager directly: they
+ * call these five functions on a table the caller hands them. The manager
+ * provides one (ftc_manager_algo_comm()); the tests provide a simulated
+ * in-process one. Every function gets `ctx` back as its first argument.
+ *
+ * Timeouts: each function taking `timeout_ms` receives either the time
+ * left of the algorithm call's deadline (>= 0), FTC_TIMEOUT_INFINITE, or
+ * FTC_TIMEOUT_DEFAULT when the caller of the algorithm passed it (the comm
+ * then applies its own default for that kind of call, e.g. a longer one for
+ * quorums). Every function returns 0 or a negative FTC_E* code and sets
+ * ftc_last_error() on failure.
+ *
+ * Threads: an algorithm handle calls its comm only from the thread that
+ * calls the handle; the comm need not be re-entrant for one handle.
+ * --------------------------------------------------------------------- */
+
+/* An in-flight average. The comm defines struct ftc_algo_work (or casts
+ * its own type); the algorithms only pass the pointer back to wait(). */
+typedef struct ftc_algo_work ftc_algo_work;
+
+typedef struct ftc_algo_comm {
+    void *ctx; /* borrowed: must outlive every handle using this table */
+
+    /* Starts the quorum of the next step and blocks until it is decided
+     * and, if this replica is behind, until it is healed: when it returns
+     * 0, every buffer registered for healing holds the healed state and
+     * current_step() returns the healed step. Called once per step (DDP)
+     * or per synchronisation (LocalSGD, DiLoCo), always followed by exactly
+     * one should_commit(), even when averages in between failed.
+     * Errors: FTC_ETIMEDOUT, FTC_ECANCELED, FTC_EPEER (lighthouse or group
+     * unreachable) ...; the algorithm returns the code to its caller. */
+    int (*start_quorum)(void *ctx, int64_t timeout_ms);
+
+    /* Starts averaging buf[0..n) (n >= 1) over the replicas participating
+     * in the current quorum: the sum of every participant's values divided
+     * by the number of participants, summed in an order that gives every
+     * replica bit-identical results. A non-participating replica (healing,
+     * spare) contributes zeros and still receives the average. Does not
+     * block for the data; on 0, *out is a work item that must be passed to
+     * wait() exactly once. buf is lent to the comm until that wait()
+     * returns: the caller neither reads nor writes it meanwhile. Several
+     * averages may be in flight; the algorithms wait for them in issue
+     * order. On failure *out is NULL, nothing needs waiting, and the
+     * failure counts as a failed average (see wait). */
+    int (*allreduce_avg)(void *ctx, float *buf, size_t n, ftc_algo_work **out);
+
+    /* Waits for an average and releases its work item, whatever it
+     * returns. On 0, buf holds the average. On failure (FTC_ETIMEDOUT,
+     * FTC_EPEER, FTC_ECANCELED ...) buf's contents are unspecified; the
+     * algorithms then vote no in should_commit(). When wait() returns, the
+     * comm no longer touches buf, even after a timeout (abort the
+     * operation or work on a private copy). timeout_ms 0 means "release
+     * now": the algorithms use it when destroyed with an average in
+     * flight. */
+    int (*wait)(void *ctx, ftc_algo_work *work, int64_t timeout_ms);
+
+    /* Votes on the step started by start_quorum(): local_ok is 0 when this
+     * rank saw a failed average. Blocks until the decision: *commit is 1
+     * only if every voter agreed and the comm saw no error of its own; it
+     * is the same on every rank of the replica group. When *commit is 1,
+     * current_step() has advanced by one before this returns. On failure
+     * *commit is 0 and the algorithm returns the code to its caller. */
+    int (*should_commit)(void *ctx, int local_ok, int *commit,
+                         int64_t timeout_ms);
+
+    /* The number of committed steps of this replica (after healing, the
+     * source's). Never blocks, never fails. DiLoCo picks the fragment to
+     * synchronise from it, so all replicas of a quorum must agree on it. */
+    int64_t (*current_step)(void *ctx);
+} ftc_algo_comm;
+
+/* ---------------------------------------------------------------------
+ * Common types.
+ * --------------------------------------------------------------------- */
+
+/* What a step call did. */
+typedef enum ftc_algo_outcome {
+    FTC_ALGO_LOCAL = 0,     /* no synchronisation finished in this call */
+    FTC_ALGO_COMMITTED = 1, /* a synchronisation finished and committed */
+    FTC_ALGO_DISCARDED = 2, /* one finished and was not committed */
+} ftc_algo_outcome;
+
+/* A named float buffer that a healing replica must receive from its
+ * source, in place, during start_quorum(). The name and the pointer are
+ * owned by the algorithm handle and valid until it is destroyed. */
+typedef struct ftc_algo_buffer {
+    const char *name;
+    float *data;
+    size_t count;
+} ftc_algo_buffer;
+
+/* A range [offset, offset + count) of a flat parameter vector. */
+typedef struct ftc_algo_range {
+    size_t offset;
+    size_t count;
+} ftc_algo_range;
+
+/* Floats per collective unless configured: 25 MiB of float, the bucket
+ * size of torch DDP (bucket_cap_mb = 25). */
+#define FTC_ALGO_DEFAULT_BUCKET_ELEMS ((size_t)25 * 1024 * 1024 / 4)
+/* Inner steps between synchronisations unless configured. */
+#define FTC_ALGO_DEFAULT_SYNC_EVERY 100
+
+/* ---------------------------------------------------------------------
+ * FT-DDP: gradients averaged across replicas every step; the caller's
+ * optimizer steps only when the step commits.
+ *
+ *   ftc_ddp_begin_step(d, t);               before forward: the quorum
+ *   ... forward, backward into grads ...
+ *   ftc_ddp_sync_grads(d, grads, n, t);     average, in buckets
+ *   ftc_ddp_commit(d, &commit, t);          the group's decision
+ *   if (commit) optimizer_step(params, grads);
+ *
+ * FT-DDP keeps no state a healing replica needs: register the trainer's
+ * parameters and optimizer state with the manager. Not thread-safe: one
+ * thread drives a handle.
+ * --------------------------------------------------------------------- */
+typedef struct ftc_ddp ftc_ddp;
+
+typedef struct ftc_ddp_opts {
+    /* Floats per collective; 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS. Every
+     * bucket of a sync_grads() call is issued before the first is waited
+     * for (at most 64 in flight; more wait for the oldest first). */
+    size_t bucket_elems;
+} ftc_ddp_opts;
+
+FTC_API void ftc_ddp_opts_init(ftc_ddp_opts *opts);
+
+/* Creates a handle using *comm (the table is copied; comm->ctx is
+ * borrowed). opts may be NULL. Errors: FTC_EINVAL (a NULL comm function),
+ * FTC_ENOMEM. On failure *out is NULL. */
+FTC_API int ftc_ddp_create(ftc_ddp **out, const ftc_algo_comm *comm,
+                           const ftc_ddp_opts *opts);
+/* NULL is a no-op. Must not be called while a step is open elsewhere. */
+FTC_API void ftc_ddp_destroy(ftc_ddp *ddp);
+
+/* Opens a step: start_quorum(). Blocks until the quorum is decided (and
+ * this replica healed). Errors: the comm's codes (the step stays closed:
+ * call begin_step again or give up), FTC_EMISUSE if a step is open. */
+FTC_API int ftc_ddp_begin_step(ftc_ddp *ddp, int64_t timeout_ms);
+
+/* Averages grads[0..n) in place across the quorum's participants, in
+ * buckets; may be called several times per step (one call per gradient
+ * array), n = 0 issues nothing. Blocks until every bucket is done. A
+ * failed average is not an error of this call: it is logged
+ * ("algo.average") and makes the step's commit fail, and grads then hold
+ * unspecified values. grads is borrowed until return. Errors: FTC_EINVAL
+ * (grads NULL with n > 0), FTC_EMISUSE (no open step). */
+FTC_API int ftc_ddp_sync_grads(ftc_ddp *ddp, float *grads, size_t n,
+                               int64_t timeout_ms);
+
+/* Closes the step with should_commit() and stores the decision in
+ * *commit: 1 = step the optimizer with the averaged gradients, 0 = skip
+ * it (parameters stay as they are). The step is closed whatever this
+ * returns. Errors: the comm's codes (then *commit is 0), FTC_EMISUSE (no
+ * open step). */
+FTC_API int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
