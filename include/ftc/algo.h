@@ -170,6 +170,42 @@ FTC_API int ftc_ddp_sync_grads(ftc_ddp *ddp, float *grads, size_t n,
  * open step). */
 FTC_API int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms);
 
+/* ---------------------------------------------------------------------
+ * LocalSGD: replicas train alone and average their parameters every
+ * sync_every steps. The average is taken on a private copy and copied
+ * back only when the synchronisation commits; otherwise the parameters
+ * keep their local values (as torchft's LocalSGD does).
+ *
+ * Call ftc_localsgd_step() after each optimizer step. LocalSGD keeps no
+ * state a healing replica needs beyond the trainer's parameters and
+ * optimizer state.
+ * --------------------------------------------------------------------- */
+typedef struct ftc_localsgd ftc_localsgd;
+
+typedef struct ftc_localsgd_opts {
+    int sync_every;      /* >= 1; 0 = FTC_ALGO_DEFAULT_SYNC_EVERY */
+    size_t bucket_elems; /* 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS */
+} ftc_localsgd_opts;
+
+FTC_API void ftc_localsgd_opts_init(ftc_localsgd_opts *opts);
+
+/* params[0..n) (n >= 1) is borrowed for the handle's lifetime and written
+ * only inside ftc_localsgd_step(). The handle allocates n floats. Errors:
+ * FTC_EINVAL (message names the bad field), FTC_ENOMEM. */
+FTC_API int ftc_localsgd_create(ftc_localsgd **out, const ftc_algo_comm *comm,
+                                float *params, size_t n,
+                                const ftc_localsgd_opts *opts);
+FTC_API void ftc_localsgd_destroy(ftc_localsgd *sgd);
+
+/* Counts one inner step; on every sync_every-th it runs start_quorum,
+ * averages a copy of the parameters and, if should_commit agrees, copies
+ * the average into params. *outcome says which happened. A failed average
+ * makes the outcome FTC_ALGO_DISCARDED and returns 0. Errors from
+ * start_quorum/should_commit are returned (parameters unchanged); after a
+ * start_quorum error the next call tries the synchronisation again. */
+FTC_API int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome,
+                              int64_t timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif
