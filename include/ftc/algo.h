@@ -206,6 +206,91 @@ FTC_API void ftc_localsgd_destroy(ftc_localsgd *sgd);
 FTC_API int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome,
                               int64_t timeout_ms);
 
+/* ---------------------------------------------------------------------
+ * DiLoCo and streaming DiLoCo (torchft's DiLoCo class).
+ *
+ * The parameter vector is split into n_fragments ranges. Each fragment has
+ * a global copy (the parameters of its last committed outer step) and an
+ * outer optimizer, SGD with Nesterov momentum exactly as
+ * torch.optim.SGD(lr, momentum, nesterov=True, dampening=0): per element
+ *     buf = buf * momentum + grad;  p = p - lr * (grad + momentum * buf)
+ * with the two fused multiply-adds PyTorch's CPU kernel uses.
+ *
+ * Schedule, with period H = sync_every / n_fragments and delay
+ * D = fragment_sync_delay; ftc_diloco_step() is called after each inner
+ * optimizer step and counts local steps 1..H:
+ *   local step H - D: start_quorum(); fragment f = current_step() %
+ *       n_fragments (the committed step, so every replica picks the same
+ *       one); pseudo-gradient g = global_f - params_f; its average is
+ *       issued and overlaps the next D inner steps.
+ *   local step H: wait for the average; local = params_f; params_f =
+ *       global_f; should_commit(); if committed: outer step on global_f
+ *       with grad g, params_f = lerp(global_f, local, alpha) (torch's
+ *       lerp: alpha 0 takes the new global, 1 keeps the local values);
+ *       the local step count restarts at 0.
+ * A failed commit leaves fragment f at its last global value (the local
+ * work on it is discarded), does not advance current_step, and so the
+ * same fragment is synchronised next period. Plain DiLoCo is one fragment,
+ * delay 0, alpha 0. Elements outside every fragment are never
+ * synchronised.
+ *
+ * State a healing replica must receive (ftc_diloco_buffers): "diloco.global"
+ * and "diloco.outer_momentum", each n floats, besides the trainer's own
+ * parameters and inner optimizer state. They are written only inside
+ * ftc_diloco_step(), after should_commit() returned, so they are stable
+ * while the comm is inside start_quorum(). The parameters are not: the
+ * caller's inner steps change them between start_quorum() and
+ * should_commit() when the delay is > 0, so a healing source must send a
+ * copy taken inside start_quorum().
+ * --------------------------------------------------------------------- */
+typedef struct ftc_diloco ftc_diloco;
+
+typedef struct ftc_diloco_opts {
+    /* Inner steps in which every fragment is synchronised once; a
+     * multiple of n_fragments. 0 = FTC_ALGO_DEFAULT_SYNC_EVERY. */
+    int sync_every;
+    /* Number of fragments; 0 = 1. */
+    size_t n_fragments;
+    /* n_fragments ranges of the parameter vector, in bounds, non-empty and
+     * non-overlapping (copied at create). NULL = n_fragments contiguous
+     * ranges of near-equal size covering the vector. */
+    const ftc_algo_range *fragments;
+    /* Inner steps the average overlaps: 0 <= delay < sync_every /
+     * n_fragments. */
+    int fragment_sync_delay;
+    /* Mixing of local progress into the new global: 0 <= alpha <= 1. */
+    double fragment_update_alpha;
+    double outer_lr;       /* > 0 and finite; 0 = 0.7 */
+    double outer_momentum; /* 0 < momentum < 1; 0 = 0.9 */
+    size_t bucket_elems;   /* 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS */
+} ftc_diloco_opts;
+
+FTC_API void ftc_diloco_opts_init(ftc_diloco_opts *opts);
+
+/* params[0..n) (n >= 1) is borrowed for the handle's lifetime; its values
+ * now become the first global copy. The handle allocates 2n floats plus
+ * two more of the largest fragment's size. Errors: FTC_EINVAL with a
+ * message naming the violated constraint, FTC_ENOMEM. */
+FTC_API int ftc_diloco_create(ftc_diloco **out, const ftc_algo_comm *comm,
+                              float *params, size_t n,
+                              const ftc_diloco_opts *opts);
+/* An average still in flight is released with wait(timeout 0). */
+FTC_API void ftc_diloco_destroy(ftc_diloco *dl);
+
+/* Counts one inner step and runs the schedule above; *outcome says
+ * whether a synchronisation finished and committed. A failed average
+ * gives FTC_ALGO_DISCARDED and returns 0. Errors from start_quorum or
+ * should_commit are returned with the synchronisation abandoned as if it
+ * had not committed (the fragment back at its global value, the period
+ * restarted, *outcome FTC_ALGO_DISCARDED); the handle stays usable.
+ * FTC_EMISUSE for a NULL or destroyed handle. */
+FTC_API int ftc_diloco_step(ftc_diloco *dl, int *outcome, int64_t timeout_ms);
+
+/* The buffers to register for healing: *bufs points to *count entries
+ * owned by the handle. Never fails for a valid handle. */
+FTC_API int ftc_diloco_buffers(const ftc_diloco *dl,
+                               const ftc_algo_buffer **bufs, size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

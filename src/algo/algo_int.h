@@ -72,4 +72,24 @@ int ftc__algo_avg_drain(ftc__algo_avg *avg, const ftc_algo_comm *comm,
  * destroy. */
 void ftc__algo_avg_release(ftc__algo_avg *avg, const ftc_algo_comm *comm);
 
+/* ---- fragments ----------------------------------------------------- */
+
+/* The fragment table of a DiLoCo handle: a copy of the caller's nfrag
+ * ranges after checking each is non-empty, inside [0, n) and disjoint from
+ * the others, or (given NULL) nfrag contiguous near-equal ranges covering
+ * [0, n). *out is allocated (ftc__free). Errors: FTC_EINVAL naming the
+ * offending fragment, FTC_ENOMEM. */
+int ftc__algo_fragments(const ftc_algo_range *given, size_t nfrag, size_t n,
+                        ftc_algo_range **out);
+
+/* ---- outer optimizer ----------------------------------------------- */
+
+/* One step of torch.optim.SGD(lr, momentum, nesterov=True, dampening=0)
+ * on p[0..n) with gradient g and momentum buffer buf (zero before the
+ * first step), bit-identical to PyTorch's CPU kernel. */
+void ftc__algo_nesterov_step(float *p, float *buf, const float *g, size_t n,
+                             float lr, float momentum);
+/* self = torch.lerp(self, end, weight), bit-identical to PyTorch. */
+void ftc__algo_lerp(float *self, const float *end, size_t n, float weight);
+
 #endif
