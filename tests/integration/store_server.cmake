@@ -18,3 +18,7 @@ ftc_add_test(store_server_cli_test
                      ${PROJECT_SOURCE_DIR}/tests/lib/store_raw.c
              ARGS $<TARGET_FILE:ftc_cli>
              LABELS integration TIMEOUT 120)
+ftc_add_test(store_server_api_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_api_test.c
+                     ${STORE_SERVER_KIT}
+             LABELS integration threaded TIMEOUT 120)

@@ -60,7 +60,7 @@ static void unknown_query_type(void **state)
     expect_served(port);
     sr_close(&bystander);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* Lengths over a limit close the connection as soon as the length itself
@@ -104,7 +104,7 @@ static void oversize_from_the_header(void **state)
     assert_int_equal(ssk_logged("store.oversize", "keys in one request 17"), 1);
     expect_served(port);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 static void bad_validate_later(void **state)
@@ -120,7 +120,7 @@ static void bad_validate_later(void **state)
     TK_WAIT_UNTIL(ssk_logged("store.badmagic", "0xdeadbeef") == 1, 5000);
     TK_WAIT_UNTIL(ssk_stats(srv).protocol_errors == 1, 5000);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* ADD on a value that is not a number closes the adder's connection only
@@ -145,7 +145,7 @@ static void add_on_text(void **state)
     sr_expect_str(&owner, "abc");
     sr_close(&owner);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 static void store_full(void **state)
@@ -168,7 +168,7 @@ static void store_full(void **state)
     assert_int_equal(st.bytes, 0);
     expect_served(port);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* A client stuck half-way through a request holds up nobody: another
@@ -210,7 +210,7 @@ static void half_sent_request_delays_nobody(void **state)
     sr_close(&fast);
     ftc__buf_free(&b);
     ftc__buf_free(&fb);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* A client that asks for big replies and never reads them is dropped when
@@ -249,7 +249,7 @@ static void non_reading_client_dropped(void **state)
     assert_int_equal(sr_read_u32(&setter), 2);
     sr_close(&setter);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 struct sender {
@@ -304,7 +304,7 @@ static void parked_sender_is_throttled(void **state)
     sr_close(&g);
     ftc__buf_free(&b);
     ftc__buf_free(&gb);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 static void connection_limit(void **state)
@@ -330,7 +330,7 @@ static void connection_limit(void **state)
     for (int i = 1; i < 5; i++) {
         sr_close(&c[i]);
     }
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* Clients that vanish mid-request or while parked leave nothing behind
@@ -380,7 +380,7 @@ static void clients_vanish_mid_request(void **state)
     assert_int_equal(ssk_stats(srv).protocol_errors, 0);
     sr_close(&s);
     ftc__buf_free(&b);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* Random bytes on many connections: whatever they decode to, the server
@@ -407,7 +407,7 @@ static void random_garbage(void **state)
     }
     TK_WAIT_UNTIL(ssk_stats(srv).connections == 0, 10000);
     expect_served(port);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 int main(int argc, char **argv)

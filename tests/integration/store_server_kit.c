@@ -70,3 +70,10 @@ ftc_store_server_stats ssk_stats(ftc_store_server *srv)
     TK_OK(ftc_store_server_stats_get(srv, &st));
     return st;
 }
+
+void ssk_stop(ftc_store_server *srv)
+{
+    ftc_store_server_stop(srv);
+    assert_int_equal(ssk_logged("store.stop", NULL), 0);
+    assert_int_equal(ssk_logged("base.never", NULL), 0);
+}

@@ -10,6 +10,9 @@
  * port are overridden), installs the log capture and empties it. */
 ftc_store_server *ssk_start(const ftc_store_server_opts *opts);
 ftc_store_server_stats ssk_stats(ftc_store_server *srv);
+/* Stops the server and asserts the stop was clean (uv_loop_close returned
+ * 0) and no "impossible" branch was hit while it ran. */
+void ssk_stop(ftc_store_server *srv);
 /* How many captured log lines have tag and contain text (NULL: any). */
 int ssk_logged(const char *tag, const char *text);
 

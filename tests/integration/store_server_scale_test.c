@@ -148,7 +148,7 @@ static void ten_thousand_idle_connections(void **state)
     release_and_reap(port, cs, IDLE_CHILDREN);
     TK_WAIT_UNTIL(ssk_stats(srv).connections == 0, 30000);
     assert_int_equal(ssk_stats(srv).protocol_errors, 0);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 /* Child: n clients (both dialects) each store their own key, add 1 to a
@@ -233,7 +233,7 @@ static void many_clients_from_several_processes(void **state)
     ftc_store_server_stats st = ssk_stats(srv);
     assert_int_equal(st.protocol_errors, 0);
     assert_int_equal(st.keys, (uint64_t)total + 2); /* + /count /release */
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 int main(int argc, char **argv)

@@ -29,7 +29,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    ftc_store_server_stop(f->srv);
+    ssk_stop(f->srv);
     ftc__buf_free(&f->b);
     free(f);
     return 0;

@@ -101,7 +101,7 @@ static void client_every_op(int which, const char *script)
     /* exactly one connection was closed: the deliberate ADD on text */
     TK_WAIT_UNTIL(ssk_stats(srv).protocol_errors == 1, 5000);
     assert_int_equal(ssk_logged("store.badvalue", "not a number"), 1);
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 static void torch1_client_every_op(void **state)
@@ -134,7 +134,7 @@ static void gloo_jobs_of_both_versions(void **state)
     ftc_store_server_stats st = ssk_stats(srv);
     assert_int_equal(st.protocol_errors, 0);
     assert_true(st.keys > 8); /* both jobs' rendezvous keys */
-    ftc_store_server_stop(srv);
+    ssk_stop(srv);
 }
 
 int main(int argc, char **argv)

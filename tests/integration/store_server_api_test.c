@@ -1,0 +1,165 @@
+/* The embedded server's public API: options and their errors, binding
+ * (every interface dual-stack, IPv4, IPv6), the port in use, stats, stop
+ * with clients still connected, and allocation failure at every point of
+ * start-up. */
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base_int.h"
+#include "store_raw.h"
+#include "store_server_kit.h"
+#include "testkit.h"
+
+static void misuse_and_bad_options(void **state)
+{
+    (void)state;
+    TK_EXPECT(ftc_store_server_start(NULL, NULL), FTC_EMISUSE);
+    ftc_store_server *srv = (ftc_store_server *)1;
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.port = 70000;
+    TK_EXPECT(ftc_store_server_start(&srv, &o), FTC_EINVAL);
+    assert_null(srv);
+    assert_non_null(strstr(ftc_last_error(), "70000"));
+    ftc_store_server_opts_init(&o);
+    o.max_value_bytes = 1 << 20;
+    o.max_request_bytes = 1 << 10;
+    TK_EXPECT(ftc_store_server_start(&srv, &o), FTC_EINVAL);
+    assert_non_null(strstr(ftc_last_error(), "max_request_bytes"));
+    ftc_store_server_stats st;
+    TK_EXPECT(ftc_store_server_stats_get(NULL, &st), FTC_EMISUSE);
+    assert_true(ftc_store_server_port(NULL) < 0);
+    ftc_store_server_stop(NULL); /* a no-op */
+}
+
+/* Zero fields mean defaults, the documented ones. */
+static void defaults(void **state)
+{
+    (void)state;
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    assert_null(o.bind_host);
+    assert_int_equal(o.port, 0);
+    assert_int_equal(o.max_key_bytes, 64 << 10);
+    assert_int_equal(o.max_value_bytes, 256 << 20);
+    assert_int_equal(o.max_keys_per_request, 128 << 10);
+    assert_int_equal(o.max_total_bytes, (size_t)4 << 30);
+    assert_int_equal(o.max_connections, 100000);
+    assert_int_equal(o.max_output_bytes, (size_t)1 << 30);
+    assert_true(o.max_request_bytes >= (size_t)512 << 20);
+    ftc_store_server_opts zero;
+    memset(&zero, 0, sizeof(zero));
+    zero.bind_host = "127.0.0.1";
+    ftc_store_server *srv;
+    TK_OK(ftc_store_server_start(&srv, &zero));
+    ssk_stop(srv);
+}
+
+static void ping_at(const char *host, int port)
+{
+    int fd;
+    TK_OK(ftc__sock_connect(host, port, ftc__deadline_in_ms(tk_ms(5000)), NULL,
+                            &fd));
+    sr_conn c = {fd, SR_V2};
+    ftc_buf b;
+    ftc__buf_init(&b, 1 << 10);
+    sr_validate(&b);
+    sr_ping(&b, 7);
+    sr_flush(&c, &b);
+    assert_int_equal(sr_read_u32(&c), 7);
+    ftc__buf_free(&b);
+    sr_close(&c);
+}
+
+static void binding(void **state)
+{
+    (void)state;
+    ftc_store_server *srv;
+    TK_OK(ftc_store_server_start(&srv, NULL)); /* every interface */
+    int port = ftc_store_server_port(srv);
+    ping_at("127.0.0.1", port);
+    ping_at("::1", port);
+    ping_at("localhost", port);
+    /* the port is taken now */
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.port = port;
+    ftc_store_server *second = (ftc_store_server *)1;
+    TK_EXPECT(ftc_store_server_start(&second, &o), FTC_ESYS);
+    assert_null(second);
+    assert_non_null(strstr(ftc_last_error(), "in use"));
+    ssk_stop(srv);
+    o.bind_host = "::1";
+    o.port = 0;
+    TK_OK(ftc_store_server_start(&srv, &o));
+    ping_at("::1", ftc_store_server_port(srv));
+    ssk_stop(srv);
+}
+
+/* Stop with clients connected, one parked and one mid-request: every
+ * connection is closed and the loop closes cleanly. */
+static void stop_with_clients(void **state)
+{
+    (void)state;
+    ftc_store_server *srv = ssk_start(NULL);
+    int port = ftc_store_server_port(srv);
+    sr_conn parked, partial, idle;
+    sr_connect(&parked, port, SR_V2);
+    sr_connect(&partial, port, SR_V1);
+    sr_connect_bare(&idle, port);
+    ftc_buf b;
+    ftc__buf_init(&b, 1 << 10);
+    const char *k[] = {"/never"};
+    sr_keys(&b, SR_V2, FTC__OP_WAIT, k, 1);
+    sr_flush(&parked, &b);
+    sr_key(&b, SR_V1, FTC__OP_SET, "/half");
+    sr_u64(&b, 100);
+    sr_flush(&partial, &b);
+    TK_WAIT_UNTIL(ssk_stats(srv).connections == 3, 5000);
+    ssk_stop(srv);
+    sr_expect_closed(&parked, 5000);
+    sr_expect_closed(&partial, 5000);
+    sr_expect_closed(&idle, 5000);
+    sr_close(&parked);
+    sr_close(&partial);
+    sr_close(&idle);
+    ftc__buf_free(&b);
+}
+
+/* With the Nth allocation failing, start either works or fails cleanly
+ * (FTC_ENOMEM), leaving nothing behind (ASan's leak check). */
+static void allocation_failures_at_start(void **state)
+{
+    (void)state;
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.bind_host = "127.0.0.1";
+    int started = 0;
+    for (long n = 0; n < 40; n++) {
+        ftc_store_server *srv = NULL;
+        ftc__alloc_fail_after(n);
+        int rc = ftc_store_server_start(&srv, &o);
+        ftc__alloc_fail_after(-1);
+        if (rc == 0) {
+            started++;
+            ping_at("127.0.0.1", ftc_store_server_port(srv));
+            ftc_store_server_stop(srv);
+        } else {
+            assert_int_equal(rc, FTC_ENOMEM);
+            assert_null(srv);
+        }
+    }
+    assert_true(started > 0);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(misuse_and_bad_options),
+        cmocka_unit_test(defaults),
+        cmocka_unit_test(binding),
+        cmocka_unit_test(stop_with_clients),
+        cmocka_unit_test(allocation_failures_at_start),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
