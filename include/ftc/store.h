@@ -32,9 +32,12 @@ typedef struct ftc_store_server_opts {
     size_t max_key_bytes;   /* default 64 KiB */
     size_t max_value_bytes; /* default 256 MiB */
     size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
-    size_t max_total_bytes;      /* all keys, values, queues; default 4 GiB */
-    size_t max_connections;      /* default 100000 */
-    size_t max_output_bytes;     /* unsent replies per connection; 1 GiB */
+    /* All keys, values and queued items plus the server's bookkeeping for
+     * them and for pending waits and watches (about 100 B each); default
+     * 4 GiB. */
+    size_t max_total_bytes;
+    size_t max_connections;  /* default 100000 */
+    size_t max_output_bytes; /* unsent replies per connection; 1 GiB */
     /* One whole request (a MULTI_SET counts all its pairs); default the
      * larger of 512 MiB and 2 * max_value_bytes + max_key_bytes + 64 (a
      * COMPARE_SET carries two values); at least max_value_bytes +

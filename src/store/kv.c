@@ -1,6 +1,7 @@
 /* The store state: values, queues, waiters and watchers per key slot, and
- * the byte accounting. Every write checks the total limit before it
- * changes anything, so a refused write leaves the state as it was. */
+ * the byte accounting. Every write or registration checks the total limit
+ * (data plus bookkeeping) before it changes anything, so a refused one
+ * leaves the state as it was. */
 #include "store/kv.h"
 
 #include <inttypes.h>
@@ -15,8 +16,9 @@ struct ftc_kv {
     ftc_kv_hooks hooks;
     void *ctx;
     uint64_t max_bytes;
-    uint64_t bytes; /* keys holding data, values, queued items */
-    uint64_t nkeys; /* slots with a map value */
+    uint64_t bytes;    /* keys holding data, values, queued items */
+    uint64_t overhead; /* slots, headers, registrations, other keys */
+    uint64_t nkeys;    /* slots with a map value */
 };
 
 /* A client parked on a key (WAIT or BARRIER) or watching it. */
@@ -32,6 +34,15 @@ typedef struct kv_item {
     ftc_list node;
     ftc_kv_value *value;
 } kv_item;
+
+/* Bookkeeping counted against the total limit with the data, so a client
+ * cannot exhaust memory with empty values, items, waits or watches. */
+#define SLOT_COST sizeof(ftc_kv_slot)
+#define VALUE_COST sizeof(ftc_kv_value)
+#define ITEM_COST (sizeof(kv_item) + sizeof(ftc_kv_value))
+#define REG_COST sizeof(kv_reg)
+
+enum { REG_WAIT, REG_BARRIER, REG_WATCH };
 
 /* ---------------------------------------------------------------- values */
 
@@ -145,6 +156,11 @@ uint64_t ftc__kv_bytes(const ftc_kv *kv)
     return kv->bytes;
 }
 
+uint64_t ftc__kv_overhead(const ftc_kv *kv)
+{
+    return kv->overhead;
+}
+
 void ftc__kv_client_init(ftc_kv_client *c)
 {
     c->awaited = 0;
@@ -157,31 +173,49 @@ static int holds_data(const ftc_kv_slot *s)
     return s != NULL && (s->value != NULL || s->queue_len > 0);
 }
 
-/* Refuses a write that would add add bytes and drop sub bytes (plus the
- * key, if its slot holds no data yet) past the total limit. */
-static int charge(const ftc_kv *kv, const ftc_kv_slot *s, ftc_wire_str key,
-                  uint64_t add, uint64_t sub)
+/* Refuses to let the store's memory (data plus bookkeeping) grow by add
+ * (after dropping sub) past the total limit. */
+static int afford(const ftc_kv *kv, uint64_t add, uint64_t sub)
 {
-    uint64_t key_bytes = holds_data(s) ? 0 : key.len;
-    uint64_t after = kv->bytes - sub;
-    if (add > kv->max_bytes || key_bytes > kv->max_bytes - add ||
-        after > kv->max_bytes - add - key_bytes) {
+    uint64_t held = kv->bytes + kv->overhead - sub;
+    if (add > kv->max_bytes || held > kv->max_bytes - add) {
         return ftc__seterr(FTC_EMSGSIZE,
                            "store full: %" PRIu64 " B held, +%" PRIu64
                            " B > limit %" PRIu64,
-                           kv->bytes, add + key_bytes, kv->max_bytes);
+                           kv->bytes + kv->overhead, add, kv->max_bytes);
     }
     return 0;
 }
 
-/* Counts or uncounts the key when its slot starts or stops holding data. */
+/* What a slot for key costs if it does not exist yet (s NULL). */
+static uint64_t new_slot_cost(const ftc_kv_slot *s, ftc_wire_str key)
+{
+    return s != NULL ? 0 : SLOT_COST + key.len;
+}
+
+/* The slot s, or a new one for key; NULL when out of memory. */
+static ftc_kv_slot *slot_for(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key)
+{
+    if (s == NULL) {
+        s = ftc__kv_table_get(&kv->table, key);
+        if (s != NULL) {
+            kv->overhead += SLOT_COST + key.len;
+        }
+    }
+    return s;
+}
+
+/* Moves the key between bookkeeping and data when its slot starts or
+ * stops holding data. */
 static void account_key(ftc_kv *kv, ftc_kv_slot *s, int held_before)
 {
     int held = holds_data(s);
     if (held && !held_before) {
         kv->bytes += s->klen;
+        kv->overhead -= s->klen;
     } else if (!held && held_before) {
         kv->bytes -= s->klen;
+        kv->overhead += s->klen;
     }
 }
 
@@ -190,38 +224,55 @@ static void tidy(ftc_kv *kv, ftc_kv_slot *s)
 {
     if (s->value == NULL && s->queue_len == 0 && ftc__list_empty(&s->waiters) &&
         ftc__list_empty(&s->watchers)) {
+        kv->overhead -= SLOT_COST + s->klen;
         ftc__kv_table_remove(&kv->table, s);
     }
 }
 
-static void release_reg(kv_reg *r)
+static void release_reg(ftc_kv *kv, kv_reg *r)
 {
     ftc__list_remove(&r->slot_node);
     ftc__list_remove(&r->client_node);
+    kv->overhead -= REG_COST;
     ftc__free(r);
 }
 
-static kv_reg *add_reg(ftc_kv_slot *s, ftc_list *slot_list, ftc_kv_client *c,
-                       ftc_list *client_list, int barrier)
+/* Registers c as a waiter (kind REG_WAIT or REG_BARRIER) or watcher of
+ * key, whose slot is *sp (NULL: looked up, created if missing). */
+static int add_reg(ftc_kv *kv, ftc_kv_slot **sp, ftc_wire_str key,
+                   ftc_kv_client *c, int kind)
 {
+    ftc_kv_slot *s = *sp != NULL ? *sp : ftc__kv_table_find(&kv->table, key);
+    int rc = afford(kv, REG_COST + new_slot_cost(s, key), 0);
+    if (rc != 0) {
+        return rc;
+    }
     kv_reg *r = ftc__malloc(sizeof(*r));
-    if (r == NULL) {
-        ftc__seterr(FTC_ENOMEM, "wait registration");
-        return NULL;
+    s = r != NULL ? slot_for(kv, s, key) : s;
+    if (r == NULL || s == NULL) {
+        ftc__free(r);
+        return ftc__seterr(FTC_ENOMEM, "wait registration");
     }
     r->client = c;
     r->slot = s;
-    r->barrier = barrier;
-    ftc__list_push_back(slot_list, &r->slot_node);
-    ftc__list_push_back(client_list, &r->client_node);
-    return r;
+    r->barrier = kind == REG_BARRIER;
+    if (kind == REG_WATCH) {
+        ftc__list_push_back(&s->watchers, &r->slot_node);
+        ftc__list_push_back(&c->watches, &r->client_node);
+    } else {
+        ftc__list_push_back(&s->waiters, &r->slot_node);
+        ftc__list_push_back(&c->waits, &r->client_node);
+    }
+    kv->overhead += REG_COST;
+    *sp = s;
+    return 0;
 }
 
 /* The key arrived for the waiter r: one less to wait for. */
 static int satisfy(ftc_kv *kv, kv_reg *r)
 {
     ftc_kv_client *c = r->client;
-    release_reg(r);
+    release_reg(kv, r);
     if (--c->awaited == 0) {
         kv->hooks.ready(kv->ctx, c);
         return 1;
@@ -263,8 +314,10 @@ static void put_value(ftc_kv *kv, ftc_kv_slot *s, ftc_kv_value *v)
     int held = holds_data(s);
     s->value = v;
     kv->bytes += v->len;
+    kv->overhead += VALUE_COST;
     if (old != NULL) {
         kv->bytes -= old->len;
+        kv->overhead -= VALUE_COST;
     } else {
         kv->nkeys++;
     }
@@ -283,8 +336,10 @@ static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
                  const void *b, size_t blen, ftc_kv_slot **slot)
 {
     ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
-    int rc = charge(kv, s, key, (uint64_t)alen + blen,
-                    s != NULL && s->value != NULL ? s->value->len : 0);
+    uint64_t sub =
+        s != NULL && s->value != NULL ? s->value->len + VALUE_COST : 0;
+    int rc = afford(
+        kv, (uint64_t)alen + blen + VALUE_COST + new_slot_cost(s, key), sub);
     if (rc != 0) {
         return rc;
     }
@@ -292,12 +347,10 @@ static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
     if (v == NULL) {
         return FTC_ENOMEM;
     }
+    s = slot_for(kv, s, key);
     if (s == NULL) {
-        s = ftc__kv_table_get(&kv->table, key);
-        if (s == NULL) {
-            ftc__kv_value_unref(v);
-            return FTC_ENOMEM;
-        }
+        ftc__kv_value_unref(v);
+        return ftc__seterr(FTC_ENOMEM, "key of %zu B", key.len);
     }
     put_value(kv, s, v);
     if (slot != NULL) {
@@ -344,7 +397,7 @@ int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
     if (s == NULL || s->value == NULL) {
         return store(kv, key, val.p, val.len, NULL, 0, NULL);
     }
-    int rc = charge(kv, s, key, val.len, 0);
+    int rc = afford(kv, val.len, 0);
     if (rc != 0) {
         return rc;
     }
@@ -424,6 +477,7 @@ int ftc__kv_delete(ftc_kv *kv, ftc_wire_str key)
     int held = holds_data(s);
     s->value = NULL;
     kv->bytes -= old->len;
+    kv->overhead -= VALUE_COST;
     kv->nkeys--;
     account_key(kv, s, held);
     if (!ftc__list_empty(&s->watchers)) {
@@ -437,15 +491,13 @@ int ftc__kv_delete(ftc_kv *kv, ftc_wire_str key)
 int ftc__kv_queue_push(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
 {
     ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
-    int rc = charge(kv, s, key, val.len, 0);
+    int rc = afford(kv, val.len + ITEM_COST + new_slot_cost(s, key), 0);
     if (rc != 0) {
         return rc;
     }
     kv_item *it = ftc__malloc(sizeof(*it));
     ftc_kv_value *v = value_new(val.p, val.len, NULL, 0);
-    if (s == NULL) {
-        s = ftc__kv_table_get(&kv->table, key);
-    }
+    s = it != NULL && v != NULL ? slot_for(kv, s, key) : s;
     if (it == NULL || v == NULL || s == NULL) {
         ftc__free(it);
         ftc__kv_value_unref(v);
@@ -459,6 +511,7 @@ int ftc__kv_queue_push(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
     ftc__list_push_back(&s->queue, &it->node);
     s->queue_len++;
     kv->bytes += val.len;
+    kv->overhead += ITEM_COST;
     account_key(kv, s, held);
     wake(kv, s, 0, 1);
     return 0;
@@ -509,6 +562,7 @@ void ftc__kv_queue_pop(ftc_kv *kv, ftc_wire_str key, int64_t *size,
     ftc__list_remove(&it->node);
     s->queue_len--;
     kv->bytes -= it->value->len;
+    kv->overhead -= ITEM_COST;
     account_key(kv, s, held);
     *item = it->value;
     ftc__free(it);
@@ -544,7 +598,7 @@ static void release_all(ftc_kv *kv, ftc_list *client_list)
     while (!ftc__list_empty(client_list)) {
         kv_reg *r = FTC_LIST_ENTRY(client_list->next, kv_reg, client_node);
         ftc_kv_slot *s = r->slot;
-        release_reg(r);
+        release_reg(kv, r);
         tidy(kv, s);
     }
 }
@@ -564,14 +618,12 @@ int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
         if (present(kv, key)) {
             continue;
         }
-        ftc_kv_slot *s = ftc__kv_table_get(&kv->table, key);
-        if (s == NULL || add_reg(s, &s->waiters, c, &c->waits, 0) == NULL) {
-            if (s != NULL) {
-                tidy(kv, s);
-            }
+        ftc_kv_slot *s = NULL;
+        int rc = add_reg(kv, &s, key, c, REG_WAIT);
+        if (rc != 0) {
             release_all(kv, &c->waits);
             c->awaited = 0;
-            return FTC_ENOMEM;
+            return rc;
         }
         c->awaited++;
     }
@@ -596,8 +648,9 @@ int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
         wake(kv, s, 1, 0);
         return 1;
     }
-    if (add_reg(s, &s->waiters, c, &c->waits, 1) == NULL) {
-        return FTC_ENOMEM;
+    rc = add_reg(kv, &s, key, c, REG_BARRIER);
+    if (rc != 0) {
+        return rc;
     }
     c->awaited = 1;
     return 0;
@@ -613,15 +666,8 @@ int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c)
 
 int ftc__kv_watch(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key)
 {
-    ftc_kv_slot *s = ftc__kv_table_get(&kv->table, key);
-    if (s == NULL) {
-        return FTC_ENOMEM;
-    }
-    if (add_reg(s, &s->watchers, c, &c->watches, 0) == NULL) {
-        tidy(kv, s);
-        return FTC_ENOMEM;
-    }
-    return 0;
+    ftc_kv_slot *s = NULL;
+    return add_reg(kv, &s, key, c, REG_WATCH);
 }
 
 void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c)
@@ -632,10 +678,10 @@ void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c)
 
 /* ------------------------------------------------------------- teardown */
 
-static void free_list_regs(ftc_list *l)
+static void free_list_regs(ftc_kv *kv, ftc_list *l)
 {
     while (!ftc__list_empty(l)) {
-        release_reg(FTC_LIST_ENTRY(l->next, kv_reg, slot_node));
+        release_reg(kv, FTC_LIST_ENTRY(l->next, kv_reg, slot_node));
     }
 }
 
@@ -648,8 +694,8 @@ static void free_slot(void *arg, ftc_kv_slot *s)
         ftc__kv_value_unref(it->value);
         ftc__free(it);
     }
-    free_list_regs(&s->waiters);
-    free_list_regs(&s->watchers);
+    free_list_regs(kv, &s->waiters);
+    free_list_regs(kv, &s->watchers);
     ftc__kv_value_unref(s->value);
     ftc__kv_table_remove(&kv->table, s);
 }

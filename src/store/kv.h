@@ -51,13 +51,17 @@ ftc_kv *ftc__kv_new(const ftc_kv_hooks *hooks, void *ctx,
 /* Frees everything, registrations included. */
 void ftc__kv_free(ftc_kv *kv);
 
-/* Keys in the map (queues not counted), and bytes held by keys, values
- * and queued items. */
+/* Keys in the map (queues not counted); bytes held by keys, values and
+ * queued items; and the bookkeeping around them (slots, value headers,
+ * queue items, wait and watch registrations, keys known only to waiters
+ * or watchers). max_total_bytes bounds the sum of the last two. */
 uint64_t ftc__kv_num_keys(const ftc_kv *kv);
 uint64_t ftc__kv_bytes(const ftc_kv *kv);
+uint64_t ftc__kv_overhead(const ftc_kv *kv);
 
 /* Writes. Each returns 0, FTC_ENOMEM, or FTC_EMSGSIZE when the store would
- * pass max_total_bytes (nothing is changed then). A write that leaves a
+ * pass max_total_bytes (nothing is changed then; the same holds for the
+ * registrations of wait, barrier and watch below). A write that leaves a
  * value wakes every waiter on its key and notifies its watchers. */
 int ftc__kv_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
 int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);

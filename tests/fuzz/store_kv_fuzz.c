@@ -4,8 +4,9 @@
  * request's key instead, as 1.13's WATCH_KEY). They are applied to the
  * state as the server would (a client parked in a WAIT or BARRIER only
  * cancels until released). Random interleavings of waits, cancels,
- * barriers, queues, watches and disconnects must never crash or leak, and
- * a client is parked exactly while it awaits keys. */
+ * barriers, queues, watches and disconnects must never crash or leak, a
+ * client is parked exactly while it awaits keys, and data plus
+ * bookkeeping never pass the total limit. */
 #include <stdint.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CLIENTS 4
+#define MAX_BYTES (1u << 16)
 
 typedef struct fuzz_client {
     ftc_kv_client kv;
@@ -151,7 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const ftc_kv_hooks hooks = {on_ready, on_watch};
     static const ftc_wire_limits lim = {32, 256, 8, 4096};
-    ftc_kv *kv = ftc__kv_new(&hooks, NULL, 1 << 16);
+    ftc_kv *kv = ftc__kv_new(&hooks, NULL, MAX_BYTES);
     if (kv == NULL) {
         return 0;
     }
@@ -186,6 +188,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (clients[i].parked != (clients[i].kv.awaited > 0)) {
                 __builtin_trap();
             }
+        }
+        if (ftc__kv_bytes(kv) + ftc__kv_overhead(kv) > MAX_BYTES) {
+            __builtin_trap(); /* the limit was passed */
         }
     }
     for (int i = 0; i < CLIENTS; i++) {

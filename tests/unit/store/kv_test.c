@@ -428,26 +428,113 @@ static void watches(void **state)
     ftc__kv_free(kv);
 }
 
+/* What the state holds in all: data plus bookkeeping. */
+static uint64_t held(const ftc_kv *kv)
+{
+    return ftc__kv_bytes(kv) + ftc__kv_overhead(kv);
+}
+
 static void total_bytes_limit(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(10);
-    TK_OK(ftc__kv_set(kv, S("/a"), S("12345678"))); /* 2 + 8 = 10 */
+    /* measure one key with an 8-byte value, then allow exactly that */
+    ftc_kv *probe = new_kv(UINT64_MAX);
+    TK_OK(ftc__kv_set(probe, S("/a"), S("12345678")));
+    uint64_t one = held(probe);
+    assert_int_equal(ftc__kv_bytes(probe), 2 + 8);
+    ftc__kv_free(probe);
+    ftc_kv *kv = new_kv(one);
+    TK_OK(ftc__kv_set(kv, S("/a"), S("12345678")));
+    assert_int_equal(held(kv), one);
     TK_EXPECT(ftc__kv_set(kv, S("/b"), S("")), FTC_EMSGSIZE);
+    assert_non_null(strstr(ftc_last_error(), "store full"));
     expect_val(kv, "/b", NULL);
     TK_EXPECT(ftc__kv_set(kv, S("/a"), S("123456789")), FTC_EMSGSIZE);
     expect_val(kv, "/a", "12345678");
     TK_EXPECT(ftc__kv_append(kv, S("/a"), S("9")), FTC_EMSGSIZE);
-    TK_EXPECT(ftc__kv_queue_push(kv, S("/a"), S("9")), FTC_EMSGSIZE);
+    TK_EXPECT(ftc__kv_queue_push(kv, S("/a"), S("")), FTC_EMSGSIZE);
     int64_t r;
     TK_EXPECT(ftc__kv_add(kv, S("/c"), 1, &r), FTC_EMSGSIZE);
+    assert_int_equal(held(kv), one);
     /* replacing with a smaller value is fine at the limit */
     TK_OK(ftc__kv_set(kv, S("/a"), S("1")));
-    assert_int_equal(ftc__kv_bytes(kv), 3);
-    TK_OK(ftc__kv_queue_push(kv, S("/q"), S("1234")));
-    assert_int_equal(ftc__kv_bytes(kv), 9);
+    assert_int_equal(held(kv), one - 7);
     assert_int_equal(ftc__kv_delete(kv, S("/a")), 1);
-    assert_int_equal(ftc__kv_bytes(kv), 6);
+    assert_int_equal(ftc__kv_bytes(kv), 0);
+    assert_int_equal(ftc__kv_overhead(kv), 0);
+    ftc__kv_free(kv);
+}
+
+/* Waits and watches hold memory too: they count against the limit, so
+ * empty requests cannot exhaust the server. */
+static void registrations_count_against_the_limit(void **state)
+{
+    (void)state;
+    ftc_kv *probe = new_kv(UINT64_MAX);
+    ftc_kv_client a;
+    ftc__kv_client_init(&a);
+    const char *k1[] = {"/w1"};
+    assert_int_equal(wait_on(probe, &a, k1, 1), 0);
+    uint64_t one_wait = held(probe);
+    ftc__kv_client_forget(probe, &a);
+    assert_int_equal(held(probe), 0);
+    ftc__kv_free(probe);
+    ftc_kv *kv = new_kv(2 * one_wait);
+    const char *k3[] = {"/w1", "/w2", "/w3"};
+    TK_EXPECT(wait_on(kv, &a, k3, 3), FTC_EMSGSIZE);
+    assert_int_equal(a.awaited, 0);
+    assert_true(ftc__list_empty(&a.waits));
+    assert_int_equal(held(kv), 0);
+    assert_int_equal(wait_on(kv, &a, k3, 2), 0);
+    assert_int_equal(held(kv), 2 * one_wait);
+    ftc__kv_client_forget(kv, &a);
+    TK_OK(ftc__kv_watch(kv, &a, S("/w1")));
+    TK_OK(ftc__kv_watch(kv, &a, S("/w2")));
+    TK_EXPECT(ftc__kv_watch(kv, &a, S("/w3")), FTC_EMSGSIZE);
+    ftc__kv_client_forget(kv, &a);
+    assert_int_equal(held(kv), 0);
+    ftc__kv_free(kv);
+}
+
+/* Everything given back: no bytes and no bookkeeping left. */
+static void accounting_returns_to_zero(void **state)
+{
+    (void)state;
+    ftc_kv *kv = new_kv(1 << 20);
+    ftc_kv_client a, b;
+    ftc__kv_client_init(&a);
+    ftc__kv_client_init(&b);
+    int64_t r;
+    TK_OK(ftc__kv_set(kv, S("/s"), S("value")));
+    TK_OK(ftc__kv_add(kv, S("/n"), 3, &r));
+    TK_OK(ftc__kv_append(kv, S("/ap"), S("x")));
+    TK_OK(ftc__kv_append(kv, S("/ap"), S("y")));
+    TK_OK(ftc__kv_queue_push(kv, S("/q"), S("i")));
+    TK_OK(ftc__kv_queue_push(kv, S("/s"), S("j")));
+    const char *w[] = {"/x", "/s", "/y"};
+    assert_int_equal(wait_on(kv, &a, w, 3), 0);
+    TK_OK(ftc__kv_watch(kv, &b, S("/x")));
+    TK_OK(ftc__kv_watch(kv, &b, S("/s")));
+    assert_int_equal(ftc__kv_barrier(kv, &b, S("/bar"), 5), 0);
+    TK_OK(ftc__kv_set(kv, S("/x"), S("1")));
+    assert_true(ftc__kv_overhead(kv) > 0);
+    const char *keys[] = {"/s", "/n", "/ap", "/x", "/bar"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(ftc__kv_delete(kv, S(keys[i])), 1);
+    }
+    const char *queues[] = {"/q", "/s"};
+    for (int i = 0; i < 2; i++) {
+        int64_t size;
+        ftc_kv_value *item;
+        ftc__kv_queue_pop(kv, S(queues[i]), &size, &item);
+        assert_true(size == 1);
+        ftc__kv_value_unref(item);
+    }
+    ftc__kv_client_forget(kv, &a);
+    ftc__kv_client_forget(kv, &b);
+    assert_int_equal(ftc__kv_bytes(kv), 0);
+    assert_int_equal(ftc__kv_overhead(kv), 0);
+    assert_int_equal(ftc__kv_num_keys(kv), 0);
     ftc__kv_free(kv);
 }
 
@@ -564,6 +651,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(barrier),
         cmocka_unit_test(watches),
         cmocka_unit_test(total_bytes_limit),
+        cmocka_unit_test(registrations_count_against_the_limit),
+        cmocka_unit_test(accounting_returns_to_zero),
         cmocka_unit_test(append_keeps_shared_values),
         cmocka_unit_test(list_keys),
         cmocka_unit_test(many_keys),
