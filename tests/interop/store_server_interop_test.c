@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "store_server_kit.h"
 #include "testkit.h"
 
@@ -29,14 +31,31 @@ static void require_python(int which)
 }
 
 /* Starts "python script args..." with FTC_STORE_PORT set; the child dies
- * with this process. */
+ * with this process. The environment is built before fork: the server's
+ * thread is running, so the child only calls async-signal-safe functions
+ * before exec. */
 static pid_t run_script(int which, const char *script, const char *arg1,
                         const char *arg2, int port)
 {
     require_python(which);
-    char path[1024], port_s[16];
+    char path[1024], port_env[32];
     snprintf(path, sizeof(path), "%s/%s", script_dir, script);
-    snprintf(port_s, sizeof(port_s), "%d", port);
+    snprintf(port_env, sizeof(port_env), "FTC_STORE_PORT=%d", port);
+    static char *envp[512];
+    size_t n = 0;
+    for (char **e = environ; *e != NULL && n < 500; e++) {
+        if (strncmp(*e, "FTC_STORE_PORT=", 15) != 0 &&
+            strncmp(*e, "GLOO_SOCKET_IFNAME=", 19) != 0 &&
+            strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) {
+            envp[n++] = *e;
+        }
+    }
+    envp[n++] = port_env;
+    envp[n++] = "GLOO_SOCKET_IFNAME=lo";
+    envp[n++] = "OMP_NUM_THREADS=1";
+    envp[n] = NULL;
+    char *argv[] = {(char *)python[which], "-u",         path,
+                    (char *)arg1,          (char *)arg2, NULL};
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -46,12 +65,7 @@ static pid_t run_script(int which, const char *script, const char *arg1,
         if (getppid() != parent) {
             _exit(127);
         }
-        setenv("FTC_STORE_PORT", port_s, 1);
-        setenv("GLOO_SOCKET_IFNAME", "lo", 1);
-        setenv("OMP_NUM_THREADS", "1", 1);
-        char *argv[] = {(char *)python[which], "-u",         path,
-                        (char *)arg1,          (char *)arg2, NULL};
-        execv(python[which], argv);
+        execve(python[which], argv, envp);
         _exit(127);
     }
     return pid;
