@@ -1,7 +1,8 @@
 /* TCPStore query types in both PyTorch dialects, mapped to one internal
  * enumeration. Facts: ../shared/reference/pytorch-c10d.md section 1.2 and
  * docs/protocol.md. Shared by the server and the client. LIST_KEYS (17) and
- * BARRIER (18) were captured from torch 2.15's client (docs/protocol.md). */
+ * BARRIER (18) were captured from torch 2.15 and 2.13 clients
+ * (docs/protocol.md). */
 #ifndef FTC_STORE_OPCODES_H
 #define FTC_STORE_OPCODES_H
 
