@@ -2,6 +2,7 @@
  * backlog (so idle connections hold no buffer), decides the dialect from
  * the first bytes, decodes and serves requests strictly in order, and
  * parks behind a WAIT/BARRIER while still watching for CANCEL_WAIT. */
+#include <stdio.h>
 #include <string.h>
 
 #include "store/server_int.h"
