@@ -8,6 +8,9 @@
 static const ftc_cmd commands[] = {
     {"version", ftc_cmd_version, "print the ftc version"},
     {"store", ftc_cmd_store, "run a TCPStore-compatible key-value server"},
+    {"run", ftc_cmd_run,
+     "launch N replica groups x M ranks, with restarts "
+     "and fault injection"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,14 @@
+# `ftc run` (the launcher): the real ftc binary runs run_fake_trainer, a
+# stand-in trainer that follows the launcher contract; plus unit tests of
+# the launcher's pure parts (tools/ftc/run_*.c).
+add_executable(run_fake_trainer ${CMAKE_CURRENT_LIST_DIR}/run_fake_trainer.c)
+foreach(t run_cli_test run_restart_test run_inject_test run_signal_test)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
+    ftc_add_test(${t}
+                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c
+                         ${CMAKE_CURRENT_LIST_DIR}/run_kit.c
+                 ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:run_fake_trainer>
+                 LABELS integration TIMEOUT 120)
+    add_dependencies(${t} ftc_cli run_fake_trainer)
+  endif()
+endforeach()

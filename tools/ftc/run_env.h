@@ -1,0 +1,37 @@
+/* The environment of one rank: the launcher's own minus any contract
+ * variable, then the launcher contract (docs/operations.md), then --env. */
+#ifndef FTC_TOOLS_RUN_ENV_H
+#define FTC_TOOLS_RUN_ENV_H
+
+#include <stddef.h>
+
+/* What the contract tells one rank. Strings are borrowed. */
+typedef struct run_env_rank {
+    const char *job;
+    const char *lighthouse; /* host:port */
+    const char *store_addr; /* host:port of its replica group's store */
+    const char *run_dir;
+    int replica_index; /* 0..N-1 */
+    int num_replicas;  /* N */
+    int group_rank;    /* 0..M-1 */
+    int group_size;    /* M */
+    int incarnation;   /* 0 first, +1 per restart of the group */
+} run_env_rank;
+
+/* True if name[0..len) is a variable the launcher sets (FTC_JOB, ...). */
+int run_env_is_contract(const char *name, size_t len);
+
+/* A NULL-terminated "K=V" array for execve: base (NULL-terminated, e.g.
+ * environ) without contract variables, the contract for r, then the n_user
+ * "K=V" entries of user (which replace same-named base entries). Returns
+ * NULL when out of memory. Release with run_env_free. */
+char **run_env_build(char *const base[], const run_env_rank *r,
+                     const char *const *user, int n_user);
+void run_env_free(char **env);
+
+/* "replica_<index>" and "<replica_id>/<incarnation>", the stable replica
+ * id and the per-incarnation store prefix, into buf. */
+void run_env_replica_id(int index, char *buf, size_t cap);
+void run_env_store_prefix(int index, int incarnation, char *buf, size_t cap);
+
+#endif
