@@ -12,3 +12,9 @@ foreach(t run_cli_test run_restart_test run_inject_test run_signal_test)
     add_dependencies(${t} ftc_cli run_fake_trainer)
   endif()
 endforeach()
+set(RUN_PARTS event lines inject stats env opts)
+list(TRANSFORM RUN_PARTS REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/tools/ftc/run_\\1.c")
+ftc_add_test(run_parts_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_parts_test.c ${RUN_PARTS}
+             LABELS unit TIMEOUT 60)
+target_include_directories(run_parts_test PRIVATE ${PROJECT_SOURCE_DIR}/tools/ftc)
