@@ -2,8 +2,14 @@
  * environment contract delivered to every rank, output prefixing with
  * malformed events tolerated, and the summary (JSON fields, checksums).
  * argv[1] is the ftc binary, argv[2] the fake trainer. */
+#include <errno.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "run_kit.h"
@@ -257,6 +263,75 @@ static void summary_different(void **state)
     summary_json("different", "--distinct-checksum", 0);
 }
 
+/* Runs "ftc run ARGS" on a pseudo-terminal; its output into out.
+ * Returns its exit code. */
+static int run_on_terminal(char *const args[], char *out, size_t cap)
+{
+    char *argv[32] = {T(rk_ftc()), T("run")};
+    for (int i = 0; args[i] != NULL && i < 29; i++) {
+        argv[i + 2] = args[i];
+    }
+    struct winsize ws = {.ws_row = 40, .ws_col = 200};
+    int master;
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(127);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    size_t len = 0;
+    int64_t end = tk_now_ms() + tk_ms(20000);
+    for (;;) {
+        struct pollfd pfd = {.fd = master, .events = POLLIN};
+        int64_t left = end - tk_now_ms();
+        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        ssize_t n = read(master, out + len, cap - 1 - len);
+        if (n <= 0) {
+            break; /* EIO: the terminal's last writer is gone */
+        }
+        len += (size_t)n;
+    }
+    out[len] = '\0';
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* On a terminal: prefixes coloured per replica, one status line redrawn
+ * in place and erased before other lines, and NO_COLOR honoured. */
+static void terminal_output(void **state)
+{
+    (void)state;
+    static char out[1 << 20];
+    char dir[4096];
+    rk_dir("tty", dir, sizeof(dir));
+    char *args[] = {T("--replicas"),  T("2"),          T("--lighthouse"),
+                    T("127.0.0.1:1"), T("--run-dir"),  dir,
+                    T("--"),          T(rk_trainer()), T("--steps"),
+                    T("30"),          T("--chatter"),  NULL};
+    assert_int_equal(run_on_terminal(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\033[31m[r0.0]\033[0m hello from replica 0"));
+    assert_non_null(strstr(out, "\033[32m[r1.0]\033[0m hello from replica 1"));
+    assert_non_null(strstr(out, "\r\033[K0."));            /* drawn */
+    assert_non_null(strstr(out, "| up 2/2 | failures 0")); /* its text */
+    assert_non_null(strstr(out, "\r\033[K\033[3"));        /* erased first */
+    setenv("NO_COLOR", "1", 1);
+    assert_int_equal(run_on_terminal(args, out, sizeof(out)), 0);
+    unsetenv("NO_COLOR");
+    assert_non_null(strstr(out, "[r0.0] hello from replica 0"));
+    assert_null(strstr(out, "\033[31m"));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +340,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(output_prefixes),
         cmocka_unit_test(summary_identical),
         cmocka_unit_test(summary_different),
+        cmocka_unit_test(terminal_output),
     };
     int left = rk_init(argc, argv);
     if (left < 0) {

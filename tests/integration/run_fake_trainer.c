@@ -149,6 +149,31 @@ static void record(long replica, long rank, long incarnation, pid_t child)
     }
 }
 
+/* Waits (bounded) until every rank of this group's incarnation has
+ * recorded itself, as a trainer's rendezvous would: so a rank that fails
+ * on purpose never takes a peer down before the peer's record exists. */
+static void await_group(long replica, long incarnation)
+{
+    const char *dir = getenv("FTC_RUN_DIR");
+    long size = env_long("FTC_GROUP_SIZE");
+    for (int tries = 0; tries < 5000; tries++) {
+        long seen = 0;
+        for (long r = 0; r < size; r++) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/seen-%ld-%ld-%ld", dir, replica, r,
+                     incarnation);
+            seen += access(path, F_OK) == 0;
+        }
+        if (seen == size) {
+            return;
+        }
+        struct timespec ts = {.tv_nsec = 2000000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "fake trainer: the group's other ranks never came\n");
+    exit(93);
+}
+
 static void pause_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000,
@@ -217,6 +242,7 @@ int main(int argc, char **argv)
         }
     }
     record(replica, rank, incarnation, child);
+    await_group(replica, incarnation);
     if (p.chatter) {
         chatter(replica, rank);
     }

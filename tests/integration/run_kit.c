@@ -31,6 +31,11 @@ int rk_init(int argc, char **argv)
     return -1;
 }
 
+const char *rk_ftc(void)
+{
+    return ftc_bin;
+}
+
 const char *rk_trainer(void)
 {
     return trainer_bin;

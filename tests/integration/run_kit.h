@@ -13,6 +13,7 @@
  * the argc left for tk_main, or -1 (usage printed) if they are missing. */
 int rk_init(int argc, char **argv);
 const char *rk_trainer(void);
+const char *rk_ftc(void);
 
 typedef struct rk_run {
     pid_t pid;

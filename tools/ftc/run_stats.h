@@ -57,8 +57,9 @@ typedef struct run_stats {
 int run_stats_init(run_stats *s, int n, int m);
 void run_stats_free(run_stats *s);
 
-/* Records a failure of group victim now; returns the record, or NULL when
- * RUN_MAX_FAILURES are kept already or memory ran out. */
+/* Records a failure of group victim now; returns the record (valid until
+ * the next call), or NULL when RUN_MAX_FAILURES are kept already or memory
+ * ran out. */
 run_failure *run_stats_failure(run_stats *s, int injected, int stop, int victim,
                                int incarnation, int64_t now_ms);
 /* A SIGSTOPped group was continued. */
