@@ -1,4 +1,4 @@
-/* `ftc run` stops cleanly: on SIGINT (exit 130) and SIGTERM (exit 143)
+/* `ftc run` stops cleanly: on SIGINT (exit 130), SIGTERM and SIGHUP (143)
  * every rank and what it started are gone afterwards, ranks that ignore
  * SIGTERM get SIGKILL after --grace (or at a second Ctrl-C), --duration
  * ends a healthy job with exit 0, and ranks die with a killed launcher.
@@ -76,6 +76,21 @@ static void sigterm_then_sigkill_after_grace(void **state)
     rk_free(&p);
 }
 
+/* A closed terminal (SIGHUP) stops the job like SIGTERM. */
+static void sighup_stops_like_sigterm(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("sighup", dir, sizeof(dir));
+    rk_run p;
+    start_endless(&p, dir, "5", 0);
+    kill(p.pid, SIGHUP);
+    assert_int_equal(rk_wait(&p, 10000), 143);
+    assert_non_null(strstr(p.text, "SIGHUP (again to kill at once)"));
+    all_gone(dir);
+    rk_free(&p);
+}
+
 static void second_sigint_kills_at_once(void **state)
 {
     (void)state;
@@ -142,6 +157,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sigint_leaves_nothing),
         cmocka_unit_test(sigterm_then_sigkill_after_grace),
+        cmocka_unit_test(sighup_stops_like_sigterm),
         cmocka_unit_test(second_sigint_kills_at_once),
         cmocka_unit_test(duration_ends_a_healthy_job),
         cmocka_unit_test(ranks_die_with_the_launcher),

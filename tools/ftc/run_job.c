@@ -117,7 +117,9 @@ static void settle(run_group *grp)
 
 void run_job_signal(run_job *job, int sig)
 {
-    const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    const char *name = sig == SIGINT   ? "SIGINT"
+                       : sig == SIGHUP ? "SIGHUP"
+                                       : "SIGTERM";
     if (job->phase == RUN_PHASE_RUNNING) {
         char why[64];
         snprintf(why, sizeof(why), "%s (again to kill at once)", name);

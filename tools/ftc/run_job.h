@@ -23,7 +23,7 @@ typedef enum run_outcome {
     RUN_OUTCOME_DURATION,    /* --duration ended it: exit 0 */
     RUN_OUTCOME_FAILED,      /* a group ran out of restarts: exit 1 */
     RUN_OUTCOME_INTERRUPTED, /* SIGINT: exit 130 */
-    RUN_OUTCOME_TERMINATED,  /* SIGTERM: exit 143 */
+    RUN_OUTCOME_TERMINATED,  /* SIGTERM or SIGHUP: exit 143 */
 } run_outcome;
 
 typedef struct run_job {
@@ -58,7 +58,7 @@ void run_job_line(run_job *job, int g, int r, int stream, char *line,
                   size_t len);
 /* Rank r of group g was reaped with status (its pipes drained). */
 void run_job_exited(run_job *job, int g, int r, int status);
-/* SIGINT or SIGTERM reached the launcher. */
+/* SIGINT, SIGTERM or SIGHUP (handled as SIGTERM) reached the launcher. */
 void run_job_signal(run_job *job, int sig);
 /* Does what is due now (starts, restarts, resumes, injections, the end);
  * returns the job time at which it next needs to run. */

@@ -25,6 +25,7 @@ static void loop_signals(sigset_t *set)
     sigemptyset(set);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP); /* the terminal went away: stop like SIGTERM */
     sigaddset(set, SIGCHLD);
 }
 

@@ -8,7 +8,7 @@
 
 #include "run_job.h"
 
-/* Blocks SIGINT, SIGTERM and SIGCHLD (the loop takes them from a
+/* Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD (the loop takes them from a
  * signalfd) and ignores SIGPIPE. Call before any thread starts, so every
  * thread inherits the mask; old receives the previous mask. */
 void run_loop_block_signals(sigset_t *old);

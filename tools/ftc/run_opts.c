@@ -60,7 +60,7 @@ void run_usage(FILE *out)
         "\n"
         "Exit codes: 0 every replica group finished (or --duration ended a\n"
         "healthy job), 1 the job failed, 2 usage, 127 COMMAND not found,\n"
-        "130 SIGINT, 143 SIGTERM.\n");
+        "130 SIGINT, 143 SIGTERM or SIGHUP.\n");
 }
 
 static int bad(const char *name, const char *value, const char *why)
