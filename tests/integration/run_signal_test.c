@@ -41,54 +41,53 @@ static void start_endless(rk_run *p, const char *dir, const char *grace,
     TK_WAIT_UNTIL(rk_seen_count(dir) == 4, 10000);
 }
 
+/* Sends sig to an endless job and checks its exit code, the note that
+ * says so, and that nothing is left; returns the output's summary. */
+static json_t *stop_with(const char *name, int sig, const char *grace,
+                         int ignore_sigterm, int code, const char *says)
+{
+    char dir[4096];
+    rk_dir(name, dir, sizeof(dir));
+    rk_run p;
+    start_endless(&p, dir, grace, ignore_sigterm);
+    kill(p.pid, sig);
+    assert_int_equal(rk_wait(&p, 10000), code);
+    if (strstr(p.text, says) == NULL) {
+        fail_msg("no '%s' in:\n%s", says, p.text);
+    }
+    /* a grace that was not needed was not used */
+    assert_int_equal(strstr(p.text, "SIGKILL to the") != NULL, ignore_sigterm);
+    all_gone(dir);
+    rk_free(&p);
+    return rk_job_summary(dir);
+}
+
 static void sigint_leaves_nothing(void **state)
 {
     (void)state;
-    char dir[4096];
-    rk_dir("sigint", dir, sizeof(dir));
-    rk_run p;
-    start_endless(&p, dir, "5", 0);
-    kill(p.pid, SIGINT);
-    assert_int_equal(rk_wait(&p, 10000), 130);
-    assert_non_null(strstr(p.text, "SIGINT (again to kill at once): stopping "
-                                   "4 ranks"));
-    assert_null(strstr(p.text, "SIGKILL to the"));
-    all_gone(dir);
-    json_t *s = rk_job_summary(dir);
+    json_t *s = stop_with("sigint", SIGINT, "5", 0, 130,
+                          "SIGINT (again to kill at once): stopping 4 ranks");
     assert_string_equal(rk_str(s, "outcome"), "interrupted");
     assert_int_equal(rk_int(s, "exit_code"), 130);
     assert_string_equal(rk_str(rk_group(s, 0), "status"), "ended");
     json_decref(s);
-    rk_free(&p);
 }
 
 static void sigterm_then_sigkill_after_grace(void **state)
 {
     (void)state;
-    char dir[4096];
-    rk_dir("sigterm", dir, sizeof(dir));
-    rk_run p;
-    start_endless(&p, dir, "0.3", 1);
-    kill(p.pid, SIGTERM);
-    assert_int_equal(rk_wait(&p, 10000), 143);
-    assert_non_null(strstr(p.text, "SIGKILL to the 4 ranks still running"));
-    all_gone(dir);
-    rk_free(&p);
+    json_t *s = stop_with("sigterm", SIGTERM, "0.3", 1, 143,
+                          "SIGKILL to the 4 ranks still running");
+    assert_string_equal(rk_str(s, "outcome"), "terminated");
+    json_decref(s);
 }
 
 /* A closed terminal (SIGHUP) stops the job like SIGTERM. */
 static void sighup_stops_like_sigterm(void **state)
 {
     (void)state;
-    char dir[4096];
-    rk_dir("sighup", dir, sizeof(dir));
-    rk_run p;
-    start_endless(&p, dir, "5", 0);
-    kill(p.pid, SIGHUP);
-    assert_int_equal(rk_wait(&p, 10000), 143);
-    assert_non_null(strstr(p.text, "SIGHUP (again to kill at once)"));
-    all_gone(dir);
-    rk_free(&p);
+    json_decref(stop_with("sighup", SIGHUP, "5", 0, 143,
+                          "SIGHUP (again to kill at once)"));
 }
 
 static void second_sigint_kills_at_once(void **state)
