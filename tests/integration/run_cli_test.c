@@ -120,6 +120,8 @@ static void env_contract(void **state)
             assert_string_equal(v, "yes");
             rk_seen(dir, i, r, 0, "store", v, sizeof(v));
             assert_string_equal(v, "ftc");
+            rk_seen(dir, i, r, 0, "lighthouse", v, sizeof(v));
+            assert_string_equal(v, "down"); /* 127.0.0.1:1 */
             assert_int_equal(rk_seen_long(dir, i, r, 0, "pgid"),
                              rk_seen_long(dir, i, r, 0, "pid"));
             rk_seen(dir, i, r, 0, "FTC_STORE_ADDR", v, sizeof(v));
@@ -263,6 +265,35 @@ static void summary_different(void **state)
     summary_json("different", "--distinct-checksum", 0);
 }
 
+/* Without --lighthouse the launcher serves one itself (when the build has
+ * ftc/ft.h) and every rank can reach it; builds without say so and fail
+ * before starting anything. */
+static void embedded_lighthouse(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("lighthouse", dir, sizeof(dir));
+    char *args[] = {T("--replicas"), T("2"),       T("--run-dir"), dir, T("--"),
+                    T(rk_trainer()), T("--steps"), T("2"),         NULL};
+    rk_run p;
+    rk_start(&p, args, NULL);
+#if defined(__has_include) && __has_include("ftc/ft.h")
+    assert_int_equal(rk_wait(&p, 20000), 0);
+    assert_non_null(strstr(p.text, "(dashboard http://127.0.0.1:"));
+    char v[64];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rk_seen(dir, i, 0, 0, "lighthouse", v, sizeof(v)), 0);
+        assert_string_equal(v, "http");
+    }
+#else
+    assert_int_equal(rk_wait(&p, 20000), 1);
+    assert_non_null(strstr(p.text, "no embedded lighthouse; pass "
+                                   "--lighthouse HOST:PORT"));
+    assert_int_equal(rk_seen_count(dir), 0);
+#endif
+    rk_free(&p);
+}
+
 /* Runs "ftc run ARGS" on a pseudo-terminal; its output into out.
  * Returns its exit code. */
 static int run_on_terminal(char *const args[], char *out, size_t cap)
@@ -341,6 +372,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(summary_identical),
         cmocka_unit_test(summary_different),
         cmocka_unit_test(terminal_output),
+        cmocka_unit_test(embedded_lighthouse),
     };
     int left = rk_init(argc, argv);
     if (left < 0) {

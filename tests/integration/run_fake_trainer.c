@@ -5,7 +5,8 @@
  * It writes $FTC_RUN_DIR/seen-<replica index>-<group rank>-<incarnation>
  * ("K=V" lines: every FTC_* and RUNTEST_* variable, pid, pgid, child (the
  * pid of the helper it started, 0 if none), store ("ftc" if its group's
- * store answered an ftc PING)) before its first step. */
+ * store answered an ftc PING), lighthouse ("http" if FTC_LIGHTHOUSE
+ * answered HTTP)) before its first step. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -96,14 +97,14 @@ static int parse(plan *p, int argc, char **argv)
     return 0;
 }
 
-/* Asks the group's store for an ftc PING (2.x VALIDATE, then PING with a
- * 0xF7Cxxxxx nonce, answered with its complement). */
-static const char *probe_store(void)
+/* A TCP connection to the "127.0.0.1:port" in the variable name, with a
+ * receive timeout; -1 if it cannot be made. */
+static int connect_to(const char *name)
 {
-    const char *addr = getenv("FTC_STORE_ADDR");
+    const char *addr = getenv(name);
     const char *colon = addr != NULL ? strrchr(addr, ':') : NULL;
     if (colon == NULL) {
-        return "no-address";
+        return -1;
     }
     char host[64];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
@@ -113,16 +114,44 @@ static const char *probe_store(void)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Asks the group's store for an ftc PING (2.x VALIDATE, then PING with a
+ * 0xF7Cxxxxx nonce, answered with its complement). */
+static const char *probe_store(void)
+{
+    int fd = connect_to("FTC_STORE_ADDR");
     uint8_t req[10] = {0, 0xCE, 0xF7, 0x85, 0x3C, 13, 0xEE, 0xFF, 0xC0, 0xF7};
     uint8_t rep[4] = {0};
-    int ok = inet_pton(AF_INET, host, &sa.sin_addr) == 1 &&
-             connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-             write(fd, req, sizeof(req)) == (ssize_t)sizeof(req) &&
+    int ok = fd >= 0 && write(fd, req, sizeof(req)) == (ssize_t)sizeof(req) &&
              recv(fd, rep, 4, MSG_WAITALL) == 4;
-    close(fd);
+    if (fd >= 0) {
+        close(fd);
+    }
     uint32_t pong = (uint32_t)rep[0] | (uint32_t)rep[1] << 8 |
                     (uint32_t)rep[2] << 16 | (uint32_t)rep[3] << 24;
     return ok && pong == ~0xF7C0FFEEu ? "ftc" : "no-answer";
+}
+
+/* "http" if FTC_LIGHTHOUSE answers an HTTP request, else "down". */
+static const char *probe_lighthouse(void)
+{
+    int fd = connect_to("FTC_LIGHTHOUSE");
+    static const char req[] = "GET / HTTP/1.0\r\n\r\n";
+    char rep[5] = {0};
+    int ok = fd >= 0 &&
+             write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1) &&
+             recv(fd, rep, 5, MSG_WAITALL) == 5;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok && memcmp(rep, "HTTP/", 5) == 0 ? "http" : "down";
 }
 
 static void record(long replica, long rank, long incarnation, pid_t child)
@@ -142,8 +171,9 @@ static void record(long replica, long rank, long incarnation, pid_t child)
             fprintf(f, "%s\n", *e);
         }
     }
-    fprintf(f, "pid=%d\npgid=%d\nchild=%d\nstore=%s\n", (int)getpid(),
-            (int)getpgrp(), (int)child, probe_store());
+    fprintf(f, "pid=%d\npgid=%d\nchild=%d\nstore=%s\nlighthouse=%s\n",
+            (int)getpid(), (int)getpgrp(), (int)child, probe_store(),
+            probe_lighthouse());
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         exit(92);
     }
