@@ -94,21 +94,32 @@ static void never_all_at_once(void **state)
 }
 
 /* --kill-every: injections at least T apart, until --duration ends the
- * job (exit 0: it was healthy). */
+ * job (exit 0: it was healthy); progress lines meanwhile. */
 static void kill_every(void **state)
 {
     (void)state;
     char dir[4096];
     rk_dir("every", dir, sizeof(dir));
-    char *launcher[] = {T("--replicas"), T("3"),          T("--kill-every"),
-                        T("0.2"),        T("--duration"), T("1.2"),
-                        T("--grace"),    T("1"),          NULL};
+    char *launcher[] = {T("--replicas"),
+                        T("3"),
+                        T("--kill-every"),
+                        T("0.2"),
+                        T("--duration"),
+                        T("1.2"),
+                        T("--progress"),
+                        T("0.25"),
+                        T("--grace"),
+                        T("1"),
+                        NULL};
     char *trainer[] = {T("--steps"), T("0"), NULL};
     rk_run p;
     rk_start_job(&p, dir, launcher, trainer, NULL);
     assert_int_equal(rk_wait(&p, 30000), 0);
     json_t *s = rk_job_summary(dir);
     assert_string_equal(rk_str(s, "outcome"), "duration");
+    /* no terminal: a plain progress line every --progress */
+    assert_true(rk_count(p.text, "ftc run: 0.") >= 2);
+    assert_true(rk_count(p.text, " | up ") >= 3);
     json_int_t n = rk_int(s, "failures_injected");
     assert_true(n >= 1);
     assert_true(rk_int(rk_failure(s, 0), "at_ms") >= 200);
