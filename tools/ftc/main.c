@@ -8,6 +8,8 @@
 static const ftc_cmd commands[] = {
     {"version", ftc_cmd_version, "print the ftc version"},
     {"store", ftc_cmd_store, "run a TCPStore-compatible key-value server"},
+    {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
+    {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
