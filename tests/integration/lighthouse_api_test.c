@@ -292,6 +292,41 @@ static void limits_on_jobs_and_tables(void **state)
     stop(&f);
 }
 
+/* Unused jobs go after job_idle_ms and come back under a new epoch;
+ * declared ones stay, with their own options. */
+static void idle_and_declared_jobs(void **state)
+{
+    (void)state;
+    fixture f;
+    ftc_lighthouse_opts o = rules_opts(1, 1000);
+    o.job_idle_ms = 200;
+    start(&f, &o);
+    TK_EXPECT(ftc_lighthouse_configure_job(f.lh, "train:min_replicas=x"),
+              FTC_EINVAL);
+    TK_EXPECT(ftc_lighthouse_configure_job(f.lh, "bad name"), FTC_EINVAL);
+    TK_EXPECT(ftc_lighthouse_configure_job(
+                  f.lh, "train:min_replicas=2,heartbeat_timeout_ms=0"),
+              FTC_EINVAL);
+    TK_OK(ftc_lighthouse_configure_job(
+        f.lh, "train:min_replicas=2,strict_shrink_only=true"));
+    json_t *st = lt_get_json(f.addr, "/v1/jobs/train");
+    json_t *opts = json_object_get(st, "options");
+    assert_int_equal(json_integer_value(json_object_get(opts, "min_replicas")),
+                     2);
+    assert_true(json_is_true(json_object_get(opts, "strict_shrink_only")));
+    json_decref(st);
+    ftc_lighthouse_ack first, again;
+    TK_OK(ftc_lighthouse_client_heartbeat(f.c, "a", tk_ms(5000), &first));
+    TK_WAIT_UNTIL(lt_http(f.addr, "GET", "/v1/jobs/default/status", NULL, NULL,
+                          NULL) == 404,
+                  10000);
+    TK_OK(ftc_lighthouse_client_heartbeat(f.c, "a", tk_ms(5000), &again));
+    assert_true(again.epoch != first.epoch);
+    assert_int_equal(
+        lt_http(f.addr, "GET", "/v1/jobs/train/status", NULL, NULL, NULL), 200);
+    stop(&f);
+}
+
 /* ----------------------------------------------------------- long-polls */
 
 static void superseded_join(void **state)
@@ -851,6 +886,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lighthouse_commit_failures),
         cmocka_unit_test(two_jobs_are_isolated),
         cmocka_unit_test(limits_on_jobs_and_tables),
+        cmocka_unit_test(idle_and_declared_jobs),
         cmocka_unit_test(superseded_join),
         cmocka_unit_test(watch_events),
         cmocka_unit_test(watch_behind_the_ring_resets),

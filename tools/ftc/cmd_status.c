@@ -2,6 +2,7 @@
  * job's quorum, members and recent changes, as a table or as JSON. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,18 @@ static void print_job(const json_t *s)
     }
 }
 
+static bool parse_ms(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (v[0] == '\0' || *end != '\0' || errno != 0 || x < 0) {
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
 int ftc_cmd_status(int argc, char **argv)
 {
     const char *addr = getenv("FTC_LIGHTHOUSE");
@@ -167,14 +180,12 @@ int ftc_cmd_status(int argc, char **argv)
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
-        char *end = NULL;
         if (v != NULL && strcmp(f, "--addr") == 0) {
             addr = v;
         } else if (v != NULL && strcmp(f, "--job") == 0) {
             job = v;
         } else if (v != NULL && strcmp(f, "--timeout-ms") == 0 &&
-                   (errno = 0, timeout = strtoll(v, &end, 10),
-                    *end == '\0' && errno == 0 && timeout >= 0)) {
+                   parse_ms(v, &timeout)) {
             continue;
         } else {
             fprintf(stderr, "ftc status: bad option %s\n", f);
