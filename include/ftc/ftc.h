@@ -5,5 +5,6 @@
 #include "ftc/base.h"
 #include "ftc/store.h"
 #include "ftc/algo.h"
+#include "ftc/ft.h"
 
 #endif

@@ -13,6 +13,8 @@ typedef struct ftc_cmd {
 int ftc_cmd_version(int argc, char **argv);
 int ftc_cmd_store(int argc, char **argv);
 int ftc_cmd_run(int argc, char **argv);
+int ftc_cmd_lighthouse(int argc, char **argv);
+int ftc_cmd_status(int argc, char **argv);
 
 /* True if argv has -h or --help. */
 int ftc_cmd_wants_help(int argc, char **argv);

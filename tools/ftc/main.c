@@ -11,6 +11,8 @@ static const ftc_cmd commands[] = {
     {"run", ftc_cmd_run,
      "launch N replica groups x M ranks, with restarts "
      "and fault injection"},
+    {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
+    {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

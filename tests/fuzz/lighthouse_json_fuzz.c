@@ -1,0 +1,84 @@
+/* libFuzzer target: every decoder of the lighthouse's JSON codec on
+ * arbitrary bytes (requests on the server, answers on the client), and
+ * encode-decode round trips of whatever decodes. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base_int.h"
+#include "ft/lighthouse_json.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void same_member(const ftc_quorum_member *a, const ftc_quorum_member *b)
+{
+    if (strcmp(a->replica_id, b->replica_id) != 0 ||
+        strcmp(a->address, b->address) != 0 ||
+        strcmp(a->store_address, b->store_address) != 0 || a->step != b->step ||
+        a->world_size != b->world_size || a->shrink_only != b->shrink_only ||
+        a->commit_failures != b->commit_failures ||
+        a->data_len != b->data_len ||
+        (a->data_len > 0 && memcmp(a->data, b->data, a->data_len) != 0)) {
+        abort();
+    }
+}
+
+/* A decoded member must encode and decode to itself. */
+static void round_trip(const ftc_quorum_member *m)
+{
+    json_t *j = ftc__lhj_member_json(m);
+    if (j == NULL) {
+        return;
+    }
+    char *text;
+    size_t len;
+    if (ftc__lhj_dump(j, &text, &len) == 0) {
+        json_t *back;
+        ftc_quorum_member again;
+        if (ftc__lhj_parse_object(text, len, &back) != 0 ||
+            ftc__lhj_member(back, FTC__QUORUM_MAX_DATA_CEIL, &again) != 0) {
+            abort();
+        }
+        same_member(m, &again);
+        ftc__quorum_member_fini(&again);
+        json_decref(back);
+        ftc__free(text);
+    }
+    json_decref(j);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *text = (const char *)data;
+    ftc_quorum_member m;
+    int64_t timeout;
+    if (ftc__lhj_join_request(text, size, 65536, &m, &timeout) == 0) {
+        round_trip(&m);
+        ftc__quorum_member_fini(&m);
+    }
+    char id[FTC__QUORUM_STR_MAX];
+    ftc__lhj_replica_request(text, size, id);
+    json_t *j;
+    if (ftc__lhj_parse_object(text, size, &j) == 0) {
+        ftc_quorum_opts o;
+        ftc__quorum_opts_init(&o);
+        ftc__lhj_job_options(j, &o);
+        ftc_quorum q;
+        if (ftc__lhj_quorum(j, 64, &q) == 0) {
+            for (size_t i = 0; i < q.n; i++) {
+                round_trip(&q.members[i]);
+            }
+            ftc__quorum_fini(&q);
+        }
+        json_decref(j);
+    }
+    /* The CLI's --job option text. */
+    char spec[256];
+    size_t n = size < sizeof(spec) - 1 ? size : sizeof(spec) - 1;
+    memcpy(spec, data, n);
+    spec[n] = '\0';
+    if (ftc__lhj_spec_options(spec, &j) == 0) {
+        json_decref(j);
+    }
+    return 0;
+}

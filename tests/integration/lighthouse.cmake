@@ -1,0 +1,12 @@
+# Lighthouse integration tests: real HTTP on loopback, in one process
+# (api) and across processes killed and stopped (chaos).
+set(FTC_LH_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+foreach(t api chaos)
+  ftc_add_test(lighthouse_${t}_test
+               SOURCES ${FTC_LH_TEST_DIR}/lighthouse_${t}_test.c
+                       ${FTC_LH_TEST_DIR}/lighthouse_util.c
+               LABELS integration threaded TIMEOUT 300)
+  target_compile_definitions(lighthouse_${t}_test PRIVATE
+                             FTC_CLI_PATH="$<TARGET_FILE:ftc_cli>")
+  add_dependencies(lighthouse_${t}_test ftc_cli)
+endforeach()

@@ -1,0 +1,224 @@
+/* ftc status: reads a lighthouse's status API and prints the jobs, or one
+ * job's quorum, members and recent changes, as a table or as JSON. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "ftc/ftc.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ftc status [--addr HOST:PORT] [--job NAME] [--json] "
+            "[--timeout-ms MS]\n"
+            "\n"
+            "Prints the jobs of a lighthouse, or with --job one job's "
+            "quorum,\nmembers, waiting replicas and recent quorum changes.\n"
+            "  --addr HOST:PORT   the lighthouse [$FTC_LIGHTHOUSE or "
+            "127.0.0.1:29510]\n"
+            "  --job NAME         one job in detail\n"
+            "  --json             the status API's JSON as is\n"
+            "  --timeout-ms MS    give up after [10000]\n"
+            "$FTC_TOKEN is sent when set (lighthouses run with "
+            "--auth-reads).\n");
+}
+
+static long long num(const json_t *o, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : "";
+}
+
+static void print_jobs(const json_t *j)
+{
+    const json_t *jobs = json_object_get(j, "jobs");
+    if (json_array_size(jobs) == 0) {
+        printf("no jobs\n");
+        return;
+    }
+    printf("%-24s %-11s %-22s %7s %7s %7s  %s\n", "JOB", "EPOCH", "QUORUM",
+           "MEMBERS", "HEALTHY", "WAITING", "NEXT");
+    size_t i;
+    const json_t *row;
+    json_array_foreach(jobs, i, row)
+    {
+        char q[48];
+        snprintf(q, sizeof(q), "%lld.%lld", num(row, "epoch"),
+                 num(row, "counter"));
+        printf("%-24s %-11lld %-22s %7lld %7lld %7lld  %s\n", str(row, "name"),
+               num(row, "epoch"), num(row, "counter") > 0 ? q : "-",
+               num(row, "members"), num(row, "healthy_replicas"),
+               num(row, "participants"), str(row, "verdict"));
+    }
+}
+
+/* heartbeat age of replica_id as text, "gone" when it has none. */
+static void heartbeat_of(const json_t *s, const char *id, char *out, size_t cap)
+{
+    size_t i;
+    const json_t *h;
+    json_array_foreach(json_object_get(s, "heartbeats"), i, h)
+    {
+        if (strcmp(str(h, "replica_id"), id) == 0) {
+            snprintf(out, cap, "%.2fs%s", (double)num(h, "age_ms") / 1000.0,
+                     json_is_true(json_object_get(h, "healthy")) ? ""
+                                                                 : " DEAD");
+            return;
+        }
+    }
+    snprintf(out, cap, "gone");
+}
+
+static const char *heals_from(const json_t *q, const char *id)
+{
+    size_t i;
+    const json_t *h;
+    json_array_foreach(json_object_get(q, "healing"), i, h)
+    {
+        if (strcmp(str(h, "replica_id"), id) == 0) {
+            return str(h, "from");
+        }
+    }
+    return "";
+}
+
+static void print_members(const json_t *s, const json_t *q)
+{
+    printf("%-28s %10s %-28s %-22s %-11s %s\n", "REPLICA", "STEP", "MANAGER",
+           "STORE", "HEARTBEAT", "HEALS FROM");
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(q, "members"), i, m)
+    {
+        char hb[48];
+        heartbeat_of(s, str(m, "replica_id"), hb, sizeof(hb));
+        printf("%-28s %10lld%s %-28s %-22s %-11s %s\n", str(m, "replica_id"),
+               num(m, "step"), num(m, "step") < num(q, "max_step") ? "*" : " ",
+               str(m, "address"), str(m, "store_address"), hb,
+               heals_from(q, str(m, "replica_id")));
+    }
+}
+
+static void print_job(const json_t *s)
+{
+    const json_t *q = json_object_get(s, "quorum");
+    const json_t *d = json_object_get(s, "decision");
+    printf("job %s  epoch %lld  ", str(s, "job"), num(s, "epoch"));
+    if (json_is_object(q)) {
+        printf("quorum %lld.%lld (id %lld), %zu members, formed %.1fs ago, "
+               "max step %lld\n",
+               num(q, "epoch"), num(q, "counter"), num(q, "quorum_id"),
+               json_array_size(json_object_get(q, "members")),
+               (double)num(q, "age_ms") / 1000.0, num(q, "max_step"));
+    } else {
+        printf("no quorum yet\n");
+    }
+    printf("next: %s: %s\n\n", str(d, "verdict"), str(d, "reason"));
+    if (json_is_object(q)) {
+        print_members(s, q);
+        printf("(* behind max step)\n");
+    }
+    size_t i;
+    const json_t *p;
+    const json_t *parts = json_object_get(s, "participants");
+    if (json_array_size(parts) > 0) {
+        printf("\nwaiting for the next quorum:\n");
+    }
+    json_array_foreach(parts, i, p)
+    {
+        printf("  %-28s step %lld, %.1fs%s\n", str(p, "replica_id"),
+               num(p, "step"), (double)num(p, "waiting_ms") / 1000.0,
+               json_is_true(json_object_get(p, "shrink_only")) ? ", shrink_only"
+                                                               : "");
+    }
+    const json_t *changes = json_object_get(s, "changes");
+    if (json_array_size(changes) > 0) {
+        printf("\nrecent quorum changes:\n");
+    }
+    json_array_foreach(changes, i, p)
+    {
+        printf("  %lld.%lld  %-16s %lld members\n", num(p, "epoch"),
+               num(p, "counter"), str(p, "cause"), num(p, "members"));
+    }
+}
+
+static bool parse_ms(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (v[0] == '\0' || *end != '\0' || errno != 0 || x < 0) {
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+int ftc_cmd_status(int argc, char **argv)
+{
+    const char *addr = getenv("FTC_LIGHTHOUSE");
+    const char *job = NULL;
+    bool as_json = false;
+    long long timeout = 10000;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(f, "--json") == 0) {
+            as_json = true;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        if (v != NULL && strcmp(f, "--addr") == 0) {
+            addr = v;
+        } else if (v != NULL && strcmp(f, "--job") == 0) {
+            job = v;
+        } else if (v != NULL && strcmp(f, "--timeout-ms") == 0 &&
+                   parse_ms(v, &timeout)) {
+            continue;
+        } else {
+            fprintf(stderr, "ftc status: bad option %s\n", f);
+            usage(stderr);
+            return 2;
+        }
+    }
+    ftc_lighthouse_client_opts o;
+    ftc_lighthouse_client_opts_init(&o);
+    o.token = getenv("FTC_TOKEN");
+    ftc_lighthouse_client *c = NULL;
+    int rc = ftc_lighthouse_client_create(
+        &c, addr != NULL ? addr : "127.0.0.1:29510", &o);
+    char *text = NULL;
+    if (rc == 0) {
+        rc = ftc_lighthouse_client_status(c, job, timeout, &text);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "ftc status: %s: %s\n", ftc_strerror(rc),
+                ftc_last_error());
+        ftc_lighthouse_client_destroy(c);
+        return 1;
+    }
+    json_t *j = json_loads(text, 0, NULL);
+    if (as_json || j == NULL) {
+        printf("%s\n", text);
+    } else if (job != NULL) {
+        print_job(j);
+    } else {
+        print_jobs(j);
+    }
+    json_decref(j);
+    ftc_free(text);
+    ftc_lighthouse_client_destroy(c);
+    return 0;
+}
