@@ -1,0 +1,132 @@
+/* Internals of the store client shared by its files: the connection (one
+ * socket, its dialect and what the probe learnt) and the public handles. */
+#ifndef FTC_STORE_CLIENT_INT_H
+#define FTC_STORE_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/base_int.h"
+#include "ftc/store.h"
+#include "store/client_codec.h"
+
+/* How long the client waits for a server to answer CANCEL_WAIT after a wait
+ * timed out before it gives the connection up and reconnects. */
+#define FTC__STORE_CANCEL_GRACE_MS 2000
+
+/* One TCP connection to a store server. Not thread-safe: the owning core's
+ * lock serialises every use. */
+typedef struct ftc__store_conn {
+    int fd;      /* -1 while disconnected */
+    int dialect; /* FTC_STORE_DIALECT_* */
+    int server;  /* FTC__STORE_SERVER_* found by the probe */
+    int broken;  /* state unknown: replace before the next request */
+    char host[FTC_HOST_MAX];
+    int port;
+    int64_t connect_timeout_ms;
+    size_t max_value_bytes;
+    size_t recv_chunk; /* most bytes one recv asks for (tests shrink it) */
+    ftc_buf in;        /* received bytes not yet consumed */
+    ftc__store_req req;
+    /* Counters for tests and diagnostics. */
+    uint64_t connects;
+    uint64_t writes;
+} ftc__store_conn;
+
+void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
+                          const ftc_store_client_opts *opts);
+void ftc__store_conn_close(ftc__store_conn *c);
+
+/* Makes the connection usable for a new call: (re)connects with the
+ * handshake if it is closed or broken, and replaces it if the server closed
+ * it or sent bytes nobody asked for while it was idle. Connecting is
+ * bounded by dl and the connect timeout. */
+int ftc__store_conn_ready(ftc__store_conn *c, ftc_deadline dl,
+                          const ftc_event *cancel);
+
+/* Sends c->req and resets it. Any failure marks the connection broken. */
+int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
+                         const ftc_event *cancel);
+
+/* Reply readers. Any failure marks the connection broken, except that
+ * recv_wait leaves it to the caller when nothing at all has arrived. */
+/* A little-endian unsigned integer of size bytes (1, 4 or 8). */
+int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
+                              ftc_deadline dl, const ftc_event *cancel);
+int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl,
+                             const ftc_event *cancel);
+/* A u64 length (checked against max_value_bytes) and that many bytes into a
+ * new buffer (never NULL, released with ftc__free). */
+int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
+                               ftc_deadline dl, const ftc_event *cancel);
+
+/* Reads the answer to a WAIT. On FTC_ETIMEDOUT with nothing received, a
+ * 2.x connection cancels the wait in-protocol (CANCEL_WAIT, then
+ * STOP_WAITING and/or WAIT_CANCELED within FTC__STORE_CANCEL_GRACE_MS) and
+ * stays usable; if the keys arrived in that race the wait succeeds. When
+ * other requests were pipelined behind the WAIT (pipelined = 1) their
+ * replies could not be told apart, so a timeout marks it broken instead,
+ * as does every other failure. */
+int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
+                              ftc_deadline dl, const ftc_event *cancel);
+
+#define FTC__STORE_CLIENT_MAGIC 0x53544f43u /* "STOC" */
+
+/* What a client and all its views share. */
+typedef struct ftc__store_core {
+    pthread_mutex_t lock; /* held for the whole of every call */
+    ftc_event cancel;
+    atomic_int cancel_pending; /* cancel() ran since the last clear */
+    ftc_store_client_opts opts;
+    ftc__store_conn conn;
+} ftc__store_core;
+
+struct ftc_store_client {
+    uint32_t magic;
+    ftc__store_core *core;
+    int is_view;  /* 1: core belongs to another handle */
+    char *prefix; /* NULL, or the joined prefix of a view ("a/b") */
+};
+
+/* One public call in progress: it holds the core's lock from begin to end
+ * and carries what error messages name (the op and its keys). */
+typedef struct ftc__store_call {
+    ftc__store_core *core;
+    ftc__store_conn *conn;
+    const ftc_event *cancel;
+    const char *prefix; /* the view's prefix or NULL */
+    ftc_deadline dl;
+    int64_t timeout_ms; /* resolved; < 0 means never */
+    const char *op;
+    const char *const *keys;
+    size_t nkeys;
+} ftc__store_call;
+
+/* call_begin flags: the op exists only in the 2.x dialect, so a V1
+ * client fails with FTC_ENOTSUP before any I/O. */
+#define FTC__CALL_V2_ONLY 1
+
+/* Checks the handle and keys, resolves the timeout, takes the lock and
+ * makes the connection ready. On failure nothing is held. */
+int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
+                          const char *op, const char *const *keys, size_t nkeys,
+                          int64_t timeout_ms, int flags);
+/* Releases the lock; a failure gets the op and its keys in its message:
+ * "get timeout after 500 ms, keys: a" or "store add 'a': <detail>". */
+int ftc__store_call_end(ftc__store_call *k, int rc);
+
+/* 1 if WAIT and the request that follows may share one write. */
+int ftc__store_call_pipelines(const ftc__store_call *k);
+/* Encodes WAIT for the call's keys; unless pipelined, sends it and reads
+ * its answer (then the call continues on a clean connection). */
+int ftc__store_call_wait(ftc__store_call *k, int pipelined);
+/* Sends the request(s) encoded so far, unless encoding failed (rc, the
+ * encoders' result, is returned then). */
+int ftc__store_call_send(ftc__store_call *k, int rc);
+/* Sends like call_send, then reads the i64 answer. */
+int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v);
+/* Sends, then reads the answer of a pipelined WAIT sent first. */
+int ftc__store_call_send_wait(ftc__store_call *k, int pipelined);
+
+#endif
