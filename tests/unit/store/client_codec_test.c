@@ -26,6 +26,8 @@ static void expect_req(ftc__store_req *r, const char *want_hex)
     ftc__store_req_reset(r);
 }
 
+#define V1 FTC_STORE_DIALECT_V1
+#define V2 FTC_STORE_DIALECT_V2
 #define L1 "01 00 00 00 00 00 00 00"
 #define L2 "02 00 00 00 00 00 00 00"
 #define L3 "03 00 00 00 00 00 00 00"
@@ -123,6 +125,10 @@ static void v2_numbering_and_handshake(void **state)
     expect_req(&r, "0f | " L2 " 2f 71");
     TK_OK(ftc__store_enc_key(&r, FTC__OP_QUEUE_LEN, NULL, "q"));
     expect_req(&r, "10 | " L2 " 2f 71");
+    TK_OK(ftc__store_enc_bare(&r, FTC__OP_LIST_KEYS)); /* torch 2.15 */
+    expect_req(&r, "11");
+    assert_int_equal(ftc__store_op_encode(V2, FTC__OP_BARRIER), 0x12);
+    assert_int_equal(ftc__store_op_encode(V1, FTC__OP_BARRIER), -1);
     ftc__store_req_free(&r);
 }
 
