@@ -250,39 +250,44 @@ int ftc__store_call_end(ftc__store_call *k, int rc)
     return ftc__adderr(rc, "store %s%s%s", k->op, k->nkeys ? " " : "", keys);
 }
 
-/* An ftc server answers strictly in order and holds requests behind a
- * parked WAIT, so WAIT and the read that needs its keys can share one
- * write (one round trip). PyTorch servers answer a later request before a
- * parked WAIT, so there the read goes out only after STOP_WAITING. */
-int ftc__store_call_pipelines(const ftc__store_call *k)
+int ftc__store_call_wait(ftc__store_call *k)
 {
-    return k->conn->server == FTC__STORE_SERVER_FTC;
+    int rc = ftc__store_call_send(
+        k, ftc__store_enc_keys(&k->conn->req, FTC__OP_WAIT, k->prefix, k->keys,
+                               k->nkeys));
+    return rc != 0 ? rc
+                   : ftc__store_conn_recv_wait(k->conn, 0, k->dl, k->cancel);
 }
 
-/* Sends WAIT for the call's keys; unless pipelined, also reads its answer.
- * A pipelined WAIT's answer is read by the caller after sending the rest. */
-int ftc__store_call_wait(ftc__store_call *k, int pipelined)
+/* An ftc server answers strictly in order and holds the requests behind a
+ * parked WAIT, so WAIT and the fetch that needs its keys share one write
+ * (one round trip). PyTorch servers answer a later request before a
+ * parked WAIT, so there the fetch goes out only after STOP_WAITING. */
+int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
+                               ftc__store_fetch_read read, void *ctx)
 {
-    int rc = ftc__store_enc_keys(&k->conn->req, FTC__OP_WAIT, k->prefix,
-                                 k->keys, k->nkeys);
-    if (rc != 0 || pipelined) {
-        return rc;
+    ftc__store_conn *c = k->conn;
+    int pipe = c->server == FTC__STORE_SERVER_FTC;
+    int rc = pipe ? ftc__store_enc_keys(&c->req, FTC__OP_WAIT, k->prefix,
+                                        k->keys, k->nkeys)
+                  : ftc__store_call_wait(k);
+    rc = ftc__store_call_send(k, rc != 0 ? rc : enc(k, ctx));
+    if (rc != 0 || !pipe) {
+        return rc != 0 ? rc : read(k, ctx, k->dl, 0);
     }
-    rc = ftc__store_conn_send(k->conn, k->dl, k->cancel);
-    if (rc == 0) {
-        rc = ftc__store_conn_recv_wait(k->conn, 0, k->dl, k->cancel);
+    rc = ftc__store_conn_recv_wait(c, 1, k->dl, k->cancel);
+    if (rc == FTC_ETIMEDOUT && c->held_replies) {
+        /* Cancelled: the fetch was answered anyway; read past it. */
+        c->held_replies = 0;
+        return read(k, ctx, c->grace, 1);
     }
-    return rc;
-}
-
-/* Sends what is encoded, then reads a pipelined WAIT's answer if any. */
-int ftc__store_call_send_wait(ftc__store_call *k, int pipelined)
-{
-    int rc = ftc__store_conn_send(k->conn, k->dl, k->cancel);
-    if (rc == 0 && pipelined) {
-        rc = ftc__store_conn_recv_wait(k->conn, 1, k->dl, k->cancel);
+    if (rc != 0 || !c->cancel_owed) {
+        return rc != 0 ? rc : read(k, ctx, k->dl, 0);
     }
-    return rc;
+    /* The keys came just as the wait was cancelled: a normal fetch, and
+     * after it the cancel's own answer. */
+    rc = read(k, ctx, c->grace, 0);
+    return rc != 0 ? rc : ftc__store_conn_recv_cancel_owed(c, k->cancel);
 }
 
 int ftc__store_call_send(ftc__store_call *k, int rc)

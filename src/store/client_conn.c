@@ -34,6 +34,8 @@ static void drop(ftc__store_conn *c)
     }
     c->fd = -1;
     c->broken = 0;
+    c->held_replies = 0;
+    c->cancel_owed = 0;
     c->server = FTC__STORE_SERVER_UNKNOWN;
     ftc__buf_reset(&c->in);
     ftc__store_req_reset(&c->req);
@@ -184,43 +186,67 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **out, size_t *n,
     return 0;
 }
 
-/* After a WAIT timed out with nothing received: CANCEL_WAIT, whose answer
- * is WAIT_CANCELED, or STOP_WAITING then WAIT_CANCELED when the keys
- * arrived in the race (then the wait succeeded after all). */
-static int cancel_wait(ftc__store_conn *c, const ftc_event *cancel)
+/* After a WAIT timed out with nothing received: CANCEL_WAIT. Its answer
+ * is WAIT_CANCELED, or STOP_WAITING first when the keys arrived in the
+ * race. Behind a pipelined WAIT an ftc server answers in stream order
+ * (docs/protocol.md, "Strict FIFO and parking"): 01 for the cancelled WAIT,
+ * then the held requests' replies; or 00, the held replies, then the
+ * cancel's own 01. The caller reads the held replies (c->held_replies or
+ * c->cancel_owed say which case). */
+static int cancel_wait(ftc__store_conn *c, int pipelined,
+                       const ftc_event *cancel)
 {
-    ftc_deadline grace = ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS);
+    c->grace = ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS);
     int rc = ftc__store_enc_bare(&c->req, FTC__OP_CANCEL_WAIT);
     if (rc == 0) {
-        rc = ftc__store_conn_send(c, grace, cancel);
+        rc = ftc__store_conn_send(c, c->grace, cancel);
     }
-    uint64_t b = FTC__WAIT_CANCELED;
-    int stopped = 0;
+    uint64_t b = 0;
     if (rc == 0) {
-        rc = ftc__store_conn_recv_uint(c, 1, &b, grace, cancel);
+        rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace, cancel);
+    }
+    if (rc == 0 && b == FTC__WAIT_CANCELED) {
+        c->held_replies = pipelined;
+        return ftc__seterr(FTC_ETIMEDOUT, "timed out");
     }
     if (rc == 0 && b == FTC__WAIT_STOP_WAITING) {
-        stopped = 1;
-        rc = ftc__store_conn_recv_uint(c, 1, &b, grace, cancel);
+        if (pipelined) {
+            c->cancel_owed = 1;
+            return 0;
+        }
+        return ftc__store_conn_recv_cancel_owed(c, cancel);
     }
-    if (rc != 0) {
-        return broken(c, rc);
+    if (rc == 0) {
+        rc = ftc__seterr(FTC_EPROTO, "CANCEL_WAIT answered with byte %u",
+                         (unsigned)b);
     }
-    if (b != FTC__WAIT_CANCELED) {
-        return broken(c, ftc__seterr(FTC_EPROTO,
-                                     "CANCEL_WAIT answered with byte %u",
-                                     (unsigned)b));
+    return broken(c, rc);
+}
+
+int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
+                                     const ftc_event *cancel)
+{
+    uint64_t b = 0;
+    c->cancel_owed = 0;
+    int rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace, cancel);
+    if (rc == 0 && b != FTC__WAIT_CANCELED) {
+        rc = broken(c,
+                    ftc__seterr(FTC_EPROTO, "CANCEL_WAIT answered with byte %u",
+                                (unsigned)b));
     }
-    return stopped ? 0 : ftc__seterr(FTC_ETIMEDOUT, "timed out");
+    return rc;
 }
 
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
                               ftc_deadline dl, const ftc_event *cancel)
 {
     int rc = fill(c, 1, dl, cancel);
-    if (rc == FTC_ETIMEDOUT && !pipelined &&
-        c->dialect == FTC_STORE_DIALECT_V2 && ftc__buf_size(&c->in) == 0) {
-        return cancel_wait(c, cancel);
+    /* A pipelined WAIT can be cancelled in-protocol only on an ftc server,
+     * whose answers behind it are known; the 1.13 dialect has no cancel. */
+    if (rc == FTC_ETIMEDOUT && ftc__buf_size(&c->in) == 0 &&
+        c->dialect == FTC_STORE_DIALECT_V2 &&
+        (!pipelined || c->server == FTC__STORE_SERVER_FTC)) {
+        return cancel_wait(c, pipelined, cancel);
     }
     if (rc != 0) {
         return broken(c, rc);

@@ -22,6 +22,12 @@ typedef struct ftc__store_conn {
     int dialect; /* FTC_STORE_DIALECT_* */
     int server;  /* FTC__STORE_SERVER_* found by the probe */
     int broken;  /* state unknown: replace before the next request */
+    /* After a pipelined WAIT was cancelled (see recv_wait): the held
+     * requests' replies follow (held_replies), or they follow and then
+     * the cancel's own WAIT_CANCELED (cancel_owed). Read by grace. */
+    int held_replies;
+    int cancel_owed;
+    ftc_deadline grace;
     char host[FTC_HOST_MAX];
     int port;
     int64_t connect_timeout_ms;
@@ -61,15 +67,19 @@ int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl,
 int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
                                ftc_deadline dl, const ftc_event *cancel);
 
-/* Reads the answer to a WAIT. On FTC_ETIMEDOUT with nothing received, a
- * 2.x connection cancels the wait in-protocol (CANCEL_WAIT, then
- * STOP_WAITING and/or WAIT_CANCELED within FTC__STORE_CANCEL_GRACE_MS) and
- * stays usable; if the keys arrived in that race the wait succeeds. When
- * other requests were pipelined behind the WAIT (pipelined = 1) their
- * replies could not be told apart, so a timeout marks it broken instead,
- * as does every other failure. */
+/* Reads the answer to a WAIT. When it times out with nothing received, a
+ * 2.x connection cancels the wait in-protocol (CANCEL_WAIT, answered
+ * within FTC__STORE_CANCEL_GRACE_MS) and stays usable:
+ * - not pipelined: FTC_ETIMEDOUT, or 0 if the keys arrived in the race;
+ * - pipelined (other requests sent behind the WAIT; ftc servers only):
+ *   FTC_ETIMEDOUT with held_replies set, or 0 with cancel_owed set, and
+ *   the caller reads the held replies (then, if owed, the cancel's answer
+ *   with recv_cancel_owed).
+ * Every other failure marks the connection broken. */
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
                               ftc_deadline dl, const ftc_event *cancel);
+int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
+                                     const ftc_event *cancel);
 
 #define FTC__STORE_CLIENT_MAGIC 0x53544f43u /* "STOC" */
 
@@ -116,17 +126,26 @@ int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
  * "get timeout after 500 ms, keys: a" or "store add 'a': <detail>". */
 int ftc__store_call_end(ftc__store_call *k, int rc);
 
-/* 1 if WAIT and the request that follows may share one write. */
-int ftc__store_call_pipelines(const ftc__store_call *k);
-/* Encodes WAIT for the call's keys; unless pipelined, sends it and reads
- * its answer (then the call continues on a clean connection). */
-int ftc__store_call_wait(ftc__store_call *k, int pipelined);
+/* Sends WAIT for the call's keys and reads its answer (a timeout is
+ * cancelled in-protocol where the dialect can). */
+int ftc__store_call_wait(ftc__store_call *k);
+
+/* The fetch that follows a WAIT: enc appends its request(s) to
+ * k->conn->req; read takes their replies by dl. read is called with
+ * cancelled = 1 when the WAIT timed out but an ftc server answered the
+ * pipelined fetch anyway: it must read past the replies and return
+ * FTC_ETIMEDOUT, or 0 if what it read must not be lost (a popped item). */
+typedef int (*ftc__store_fetch_enc)(ftc__store_call *k, void *ctx);
+typedef int (*ftc__store_fetch_read)(ftc__store_call *k, void *ctx,
+                                     ftc_deadline dl, int cancelled);
+/* WAIT for the call's keys, then the fetch: one write against an ftc
+ * server, WAIT first (two round trips) against PyTorch's. */
+int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
+                               ftc__store_fetch_read read, void *ctx);
 /* Sends the request(s) encoded so far, unless encoding failed (rc, the
  * encoders' result, is returned then). */
 int ftc__store_call_send(ftc__store_call *k, int rc);
 /* Sends like call_send, then reads the i64 answer. */
 int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v);
-/* Sends, then reads the answer of a pipelined WAIT sent first. */
-int ftc__store_call_send_wait(ftc__store_call *k, int pipelined);
 
 #endif

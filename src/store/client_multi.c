@@ -13,8 +13,9 @@ void ftc_store_values_free(ftc_store_value *values, size_t n)
 
 /* The fetch after the wait: one MULTI_GET (2.x) or a GET per key sent in
  * one write (1.13 has no MULTI_GET; it answers pipelined GETs in order). */
-static int encode_fetch(ftc__store_call *k)
+static int fetch_enc(ftc__store_call *k, void *ctx)
 {
+    (void)ctx;
     if (k->conn->dialect == FTC_STORE_DIALECT_V2) {
         return ftc__store_enc_keys(&k->conn->req, FTC__OP_MULTI_GET, k->prefix,
                                    k->keys, k->nkeys);
@@ -25,6 +26,18 @@ static int encode_fetch(ftc__store_call *k)
                                 k->keys[i]);
     }
     return rc;
+}
+
+static int fetch_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+                      int cancelled)
+{
+    ftc_store_value *values = ctx;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < k->nkeys; i++) {
+        rc = ftc__store_conn_recv_value(k->conn, &values[i].data,
+                                        &values[i].len, dl, k->cancel);
+    }
+    return rc == 0 && cancelled ? FTC_ETIMEDOUT : rc;
 }
 
 int ftc_store_client_multi_get(ftc_store_client *client,
@@ -43,18 +56,7 @@ int ftc_store_client_multi_get(ftc_store_client *client,
     if (rc != 0 || nkeys == 0) {
         return rc != 0 ? rc : ftc__store_call_end(&k, 0);
     }
-    int pipe = ftc__store_call_pipelines(&k);
-    rc = ftc__store_call_wait(&k, pipe);
-    if (rc == 0) {
-        rc = encode_fetch(&k);
-    }
-    if (rc == 0) {
-        rc = ftc__store_call_send_wait(&k, pipe);
-    }
-    for (size_t i = 0; rc == 0 && i < nkeys; i++) {
-        rc = ftc__store_conn_recv_value(k.conn, &values[i].data, &values[i].len,
-                                        k.dl, k.cancel);
-    }
+    rc = ftc__store_call_wait_fetch(&k, fetch_enc, fetch_read, values);
     if (rc != 0) {
         ftc_store_values_free(values, nkeys);
     }

@@ -46,6 +46,38 @@ int ftc_store_client_queue_push(ftc_store_client *client, const char *key,
                    key, value, len, timeout_ms);
 }
 
+struct get_ctx {
+    const char *key;
+    void **value;
+    size_t *len;
+};
+
+static int get_enc(ftc__store_call *k, void *ctx)
+{
+    struct get_ctx *g = ctx;
+    return ftc__store_enc_key(&k->conn->req, FTC__OP_GET, k->prefix, g->key);
+}
+
+static int get_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+                    int cancelled)
+{
+    struct get_ctx *g = ctx;
+    int rc =
+        ftc__store_conn_recv_value(k->conn, g->value, g->len, dl, k->cancel);
+    if (rc == FTC_ECLOSED && k->conn->dialect == FTC_STORE_DIALECT_V1) {
+        /* A 1.13 server drops a client that GETs a missing key. */
+        rc = ftc__adderr(rc, "deleted after the wait?");
+    }
+    if (rc == 0 && cancelled) {
+        /* The GET behind a cancelled WAIT: an empty "missing" answer. */
+        ftc__free(*g->value);
+        *g->value = NULL;
+        *g->len = 0;
+        rc = FTC_ETIMEDOUT;
+    }
+    return rc;
+}
+
 int ftc_store_client_get(ftc_store_client *client, const char *key,
                          void **value, size_t *len, int64_t timeout_ms)
 {
@@ -59,20 +91,12 @@ int ftc_store_client_get(ftc_store_client *client, const char *key,
     if (rc != 0) {
         return rc;
     }
-    int pipe = ftc__store_call_pipelines(&k);
-    rc = ftc__store_call_wait(&k, pipe);
-    if (rc == 0) {
-        rc = ftc__store_enc_key(&k.conn->req, FTC__OP_GET, k.prefix, key);
-    }
-    if (rc == 0) {
-        rc = ftc__store_call_send_wait(&k, pipe);
-    }
-    if (rc == 0) {
-        rc = ftc__store_conn_recv_value(k.conn, value, len, k.dl, k.cancel);
-    }
-    if (rc == FTC_ECLOSED && k.conn->dialect == FTC_STORE_DIALECT_V1) {
-        /* A 1.13 server drops a client that GETs a missing key. */
-        rc = ftc__adderr(rc, "deleted after the wait?");
+    struct get_ctx g = {key, value, len};
+    rc = ftc__store_call_wait_fetch(&k, get_enc, get_read, &g);
+    if (rc != 0) {
+        ftc__free(*value);
+        *value = NULL;
+        *len = 0;
     }
     return ftc__store_call_end(&k, rc);
 }
@@ -226,5 +250,5 @@ int ftc_store_client_wait(ftc_store_client *client, const char *const *keys,
     if (rc != 0) {
         return rc;
     }
-    return ftc__store_call_end(&k, ftc__store_call_wait(&k, 0));
+    return ftc__store_call_end(&k, ftc__store_call_wait(&k));
 }

@@ -2,34 +2,49 @@
  * 2.x-only requests with replies (push and len are with the other ops). */
 #include "store/client_int.h"
 
-/* One QUEUE_POP (after a WAIT on the key when blocking): *got is 0 when
- * the queue was empty. */
-static int pop_once(ftc__store_call *k, const char *key, int block,
-                    void **value, size_t *len, int *got)
+struct pop_ctx {
+    const char *key;
+    void **value;
+    size_t *len;
+    int got; /* 0 when the queue was empty */
+};
+
+static int pop_enc(ftc__store_call *k, void *ctx)
 {
-    int pipe = block && ftc__store_call_pipelines(k);
-    int rc = block ? ftc__store_call_wait(k, pipe) : 0;
-    if (rc == 0) {
-        rc = ftc__store_enc_key(&k->conn->req, FTC__OP_QUEUE_POP, k->prefix,
-                                key);
-    }
-    if (rc == 0) {
-        rc = ftc__store_call_send_wait(k, pipe);
-    }
+    struct pop_ctx *p = ctx;
+    return ftc__store_enc_key(&k->conn->req, FTC__OP_QUEUE_POP, k->prefix,
+                              p->key);
+}
+
+/* QUEUE_POP answers the length before the pop, then the item if any. */
+static int pop_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+                    int cancelled)
+{
+    struct pop_ctx *p = ctx;
     int64_t size = 0;
-    if (rc == 0) {
-        rc = ftc__store_conn_recv_i64(k->conn, &size, k->dl, k->cancel);
-    }
+    int rc = ftc__store_conn_recv_i64(k->conn, &size, dl, k->cancel);
     if (rc == 0 && size < 0) {
         k->conn->broken = 1;
         rc = ftc__seterr(FTC_EPROTO, "QUEUE_POP answered size %lld",
                          (long long)size);
     }
-    *got = rc == 0 && size > 0;
-    if (*got) {
-        rc = ftc__store_conn_recv_value(k->conn, value, len, k->dl, k->cancel);
+    p->got = rc == 0 && size > 0;
+    if (p->got) {
+        /* Even behind a cancelled WAIT: the item is ours now. */
+        return ftc__store_conn_recv_value(k->conn, p->value, p->len, dl,
+                                          k->cancel);
     }
-    return rc;
+    return rc == 0 && cancelled ? FTC_ETIMEDOUT : rc;
+}
+
+/* One QUEUE_POP, after a WAIT on the key when blocking. */
+static int pop_once(ftc__store_call *k, int block, struct pop_ctx *p)
+{
+    if (block) {
+        return ftc__store_call_wait_fetch(k, pop_enc, pop_read, p);
+    }
+    int rc = ftc__store_call_send(k, pop_enc(k, p));
+    return rc != 0 ? rc : pop_read(k, p, k->dl, 0);
 }
 
 int ftc_store_client_queue_pop(ftc_store_client *client, const char *key,
@@ -52,10 +67,10 @@ int ftc_store_client_queue_pop(ftc_store_client *client, const char *key,
      * the WAIT while the queue stays empty. */
     ftc_backoff backoff;
     ftc__backoff_init(&backoff, 1, 100);
+    struct pop_ctx p = {key, value, len, 0};
     for (;;) {
-        int got = 0;
-        rc = pop_once(&k, key, block, value, len, &got);
-        if (rc != 0 || got) {
+        rc = pop_once(&k, block, &p);
+        if (rc != 0 || p.got) {
             break;
         }
         if (!block) {
