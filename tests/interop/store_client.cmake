@@ -1,22 +1,21 @@
 # The store client against PyTorch's own TCPStore servers: torch 2.x (libuv
 # and legacy servers, 2.x dialect) and torch 1.13 (1.13 dialect). One
 # executable, one CTest test per server. A missing interpreter fails.
-set(agent ${CMAKE_CURRENT_SOURCE_DIR}/torch_agent.py)
+set(agent ${CMAKE_CURRENT_LIST_DIR}/store_client_torch_agent.py)
 ftc_add_test(store_client_interop_torch2
-  SOURCES store_client_interop_test.c torch_agent_helper.c
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_client_interop_test.c
+          ${CMAKE_CURRENT_LIST_DIR}/store_client_torch_agent.c
   ARGS ${FTC_TORCH2_PYTHON} ${agent} torch2
   LABELS interop threaded TIMEOUT 600)
-foreach(flavour torch2-legacy torch1)
+foreach(flavour torch2_legacy torch1)
   if(flavour STREQUAL torch1)
     set(py ${FTC_TORCH1_PYTHON})
   else()
     set(py ${FTC_TORCH2_PYTHON})
   endif()
-  set(name store_client_interop_${flavour})
-  string(REPLACE "-" "_" name ${name})
-  add_test(NAME ${name}
+  add_test(NAME store_client_interop_${flavour}
            COMMAND store_client_interop_torch2 ${py} ${agent} ${flavour})
-  set_tests_properties(${name} PROPERTIES TIMEOUT 600
-                       LABELS "interop;threaded"
+  set_tests_properties(store_client_interop_${flavour} PROPERTIES
+                       TIMEOUT 600 LABELS "interop;threaded"
                        ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
 endforeach()

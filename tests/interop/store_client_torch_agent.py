@@ -6,7 +6,7 @@ object per line, on a separate PyTorch *client* TCPStore connected to that
 server, and answers each with one JSON line. EOF on stdin (or "exit") ends
 it. Values travel as hex.
 
-usage: python torch_agent.py [--legacy] [--port P]
+usage: python store_client_torch_agent.py [--legacy] [--port P]
   --legacy  torch 2.x: the legacy server (use_libuv=False) instead of libuv
   --port P  listen on P instead of an ephemeral port
 """

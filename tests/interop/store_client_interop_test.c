@@ -1,6 +1,6 @@
 /* The ftc store client against PyTorch's own TCPStore servers (torch 2.x
  * libuv and legacy servers, torch 1.13), next to a real PyTorch client.
- * usage: store_client_interop_test PYTHON AGENT_PY {torch2|torch2-legacy|
+ * usage: store_client_interop_test PYTHON AGENT_PY {torch2|torch2_legacy|
  * torch1} */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,7 +12,7 @@
 #include "base/base_int.h"
 #include "store/client_int.h"
 #include "testkit.h"
-#include "torch_agent_helper.h"
+#include "store_client_torch_agent.h"
 
 static const char *python, *agent_py, *flavour;
 static int dialect;   /* FTC_STORE_DIALECT_* that the server speaks */
@@ -569,17 +569,17 @@ int main(int argc, char **argv)
         flavour = argv[3];
     }
     if (flavour == NULL || (strcmp(flavour, "torch2") != 0 &&
-                            strcmp(flavour, "torch2-legacy") != 0 &&
+                            strcmp(flavour, "torch2_legacy") != 0 &&
                             strcmp(flavour, "torch1") != 0)) {
         fprintf(stderr,
                 "usage: %s PYTHON AGENT_PY "
-                "{torch2|torch2-legacy|torch1}\n",
+                "{torch2|torch2_legacy|torch1}\n",
                 argv[0]);
         return 2;
     }
     dialect = strcmp(flavour, "torch1") == 0 ? FTC_STORE_DIALECT_V1
                                              : FTC_STORE_DIALECT_V2;
-    legacy_2x = strcmp(flavour, "torch2-legacy") == 0;
+    legacy_2x = strcmp(flavour, "torch2_legacy") == 0;
     const char *args[] = {legacy_2x ? "--legacy" : NULL, NULL};
     if (torch_agent_start(&agent, python, agent_py, args, 120000, agent_error,
                           sizeof(agent_error)) != 0) {

@@ -1,5 +1,5 @@
-/* Drives torch_agent.py (a real PyTorch TCPStore server plus a PyTorch
- * client) from C tests: start it, send it JSON commands, stop it. */
+/* Drives store_client_torch_agent.py (a real PyTorch TCPStore server plus a
+ * PyTorch client) from C tests: start it, send it JSON commands, stop it. */
 #ifndef FTC_TEST_TORCH_AGENT_H
 #define FTC_TEST_TORCH_AGENT_H
 
