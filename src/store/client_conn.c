@@ -71,7 +71,7 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
         }
     }
     ftc__store_req_reset(&c->req);
-    c->writes++;
+    atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
     return rc != 0 ? broken(c, rc) : 0;
 }
 
@@ -301,7 +301,7 @@ static int open_conn(ftc__store_conn *c, ftc_deadline dl,
             c->fd = -1;
             return rc;
         }
-        c->connects++;
+        atomic_fetch_add_explicit(&c->connects, 1, memory_order_relaxed);
         if (c->dialect == FTC_STORE_DIALECT_V1) {
             return 0;
         }

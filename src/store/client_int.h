@@ -35,9 +35,9 @@ typedef struct ftc__store_conn {
     size_t recv_chunk; /* most bytes one recv asks for (tests shrink it) */
     ftc_buf in;        /* received bytes not yet consumed */
     ftc__store_req req;
-    /* Counters for tests and diagnostics. */
-    uint64_t connects;
-    uint64_t writes;
+    /* Counters for tests and diagnostics, readable from any thread. */
+    _Atomic uint64_t connects; /* successful TCP connects */
+    _Atomic uint64_t writes;   /* requests (or pipelines) sent */
 } ftc__store_conn;
 
 void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,

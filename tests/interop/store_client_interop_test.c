@@ -11,6 +11,7 @@
 
 #include "base/base_int.h"
 #include "store/client_int.h"
+#include "store_client_kit.h"
 #include "testkit.h"
 #include "store_client_torch_agent.h"
 
@@ -399,37 +400,15 @@ static void timeouts_never_desynchronise(void **state)
     assert_int_equal(c, 3);
 }
 
-struct getter {
-    ftc_store_client *c;
-    atomic_int done;
-    int rc;
-};
-
-static void *get_forever(void *arg)
-{
-    struct getter *g = arg;
-    void *v = NULL;
-    size_t n = 0;
-    g->rc = ftc_store_client_get(g->c, "cancel/never", &v, &n,
-                                 FTC_TIMEOUT_INFINITE);
-    ftc_free(v);
-    atomic_store(&g->done, 1);
-    return NULL;
-}
-
 static void cancel_from_another_thread(void **state)
 {
     (void)state;
     need_agent();
     set_str(store, "cancel/a", "A");
-    struct getter g = {.c = store};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, get_forever, &g), 0);
+    sck_blocked g;
     int64_t t0 = tk_now_ms();
-    TK_WAIT_UNTIL((ftc_store_client_cancel(store), atomic_load(&g.done)),
-                  10000);
-    pthread_join(t, NULL);
-    assert_int_equal(g.rc, FTC_ECANCELED);
+    sck_block_in_get(&g, store, "cancel/never");
+    assert_int_equal(sck_cancel_and_join(&g, store), FTC_ECANCELED);
     assert_true(tk_now_ms() - t0 < T(5000));
     py_set(NULL, "cancel/never", "x"); /* the old wait's answer, if any */
     expect_str(store, "cancel/a", "A");

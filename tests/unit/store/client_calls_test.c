@@ -10,6 +10,7 @@
 #include "base/base_int.h"
 #include "client_fake_server_helper.h"
 #include "store/client_int.h"
+#include "store_client_kit.h"
 #include "testkit.h"
 
 #define V1 FTC_STORE_DIALECT_V1
@@ -483,23 +484,6 @@ static void oversized_reply_is_refused_before_allocating(void **state)
 
 /* ---- cancel */
 
-struct getter {
-    ftc_store_client *c;
-    atomic_int done;
-    int rc;
-};
-
-static void *get_forever(void *arg)
-{
-    struct getter *g = arg;
-    void *v = NULL;
-    size_t n = 0;
-    g->rc = ftc_store_client_get(g->c, "never", &v, &n, FTC_TIMEOUT_INFINITE);
-    ftc_free(v);
-    atomic_store(&g->done, 1);
-    return NULL;
-}
-
 static void script_cancel(fs_server *s)
 {
     ftc__store_req r = req_v(V2);
@@ -524,13 +508,9 @@ static void cancel_from_another_thread(void **state)
     TK_OK(ftc_store_client_prefix(&view, c, "p"));
     /* A cancel with no call in progress does not stop the next call. */
     ftc_store_client_cancel(view);
-    struct getter g = {.c = c};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, get_forever, &g), 0);
-    /* Cancel until the call notices: it may not have started yet. */
-    TK_WAIT_UNTIL((ftc_store_client_cancel(view), atomic_load(&g.done)), 5000);
-    pthread_join(t, NULL);
-    assert_int_equal(g.rc, FTC_ECANCELED);
+    sck_blocked g;
+    sck_block_in_get(&g, c, "never");
+    assert_int_equal(sck_cancel_and_join(&g, view), FTC_ECANCELED);
     int64_t v = 0;
     TK_OK(ftc_store_client_num_keys(c, &v, tk_ms(5000)));
     assert_int_equal(v, 3);

@@ -1,0 +1,33 @@
+/* Blocked-call helpers for the store client's tests. */
+#include "store_client_kit.h"
+
+#include "testkit.h"
+
+static void *get_forever(void *arg)
+{
+    sck_blocked *b = arg;
+    void *v = NULL;
+    size_t n = 0;
+    b->rc =
+        ftc_store_client_get(b->client, b->key, &v, &n, FTC_TIMEOUT_INFINITE);
+    ftc_free(v);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+void sck_block_in_get(sck_blocked *b, ftc_store_client *client, const char *key)
+{
+    b->client = client;
+    b->key = key;
+    b->rc = 0;
+    atomic_store(&b->done, 0);
+    assert_int_equal(pthread_create(&b->thread, NULL, get_forever, b), 0);
+}
+
+int sck_cancel_and_join(sck_blocked *b, ftc_store_client *canceller)
+{
+    TK_WAIT_UNTIL((ftc_store_client_cancel(canceller), atomic_load(&b->done)),
+                  10000);
+    pthread_join(b->thread, NULL);
+    return b->rc;
+}
