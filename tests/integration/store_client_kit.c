@@ -1,7 +1,33 @@
 /* Blocked-call helpers for the store client's tests. */
 #include "store_client_kit.h"
 
+#include <string.h>
+
 #include "testkit.h"
+
+void sck_expect_value(ftc_store_client *c, const char *key, const void *want,
+                      size_t want_len, int64_t timeout_ms)
+{
+    void *v = NULL;
+    size_t n = 0;
+    TK_OK(ftc_store_client_get(c, key, &v, &n, timeout_ms));
+    assert_non_null(v);
+    assert_int_equal(n, want_len);
+    assert_memory_equal(v, want, n);
+    ftc_free(v);
+}
+
+void sck_expect_str(ftc_store_client *c, const char *key, const char *want,
+                    int64_t timeout_ms)
+{
+    sck_expect_value(c, key, want, strlen(want), timeout_ms);
+}
+
+void sck_set_str(ftc_store_client *c, const char *key, const char *v,
+                 int64_t timeout_ms)
+{
+    TK_OK(ftc_store_client_set(c, key, v, strlen(v), timeout_ms));
+}
 
 static void *get_forever(void *arg)
 {

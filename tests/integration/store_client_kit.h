@@ -1,5 +1,6 @@
-/* Shared by the store client's unit, integration and interop tests: a get
- * blocked on another thread, cancelled from the test's thread. */
+/* Shared by the store client's unit, integration and interop tests: value
+ * assertions, and a get blocked on another thread, cancelled from the
+ * test's thread. */
 #ifndef FTC_TESTS_STORE_CLIENT_KIT_H
 #define FTC_TESTS_STORE_CLIENT_KIT_H
 
@@ -7,6 +8,20 @@
 #include <stdatomic.h>
 
 #include "ftc/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Asserts that get(key) returns exactly want (want_len bytes; the value
+ * buffer is non-NULL even when empty). */
+void sck_expect_value(ftc_store_client *c, const char *key, const void *want,
+                      size_t want_len, int64_t timeout_ms);
+/* The same for a NUL-terminated want. */
+void sck_expect_str(ftc_store_client *c, const char *key, const char *want,
+                    int64_t timeout_ms);
+/* Asserts that set(key, v) succeeds. */
+void sck_set_str(ftc_store_client *c, const char *key, const char *v,
+                 int64_t timeout_ms);
 
 typedef struct sck_blocked {
     ftc_store_client *client;

@@ -42,22 +42,6 @@ static ftc_store_client *connect_port(int port)
     return c;
 }
 
-static void expect_str(ftc_store_client *c, const char *key, const char *want,
-                       int64_t timeout_ms)
-{
-    void *v = NULL;
-    size_t n = 0;
-    TK_OK(ftc_store_client_get(c, key, &v, &n, timeout_ms));
-    assert_int_equal(n, strlen(want));
-    assert_memory_equal(v, want, n);
-    ftc_free(v);
-}
-
-static void set_str(ftc_store_client *c, const char *key, const char *v)
-{
-    TK_OK(ftc_store_client_set(c, key, v, strlen(v), T(10000)));
-}
-
 /* Requests the server has taken so far (a parked WAIT counts). */
 static uint64_t served(ftc_store_server *srv)
 {
@@ -82,10 +66,10 @@ static void get_is_one_round_trip(void **state)
     ftc_store_server *srv = start_server(0);
     ftc_store_client *c = connect_port(ftc_store_server_port(srv));
     assert_int_equal(c->core->conn.server, FTC__STORE_SERVER_FTC);
-    set_str(c, "a", "A");
-    set_str(c, "b", "BB");
+    sck_set_str(c, "a", "A", T(10000));
+    sck_set_str(c, "b", "BB", T(10000));
     uint64_t w0 = writes(c);
-    expect_str(c, "a", "A", T(10000));
+    sck_expect_str(c, "a", "A", T(10000));
     assert_int_equal(writes(c) - w0, 1);
     const char *ks[] = {"a", "b"};
     ftc_store_value vs[2];
@@ -133,7 +117,7 @@ typedef void (*write_fn)(ftc_store_client *c, const char *key);
 
 static void by_set(ftc_store_client *c, const char *key)
 {
-    set_str(c, key, "x");
+    sck_set_str(c, key, "x", T(10000));
 }
 
 static void by_add(ftc_store_client *c, const char *key)
@@ -211,7 +195,7 @@ static void *set_later(void *arg)
     /* The value must arrive after the earlier call's 50 ms timeout would
      * have ended a later call, were timeouts to leak. */
     tk_pause_ms((int)l->after_ms);
-    set_str(c, "to/late", "L");
+    sck_set_str(c, "to/late", "L", T(10000));
     ftc_store_client_close(c);
     return NULL;
 }
@@ -223,7 +207,7 @@ static void timeouts_keep_the_connection_in_step(void **state)
     int port = ftc_store_server_port(srv);
     ftc_store_client *c = connect_port(port);
     ftc_store_client *other = connect_port(port);
-    set_str(c, "to/a", "A");
+    sck_set_str(c, "to/a", "A", T(10000));
     const char *zz = "to/zz";
     TK_EXPECT(ftc_store_client_wait(c, &zz, 1, 50), FTC_ETIMEDOUT);
     assert_string_equal(ftc_last_error(),
@@ -237,12 +221,12 @@ static void timeouts_keep_the_connection_in_step(void **state)
     TK_EXPECT(ftc_store_client_queue_pop(c, "to/q", 1, &v, &n, 50),
               FTC_ETIMEDOUT);
     /* The keys appear now; no late answer reaches the next calls. */
-    set_str(other, "to/zz", "Z");
-    set_str(other, "to/yy", "Y");
-    set_str(other, "to/xx", "X");
+    sck_set_str(other, "to/zz", "Z", T(10000));
+    sck_set_str(other, "to/yy", "Y", T(10000));
+    sck_set_str(other, "to/xx", "X", T(10000));
     TK_OK(ftc_store_client_queue_push(other, "to/q", "Q", 1, T(10000)));
-    expect_str(c, "to/a", "A", T(10000));
-    expect_str(c, "to/yy", "Y", T(10000));
+    sck_expect_str(c, "to/a", "A", T(10000));
+    sck_expect_str(c, "to/yy", "Y", T(10000));
     TK_OK(ftc_store_client_queue_pop(c, "to/q", 0, &v, &n, T(10000)));
     assert_memory_equal(v, "Q", 1);
     ftc_free(v);
@@ -252,7 +236,7 @@ static void timeouts_keep_the_connection_in_step(void **state)
     struct late_setter l = {port, 300};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, set_later, &l), 0);
-    expect_str(c, "to/late", "L", FTC_TIMEOUT_INFINITE);
+    sck_expect_str(c, "to/late", "L", FTC_TIMEOUT_INFINITE);
     pthread_join(t, NULL);
     ftc_store_client_close(other);
     ftc_store_client_close(c);
@@ -269,8 +253,8 @@ static void cancel_unblocks_a_parked_get(void **state)
     sck_blocked b;
     sck_block_in_get(&b, view, "never");
     assert_int_equal(sck_cancel_and_join(&b, c), FTC_ECANCELED);
-    set_str(view, "k", "after");
-    expect_str(c, "v/k", "after", T(10000));
+    sck_set_str(view, "k", "after", T(10000));
+    sck_expect_str(c, "v/k", "after", T(10000));
     assert_int_equal(connects(c), 2);
     ftc_store_client_close(view);
     ftc_store_client_close(c);
@@ -428,8 +412,8 @@ static void reconnects_after_a_server_restart(void **state)
     ftc_store_server *srv = start_server(0);
     int port = ftc_store_server_port(srv);
     ftc_store_client *c = connect_port(port);
-    set_str(c, "r/k", "1");
-    expect_str(c, "r/k", "1", T(10000));
+    sck_set_str(c, "r/k", "1", T(10000));
+    sck_expect_str(c, "r/k", "1", T(10000));
     /* A get parked on the server ends when the server goes away. */
     sck_blocked b;
     uint64_t w0 = writes(c);
@@ -453,10 +437,10 @@ static void reconnects_after_a_server_restart(void **state)
     ftc_store_server_stop(srv);
     srv = start_server(port);
     uint64_t before = connects(c);
-    set_str(c, "r/k2", "2");
+    sck_set_str(c, "r/k2", "2", T(10000));
     assert_int_equal(connects(c), before + 1);
     ftc_store_client *other = connect_port(port);
-    expect_str(other, "r/k2", "2", T(10000));
+    sck_expect_str(other, "r/k2", "2", T(10000));
     ftc_store_client_close(other);
     ftc_store_client_close(c);
     ftc_store_server_stop(srv);

@@ -94,28 +94,6 @@ static ftc_store_client *connect_opts(const char *addr, size_t max_value)
     return c;
 }
 
-static void expect_bytes(ftc_store_client *c, const char *key, const void *want,
-                         size_t want_len)
-{
-    void *v = NULL;
-    size_t n = 0;
-    TK_OK(ftc_store_client_get(c, key, &v, &n, T(10000)));
-    assert_non_null(v);
-    assert_int_equal(n, want_len);
-    assert_memory_equal(v, want, n);
-    ftc_free(v);
-}
-
-static void expect_str(ftc_store_client *c, const char *key, const char *want)
-{
-    expect_bytes(c, key, want, strlen(want));
-}
-
-static void set_str(ftc_store_client *c, const char *key, const char *v)
-{
-    TK_OK(ftc_store_client_set(c, key, v, strlen(v), T(10000)));
-}
-
 /* ---- tests */
 
 static void probe_found_a_pytorch_server(void **state)
@@ -136,18 +114,18 @@ static void values_roundtrip(void **state)
 {
     (void)state;
     need_agent();
-    set_str(store, "ops/k", "v");
-    expect_str(store, "ops/k", "v");
-    set_str(store, "ops/k", "v2"); /* overwrite */
-    expect_str(store, "ops/k", "v2");
-    set_str(store, "ops/empty", "");
-    expect_str(store, "ops/empty", "");
+    sck_set_str(store, "ops/k", "v", T(10000));
+    sck_expect_str(store, "ops/k", "v", T(10000));
+    sck_set_str(store, "ops/k", "v2", T(10000)); /* overwrite */
+    sck_expect_str(store, "ops/k", "v2", T(10000));
+    sck_set_str(store, "ops/empty", "", T(10000));
+    sck_expect_str(store, "ops/empty", "", T(10000));
     unsigned char bin[256];
     for (int i = 0; i < 256; i++) {
         bin[i] = (unsigned char)(255 - i);
     }
     TK_OK(ftc_store_client_set(store, "ops/bin", bin, sizeof(bin), T(10000)));
-    expect_bytes(store, "ops/bin", bin, sizeof(bin));
+    sck_expect_value(store, "ops/bin", bin, sizeof(bin), T(10000));
     /* 3 MiB: under the libuv server's 8 MiB payload limit. */
     size_t big_n = 3 << 20;
     char *big = ftc__malloc(big_n);
@@ -155,7 +133,7 @@ static void values_roundtrip(void **state)
         big[i] = (char)(i * 7);
     }
     TK_OK(ftc_store_client_set(store, "ops/big", big, big_n, T(30000)));
-    expect_bytes(store, "ops/big", big, big_n);
+    sck_expect_value(store, "ops/big", big, big_n, T(10000));
     ftc__free(big);
 }
 
@@ -168,7 +146,8 @@ static void counters_and_compare_set(void **state)
     assert_int_equal(v, 5);
     TK_OK(ftc_store_client_add(store, "ops/ctr", -7, &v, T(10000)));
     assert_int_equal(v, -2);
-    expect_str(store, "ops/ctr", "-2"); /* stored as decimal text */
+    sck_expect_str(store, "ops/ctr", "-2",
+                   T(10000)); /* stored as decimal text */
     void *cur = NULL;
     size_t n = 0;
     /* Missing key, empty expected: set. */
@@ -188,7 +167,7 @@ static void counters_and_compare_set(void **state)
     assert_int_equal(n, 2);
     assert_memory_equal(cur, "bb", 2);
     ftc_free(cur);
-    expect_str(store, "ops/cs", "bb");
+    sck_expect_str(store, "ops/cs", "bb", T(10000));
     /* Missing key, non-empty expected: nothing set, expected returned. */
     TK_OK(ftc_store_client_compare_set(store, "ops/cs2", "x", 1, "y", 1, &cur,
                                        &n, T(10000)));
@@ -201,14 +180,14 @@ static void counters_and_compare_set(void **state)
     /* current may be NULL. */
     TK_OK(ftc_store_client_compare_set(store, "ops/cs", "bb", 2, "d", 1, NULL,
                                        NULL, T(10000)));
-    expect_str(store, "ops/cs", "d");
+    sck_expect_str(store, "ops/cs", "d", T(10000));
 }
 
 static void check_wait_delete_num_keys(void **state)
 {
     (void)state;
     need_agent();
-    set_str(store, "cw/a", "1");
+    sck_set_str(store, "cw/a", "1", T(10000));
     const char *both[] = {"cw/a", "cw/b"};
     int ready = -1;
     TK_OK(ftc_store_client_check(store, both, 1, &ready, T(10000)));
@@ -220,7 +199,7 @@ static void check_wait_delete_num_keys(void **state)
     TK_OK(ftc_store_client_wait(store, both, 1, T(10000)));
     int64_t n0 = 0, n1 = 0;
     TK_OK(ftc_store_client_num_keys(store, &n0, T(10000)));
-    set_str(store, "cw/b", "2");
+    sck_set_str(store, "cw/b", "2", T(10000));
     TK_OK(ftc_store_client_num_keys(store, &n1, T(10000)));
     assert_int_equal(n1, n0 + 1);
     TK_OK(ftc_store_client_wait(store, both, 2, T(10000)));
@@ -260,8 +239,8 @@ static void multi_ops_and_append(void **state)
     }
     TK_OK(ftc_store_client_append(store, "mo/a", "bc", 2, T(10000)));
     TK_OK(ftc_store_client_append(store, "mo/new", "n", 1, T(10000)));
-    expect_str(store, "mo/a", "Abc");
-    expect_str(store, "mo/new", "n");
+    sck_expect_str(store, "mo/a", "Abc", T(10000));
+    sck_expect_str(store, "mo/new", "n", T(10000));
 }
 
 static void queues(void **state)
@@ -281,8 +260,8 @@ static void queues(void **state)
          * client reports it and reconnects for the next call. */
         int rc = ftc_store_client_queue_len(store, "q", &len, T(10000));
         assert_true(rc == FTC_ECLOSED || rc == FTC_EPEER);
-        set_str(store, "q/after", "ok");
-        expect_str(store, "q/after", "ok");
+        sck_set_str(store, "q/after", "ok", T(10000));
+        sck_expect_str(store, "q/after", "ok", T(10000));
         return;
     }
     TK_OK(ftc_store_client_queue_push(store, "q", "x", 1, T(10000)));
@@ -318,10 +297,10 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
 {
     (void)state;
     need_agent();
-    set_str(store, "mix/a", "from-c");
+    sck_set_str(store, "mix/a", "from-c", T(10000));
     py_expect(NULL, "mix/a", "from-c");
     py_set(NULL, "mix/b", "from-py");
-    expect_str(store, "mix/b", "from-py");
+    sck_expect_str(store, "mix/b", "from-py", T(10000));
     assert_int_equal(py_add("mix/n", 5), 5);
     int64_t v = 0;
     TK_OK(ftc_store_client_add(store, "mix/n", 7, &v, T(10000)));
@@ -331,10 +310,10 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
     ftc_store_client *grp = NULL, *sub = NULL;
     TK_OK(ftc_store_client_prefix(&grp, store, "grp"));
     TK_OK(ftc_store_client_prefix(&sub, grp, "sub"));
-    set_str(grp, "k", "in-grp");
+    sck_set_str(grp, "k", "in-grp", T(10000));
     py_expect("grp", "k", "in-grp");
     py_set("grp/sub", "k2", "in-sub");
-    expect_str(sub, "k2", "in-sub");
+    sck_expect_str(sub, "k2", "in-sub", T(10000));
     py_expect(NULL, "grp/sub/k2", "in-sub");
     /* A PyTorch wait is woken by our set. */
     json_t *w = cmd("wait", NULL, NULL);
@@ -342,7 +321,7 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
     json_object_set_new(w, "timeout_ms", json_integer(T(30000)));
     torch_agent_send(&agent, w);
     json_decref(w);
-    set_str(store, "mix/late", "now");
+    sck_set_str(store, "mix/late", "now", T(10000));
     json_t *reply = torch_agent_recv(&agent, 30000);
     assert_true(json_is_true(json_object_get(reply, "ok")));
     json_decref(reply);
@@ -352,7 +331,7 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
     json_t *r = torch_agent_ok(&agent, cs);
     assert_string_equal(json_string_value(r), "73776170706564");
     json_decref(r);
-    expect_str(store, "mix/a", "swapped");
+    sck_expect_str(store, "mix/a", "swapped", T(10000));
     if (dialect == FTC_STORE_DIALECT_V2) {
         TK_OK(ftc_store_client_append(store, "mix/b", "+c", 2, T(10000)));
         py_expect(NULL, "mix/b", "from-py+c");
@@ -379,7 +358,7 @@ static void timeouts_never_desynchronise(void **state)
 {
     (void)state;
     need_agent();
-    set_str(store, "ds/a", "A");
+    sck_set_str(store, "ds/a", "A", T(10000));
     const char *zz = "ds/zz";
     int64_t t0 = tk_now_ms();
     TK_EXPECT(ftc_store_client_wait(store, &zz, 1, 200), FTC_ETIMEDOUT);
@@ -387,14 +366,14 @@ static void timeouts_never_desynchronise(void **state)
     assert_string_equal(ftc_last_error(),
                         "wait timeout after 200 ms, keys: ds/zz");
     py_set(NULL, "ds/zz", "late"); /* 1.13 now sends a stray answer */
-    expect_str(store, "ds/a", "A");
+    sck_expect_str(store, "ds/a", "A", T(10000));
     void *v = NULL;
     size_t n = 0;
     TK_EXPECT(ftc_store_client_get(store, "ds/yy", &v, &n, 200), FTC_ETIMEDOUT);
     py_set(NULL, "ds/yy", "yy");
-    expect_str(store, "ds/a", "A");
-    expect_str(store, "ds/yy", "yy");
-    expect_str(store, "ds/zz", "late");
+    sck_expect_str(store, "ds/a", "A", T(10000));
+    sck_expect_str(store, "ds/yy", "yy", T(10000));
+    sck_expect_str(store, "ds/zz", "late", T(10000));
     int64_t c = 0;
     TK_OK(ftc_store_client_add(store, "ds/n", 3, &c, T(10000)));
     assert_int_equal(c, 3);
@@ -404,14 +383,14 @@ static void cancel_from_another_thread(void **state)
 {
     (void)state;
     need_agent();
-    set_str(store, "cancel/a", "A");
+    sck_set_str(store, "cancel/a", "A", T(10000));
     sck_blocked g;
     int64_t t0 = tk_now_ms();
     sck_block_in_get(&g, store, "cancel/never");
     assert_int_equal(sck_cancel_and_join(&g, store), FTC_ECANCELED);
     assert_true(tk_now_ms() - t0 < T(5000));
     py_set(NULL, "cancel/never", "x"); /* the old wait's answer, if any */
-    expect_str(store, "cancel/a", "A");
+    sck_expect_str(store, "cancel/a", "A", T(10000));
 }
 
 struct adder {
@@ -469,14 +448,14 @@ static void reply_limit_is_enforced(void **state)
     char big[2000];
     memset(big, 'b', sizeof(big));
     TK_OK(ftc_store_client_set(store, "lim/big", big, sizeof(big), T(10000)));
-    set_str(store, "lim/small", "s");
+    sck_set_str(store, "lim/small", "s", T(10000));
     ftc_store_client *c = connect_opts(agent.addr, 1000);
     void *v = NULL;
     size_t n = 0;
     TK_EXPECT(ftc_store_client_get(c, "lim/big", &v, &n, T(10000)),
               FTC_EMSGSIZE);
     assert_null(v);
-    expect_str(c, "lim/small", "s");
+    sck_expect_str(c, "lim/small", "s", T(10000));
     ftc_store_client_close(c);
 }
 
@@ -523,7 +502,7 @@ static void connect_waits_for_a_late_server(void **state)
         fail_msg("%s", why);
     }
     TK_OK(l.rc);
-    set_str(l.c, "late/k", "v");
+    sck_set_str(l.c, "late/k", "v", T(10000));
     json_t *r = torch_agent_ok(&late, cmd("get", NULL, "late/k"));
     assert_string_equal(json_string_value(r), "76");
     json_decref(r);

@@ -72,17 +72,6 @@ static void serve_get_in_one(fs_server *s, int fd, ftc__store_req *r,
     fs_send_value(s, fd, value, strlen(value));
 }
 
-static void expect_get_value(ftc_store_client *c, const char *key,
-                             const char *want, int64_t timeout_ms)
-{
-    void *v = NULL;
-    size_t n = 0;
-    TK_OK(ftc_store_client_get(c, key, &v, &n, timeout_ms));
-    assert_int_equal(n, strlen(want));
-    assert_memory_equal(v, want, n);
-    ftc_free(v);
-}
-
 /* ---- handshake and probe */
 
 static void script_probe(fs_server *s)
@@ -184,7 +173,7 @@ static void get_is_one_write_against_ftc(void **state)
     ftc_store_client *c = connect_to(&s, V2);
     conn_of(c)->recv_chunk = 1;
     uint64_t w0 = conn_of(c)->writes;
-    expect_get_value(c, "k", "abc", tk_ms(5000));
+    sck_expect_str(c, "k", "abc", tk_ms(5000));
     assert_int_equal(conn_of(c)->writes - w0, 1);
     void *v = NULL;
     size_t n = 7;
@@ -212,7 +201,7 @@ static void get_waits_first_against_pytorch(void **state)
     fs_start(&s, script_get_torch, NULL);
     ftc_store_client *c = connect_to(&s, V2);
     uint64_t w0 = conn_of(c)->writes;
-    expect_get_value(c, "k", "xyz", tk_ms(5000));
+    sck_expect_str(c, "k", "xyz", tk_ms(5000));
     assert_int_equal(conn_of(c)->writes - w0, 2);
     ftc_store_client_close(c);
     fs_finish(&s);
@@ -325,8 +314,8 @@ static void pipelined_timeout_cancels_in_protocol(void **state)
     TK_EXPECT(ftc_store_client_get(c, "a", &v, &n, 50), FTC_ETIMEDOUT);
     assert_string_equal(ftc_last_error(), "get timeout after 50 ms, keys: a");
     assert_null(v);
-    expect_get_value(c, "b", "B", tk_ms(5000));
-    expect_get_value(c, "c", "C", 50); /* the race: a success */
+    sck_expect_str(c, "b", "B", tk_ms(5000));
+    sck_expect_str(c, "c", "C", 50); /* the race: a success */
     const char *ks[] = {"x", "y"};
     ftc_store_value vs[2];
     TK_EXPECT(ftc_store_client_multi_get(c, ks, 2, vs, 50), FTC_ETIMEDOUT);
@@ -383,7 +372,7 @@ static void late_reply_is_never_the_next_answer(void **state)
     assert_null(v);
     atomic_store(&timed_out, 1);
     TK_WAIT_UNTIL(atomic_load(&late_sent), 5000);
-    expect_get_value(c, "b", "B", tk_ms(5000));
+    sck_expect_str(c, "b", "B", tk_ms(5000));
     assert_int_equal(conn_of(c)->connects, 2);
     ftc_store_client_close(c);
     fs_finish(&s);
@@ -477,7 +466,7 @@ static void oversized_reply_is_refused_before_allocating(void **state)
     TK_EXPECT(ftc_store_client_get(c, "k", &v, &n, tk_ms(5000)), FTC_EMSGSIZE);
     assert_non_null(strstr(ftc_last_error(), "max_value_bytes 16"));
     assert_non_null(strstr(ftc_last_error(), "store get k"));
-    expect_get_value(c, "k", "0123456789abcdef", tk_ms(5000));
+    sck_expect_str(c, "k", "0123456789abcdef", tk_ms(5000));
     ftc_store_client_close(c);
     fs_finish(&s);
 }
