@@ -91,24 +91,40 @@ typedef enum ftc_store_dialect {
     FTC_STORE_DIALECT_V1 = 1,
 } ftc_store_dialect;
 
+/* Zero fields mean the default; a negative timeout means infinite. */
 typedef struct ftc_store_client_opts {
-    int64_t connect_timeout_ms; /* default 30000 */
-    int64_t timeout_ms;         /* used for FTC_TIMEOUT_DEFAULT; 300000 */
-    int dialect;                /* ftc_store_dialect; default V2 */
-    size_t max_value_bytes;     /* largest reply accepted; default 1 GiB */
+    /* Bounds connect and every transparent reconnect; default 30000. */
+    int64_t connect_timeout_ms;
+    int64_t timeout_ms; /* used for FTC_TIMEOUT_DEFAULT; 300000 */
+    int dialect;        /* ftc_store_dialect; default V2 */
+    /* A longer reply value fails with FTC_EMSGSIZE before anything is
+     * allocated (and the connection is replaced); default 1 GiB. */
+    size_t max_value_bytes;
 } ftc_store_client_opts;
 
 FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);
 
-/* Connects to "host:port", retrying with backoff until the connect timeout.
- * opts may be NULL. On failure *out is NULL.
+/* Connects to "host:port" (or "[v6]:port"), retrying refused or dropped
+ * connections with backoff until the connect timeout; in the V2 dialect
+ * it also learns whether the server is ftc's (then get is one round trip)
+ * or PyTorch's. opts may be NULL. On failure *out is NULL.
  *
  * Thread-safety: one client may be used by many threads; calls are
  * serialised on its connection. Every call taking timeout_ms accepts a
  * value >= 0, FTC_TIMEOUT_DEFAULT or FTC_TIMEOUT_INFINITE, and that timeout
  * applies to that call only. A call that times out or is cancelled leaves
  * the client usable: a late reply is never read as the answer to a later
- * call (the connection is cancelled in-protocol or replaced). */
+ * call (the connection is cancelled in-protocol or replaced, and the next
+ * call reconnects). Keys and values passed in are borrowed until the call
+ * returns.
+ *
+ * Errors of the calls below: FTC_EMISUSE (not a client), FTC_EINVAL (a
+ * NULL argument), FTC_ETIMEDOUT (the message names the op and keys:
+ * "wait timeout after 500 ms, keys: a, b"), FTC_ECANCELED, FTC_ECLOSED or
+ * FTC_EPEER (the server went away), FTC_EPROTO (a malformed reply),
+ * FTC_EMSGSIZE (see max_value_bytes), FTC_ENOTSUP (append, queues and
+ * ping in the V1 dialect), FTC_ENOMEM. set, append, multi_set and
+ * queue_push get no reply (as in PyTorch): success means sent. */
 FTC_API int ftc_store_client_connect(ftc_store_client **out, const char *addr,
                                      const ftc_store_client_opts *opts);
 
@@ -123,7 +139,9 @@ FTC_API int ftc_store_client_prefix(ftc_store_client **out,
 FTC_API void ftc_store_client_close(ftc_store_client *client);
 
 /* Makes the call in progress on this client's connection (if any) return
- * FTC_ECANCELED at once. Safe from any thread. */
+ * FTC_ECANCELED at once; a cancel with no call in progress is dropped, so
+ * repeat it until the call returns if it may not have started yet. Safe
+ * from any thread (not during close). */
 FTC_API void ftc_store_client_cancel(ftc_store_client *client);
 
 /* Stores value under key, replacing any previous value, and wakes waiters. */
@@ -184,22 +202,27 @@ typedef struct ftc_store_value {
     size_t len;
 } ftc_store_value;
 
-/* Waits until every key exists, then fetches all values in one request.
- * values[] has nkeys entries, filled in key order. */
+/* Waits until every key exists, then fetches all values in one request
+ * (1.13 dialect: one GET per key, sent together). values[] has nkeys
+ * entries, filled in key order, each released by ftc_store_values_free;
+ * on failure every entry is {NULL, 0}. */
 FTC_API int ftc_store_client_multi_get(ftc_store_client *client,
                                        const char *const *keys, size_t nkeys,
                                        ftc_store_value *values /* OUT */,
                                        int64_t timeout_ms);
 FTC_API void ftc_store_values_free(ftc_store_value *values, size_t n);
 
-/* Sets every key to its value in one request. */
+/* Sets every key to its value in one request (1.13: one SET per key,
+ * sent together). */
 FTC_API int ftc_store_client_multi_set(ftc_store_client *client,
                                        const char *const *keys,
                                        const ftc_store_value *values,
                                        size_t nkeys, int64_t timeout_ms);
 
-/* Queues (PyTorch >= 2.8 servers and ftc). push appends an item; pop takes
- * the oldest, waiting for one if block, else FTC_ENOENT when empty. */
+/* Queues (PyTorch >= 2.8 libuv servers and ftc; FTC_ENOTSUP in the V1
+ * dialect). push appends an item; pop takes the oldest, waiting for one
+ * until the timeout if block, else FTC_ENOENT when empty; its buffer is
+ * released with ftc_free. */
 FTC_API int ftc_store_client_queue_push(ftc_store_client *client,
                                         const char *key, const void *value,
                                         size_t len, int64_t timeout_ms);
