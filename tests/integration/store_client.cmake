@@ -6,3 +6,7 @@ foreach(t store_client_test store_client_scale_test)
                        ${CMAKE_CURRENT_LIST_DIR}/store_client_kit.c
                LABELS integration threaded TIMEOUT 300)
 endforeach()
+ftc_add_test(store_client_bench_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_client_bench_test.c
+             ARGS $<TARGET_FILE:ftc_cli>
+             LABELS integration TIMEOUT 120)

@@ -91,6 +91,48 @@ static void get_is_one_round_trip(void **state)
     ftc_store_server_stop(srv);
 }
 
+/* The 1.13 dialect against the ftc server: no handshake, gets in two
+ * round trips, multi ops as pipelined GETs/SETs, and a wait timeout (no
+ * CANCEL_WAIT in 1.13) that costs the connection but nothing else. */
+static void v1_dialect_against_the_ftc_server(void **state)
+{
+    (void)state;
+    ftc_store_server *srv = start_server(0);
+    char addr[64];
+    addr_of(ftc_store_server_port(srv), addr, sizeof(addr));
+    ftc_store_client_opts o;
+    ftc_store_client_opts_init(&o);
+    o.dialect = FTC_STORE_DIALECT_V1;
+    ftc_store_client *c = NULL;
+    TK_OK(ftc_store_client_connect(&c, addr, &o));
+    assert_int_equal(c->core->conn.server, FTC__STORE_SERVER_UNKNOWN);
+    const char *ks[] = {"v1/a", "v1/b"};
+    ftc_store_value in[] = {{"A", 1}, {"BB", 2}}, out[2];
+    TK_OK(ftc_store_client_multi_set(c, ks, in, 2, T(10000)));
+    uint64_t w0 = writes(c);
+    sck_expect_str(c, "v1/a", "A", T(10000));
+    assert_int_equal(writes(c) - w0, 2);
+    TK_OK(ftc_store_client_multi_get(c, ks, 2, out, T(10000)));
+    assert_memory_equal(out[1].data, "BB", 2);
+    ftc_store_values_free(out, 2);
+    int64_t n = 0;
+    TK_OK(ftc_store_client_add(c, "v1/n", 4, &n, T(10000)));
+    assert_int_equal(n, 4);
+    const char *zz = "v1/zz";
+    TK_EXPECT(ftc_store_client_wait(c, &zz, 1, 50), FTC_ETIMEDOUT);
+    ftc_store_client *other = connect_port(ftc_store_server_port(srv));
+    sck_set_str(other, "v1/zz", "Z", T(10000));
+    sck_expect_str(c, "v1/b", "BB", T(10000));
+    sck_expect_str(c, "v1/zz", "Z", T(10000));
+    assert_int_equal(connects(c), 2);
+    int deleted = 0;
+    TK_OK(ftc_store_client_delete(c, "v1/zz", &deleted, T(10000)));
+    assert_int_equal(deleted, 1);
+    ftc_store_client_close(other);
+    ftc_store_client_close(c);
+    ftc_store_server_stop(srv);
+}
+
 /* ---- waits woken by each kind of write */
 
 struct waiter {
@@ -451,6 +493,7 @@ int main(int argc, char **argv)
     const tk_role roles[] = {{"adder", role_adder}};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(get_is_one_round_trip),
+        cmocka_unit_test(v1_dialect_against_the_ftc_server),
         cmocka_unit_test(waits_are_woken_by_every_write),
         cmocka_unit_test(timeouts_keep_the_connection_in_step),
         cmocka_unit_test(cancel_unblocks_a_parked_get),

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +146,8 @@ int bench_worker_main(int argc, char **argv)
     if ((int)cell.op < 0) {
         return 2;
     }
+    /* A worker never outlives the bench that started it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     static bench_result r;
     bench_client_run(&cell, id, &r, worker_start, NULL);
     worker_report(&r);
@@ -257,7 +260,8 @@ static int pump(worker *ws, int k, int (*want)(const worker *w),
 
 static int is_ready(const worker *w)
 {
-    return memmem(ftc__buf_begin(&w->out), ftc__buf_size(&w->out), "ready\n",
+    return ftc__buf_size(&w->out) > 0 &&
+           memmem(ftc__buf_begin(&w->out), ftc__buf_size(&w->out), "ready\n",
                   6) != NULL;
 }
 
