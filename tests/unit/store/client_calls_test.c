@@ -378,6 +378,48 @@ static void late_reply_is_never_the_next_answer(void **state)
     fs_finish(&s);
 }
 
+/* A 1.13 server closes the connection on a GET of a missing key; after the
+ * WAIT that only happens if the key was deleted in between. */
+static void script_v1_get_close(fs_server *s)
+{
+    ftc__store_req r = req_v(V1);
+    const char *k = "gone";
+    int fd = fs_accept(s);
+    TK_OK(ftc__store_enc_keys(&r, FTC__OP_WAIT, NULL, &k, 1));
+    fs_expect_req(s, fd, &r);
+    fs_send_hex(s, fd, "00");
+    TK_OK(ftc__store_enc_key(&r, FTC__OP_GET, NULL, k));
+    fs_expect_req(s, fd, &r);
+    fs_close(fd); /* as 1.13's tcpStore_.at() throwing */
+    int fd2 = fs_accept(s);
+    TK_OK(ftc__store_enc_bare(&r, FTC__OP_GETNUMKEYS));
+    fs_expect_req(s, fd2, &r);
+    fs_send_i64(s, fd2, 0);
+    fs_end(s, fd2);
+    ftc__store_req_free(&r);
+}
+
+static void v1_get_of_a_deleted_key_reconnects(void **state)
+{
+    (void)state;
+    fs_server s;
+    fs_start(&s, script_v1_get_close, NULL);
+    ftc_store_client *c = connect_to(&s, V1);
+    void *v = NULL;
+    size_t n = 0;
+    TK_EXPECT(ftc_store_client_get(c, "gone", &v, &n, tk_ms(5000)),
+              FTC_ECLOSED);
+    assert_null(v);
+    assert_non_null(strstr(ftc_last_error(), "store get gone"));
+    assert_non_null(strstr(ftc_last_error(), "deleted after the wait?"));
+    int64_t nk = -1;
+    TK_OK(ftc_store_client_num_keys(c, &nk, tk_ms(5000)));
+    assert_int_equal(nk, 0);
+    assert_int_equal(conn_of(c)->connects, 2);
+    ftc_store_client_close(c);
+    fs_finish(&s);
+}
+
 /* ---- connection faults */
 
 static atomic_int stray_sent;
@@ -694,6 +736,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(wait_timeout_cancels_in_protocol),
         cmocka_unit_test(pipelined_timeout_cancels_in_protocol),
         cmocka_unit_test(late_reply_is_never_the_next_answer),
+        cmocka_unit_test(v1_get_of_a_deleted_key_reconnects),
         cmocka_unit_test(faults_force_a_clean_reconnect),
         cmocka_unit_test(oversized_reply_is_refused_before_allocating),
         cmocka_unit_test(cancel_from_another_thread),
