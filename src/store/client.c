@@ -259,6 +259,16 @@ int ftc__store_call_wait(ftc__store_call *k)
                    : ftc__store_conn_recv_wait(k->conn, 0, k->dl, k->cancel);
 }
 
+/* Once the WAIT succeeded the fetch is owed an answer even if the deadline
+ * passed meanwhile (the keys came just in time, or as the timed-out WAIT
+ * was cancelled): it gets the cancel's grace instead. */
+static ftc_deadline fetch_deadline(const ftc__store_call *k)
+{
+    return ftc__deadline_expired(k->dl)
+               ? ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS)
+               : k->dl;
+}
+
 /* An ftc server answers strictly in order and holds the requests behind a
  * parked WAIT, so WAIT and the fetch that needs its keys share one write
  * (one round trip). PyTorch servers answer a later request before a
@@ -271,6 +281,9 @@ int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
     int rc = pipe ? ftc__store_enc_keys(&c->req, FTC__OP_WAIT, k->prefix,
                                         k->keys, k->nkeys)
                   : ftc__store_call_wait(k);
+    if (rc == 0 && !pipe) {
+        k->dl = fetch_deadline(k);
+    }
     rc = ftc__store_call_send(k, rc != 0 ? rc : enc(k, ctx));
     if (rc != 0 || !pipe) {
         return rc != 0 ? rc : read(k, ctx, k->dl, 0);
@@ -281,13 +294,17 @@ int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
         c->held_replies = 0;
         return read(k, ctx, c->grace, 1);
     }
-    if (rc != 0 || !c->cancel_owed) {
-        return rc != 0 ? rc : read(k, ctx, k->dl, 0);
+    if (rc != 0) {
+        return rc;
     }
-    /* The keys came just as the wait was cancelled: a normal fetch, and
-     * after it the cancel's own answer. */
-    rc = read(k, ctx, c->grace, 0);
-    return rc != 0 ? rc : ftc__store_conn_recv_cancel_owed(c, k->cancel);
+    k->dl = fetch_deadline(k);
+    rc = read(k, ctx, k->dl, 0);
+    if (rc == 0 && c->cancel_owed) {
+        /* The keys came as the wait was cancelled: after the fetch comes
+         * the cancel's own answer. */
+        rc = ftc__store_conn_recv_cancel_owed(c, k->cancel);
+    }
+    return rc;
 }
 
 int ftc__store_call_send(ftc__store_call *k, int rc)

@@ -234,6 +234,37 @@ static void script_wait_cancel(fs_server *s)
     ftc__store_req_free(&r);
 }
 
+/* Against PyTorch (WAIT, then GET): the key arrives as the timed-out WAIT
+ * is cancelled; the get then finishes, past its deadline, with the value. */
+static void script_get_race_torch(fs_server *s)
+{
+    ftc__store_req r = req_v(V2);
+    const char *k = "k";
+    int fd = fs_accept_v2(s, TORCH);
+    TK_OK(ftc__store_enc_keys(&r, FTC__OP_WAIT, NULL, &k, 1));
+    fs_expect_req(s, fd, &r);
+    fs_expect_hex(s, fd, "0c");
+    fs_send_hex(s, fd, "00 01");
+    TK_OK(ftc__store_enc_key(&r, FTC__OP_GET, NULL, k));
+    fs_expect_req(s, fd, &r);
+    tk_pause_ms(20); /* the answer comes after the deadline passed */
+    fs_send_value(s, fd, "late", 4);
+    fs_end(s, fd);
+    ftc__store_req_free(&r);
+}
+
+static void get_that_wins_the_cancel_race_returns_the_value(void **state)
+{
+    (void)state;
+    fs_server s;
+    fs_start(&s, script_get_race_torch, NULL);
+    ftc_store_client *c = connect_to(&s, V2);
+    sck_expect_str(c, "k", "late", 50);
+    assert_int_equal(conn_of(c)->connects, 1);
+    ftc_store_client_close(c);
+    fs_finish(&s);
+}
+
 static void wait_timeout_cancels_in_protocol(void **state)
 {
     (void)state;
@@ -734,6 +765,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(get_is_one_write_against_ftc),
         cmocka_unit_test(get_waits_first_against_pytorch),
         cmocka_unit_test(wait_timeout_cancels_in_protocol),
+        cmocka_unit_test(get_that_wins_the_cancel_race_returns_the_value),
         cmocka_unit_test(pipelined_timeout_cancels_in_protocol),
         cmocka_unit_test(late_reply_is_never_the_next_answer),
         cmocka_unit_test(v1_get_of_a_deleted_key_reconnects),
