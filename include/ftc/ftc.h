@@ -4,6 +4,7 @@
 
 #include "ftc/base.h"
 #include "ftc/store.h"
+#include "ftc/control.h"
 #include "ftc/algo.h"
 #include "ftc/ft.h"
 

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/rand.h"
 #include "base/sock.h"
+#include "base/strset.h"
 #include "base/thread.h"
 
 #endif
