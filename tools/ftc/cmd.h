@@ -16,6 +16,7 @@ int ftc_cmd_run(int argc, char **argv);
 int ftc_cmd_lighthouse(int argc, char **argv);
 int ftc_cmd_status(int argc, char **argv);
 int ftc_cmd_bench(int argc, char **argv);
+int ftc_cmd_bench_control(int argc, char **argv);
 
 /* True if argv has -h or --help. */
 int ftc_cmd_wants_help(int argc, char **argv);

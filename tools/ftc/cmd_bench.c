@@ -1,4 +1,4 @@
-/* `ftc bench`: benchmarks, one subcommand each (only `store` for now),
+/* `ftc bench`: benchmarks, one subcommand each ,
  * printing a table or, with --json, one JSON object per line. */
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +13,8 @@ static const struct {
 } benches[] = {
     {"store", bench_store_main,
      "key-value store ops/s and barrier latency (ftc client + server)"},
+    {"control", ftc_cmd_bench_control,
+     "barrier/all_gather/all_sum latency over the store"},
 };
 
 static void usage(FILE *out)
