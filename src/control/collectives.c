@@ -51,6 +51,15 @@ static int store_error(const call *c, int rc)
     return ftc__adderr(rc, "%s '%s'", c->op, c->key);
 }
 
+/* Writes this rank's contribution to "<key>/<rank>". */
+static int set_own(const call *c, const void *data, size_t len)
+{
+    char rank_key[FTC__CONTROL_KEY_MAX];
+    ftc__control_rank_key(rank_key, c->key, c->g->rank);
+    int rc = ftc_store_client_set(c->g->store, rank_key, data, len, left(c));
+    return rc != 0 ? store_error(c, rc) : 0;
+}
+
 static int is_abandoned(const void *v, size_t len)
 {
     return len >= strlen(ABANDONED) &&
@@ -183,15 +192,7 @@ int ftc_control_gather_send(ftc_control *g, const char *key, const void *data,
 {
     call c;
     int rc = begin(&c, g, "gather", key, NULL, timeout_ms);
-    if (rc == 0) {
-        char rank_key[FTC__CONTROL_KEY_MAX];
-        ftc__control_rank_key(rank_key, c.key, g->rank);
-        rc = ftc_store_client_set(g->store, rank_key, data, len, left(&c));
-        if (rc != 0) {
-            rc = store_error(&c, rc);
-        }
-    }
-    return rc;
+    return rc != 0 ? rc : set_own(&c, data, len);
 }
 
 /* Fetches "<key>/<i>" for every rank i except skip (-1: none) into out[i],
@@ -337,11 +338,9 @@ int ftc_control_all_gather(ftc_control *g, const char *key, const void *data,
     if (rc != 0) {
         return rc;
     }
-    char rank_key[FTC__CONTROL_KEY_MAX];
-    ftc__control_rank_key(rank_key, c.key, g->rank);
-    rc = ftc_store_client_set(g->store, rank_key, data, len, left(&c));
+    rc = set_own(&c, data, len);
     if (rc != 0) {
-        return store_error(&c, rc);
+        return rc;
     }
     memset(out, 0, (size_t)g->world * sizeof(*out));
     /* Our own value comes back from the store like the others': one

@@ -9,28 +9,13 @@
 #include <string.h>
 
 #include "ftc/ftc.h"
+#include "control_kit.h"
 #include "testkit.h"
 
 /* A rank body's code for "the call succeeded but returned wrong data". */
 #define WRONG_VALUE 1000
 
-static ftc_store_server *server;
-static char addr[64];
-
-static int setup(void **state)
-{
-    (void)state;
-    TK_OK(ftc_store_server_start(&server, NULL));
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", ftc_store_server_port(server));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ftc_store_server_stop(server);
-    return 0;
-}
+#define addr control_kit_addr()
 
 typedef struct rank_ctx {
     int rank;
@@ -421,5 +406,6 @@ int main(int argc, char **argv)
     };
     (void)argc;
     (void)argv;
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, control_kit_setup,
+                                  control_kit_teardown);
 }
