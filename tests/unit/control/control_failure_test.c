@@ -9,8 +9,6 @@
 #include "control_kit.h"
 #include "testkit.h"
 
-#define addr control_kit_addr()
-
 typedef struct member {
     ftc_store_client *base;
     ftc_store_client *store;
@@ -27,7 +25,7 @@ static void join(member *m, const char *prefix, int rank, int world)
 {
     memset(m, 0, sizeof(*m));
     m->rank = rank;
-    TK_OK(ftc_store_client_connect(&m->base, addr, NULL));
+    TK_OK(ftc_store_client_connect(&m->base, control_kit_addr(), NULL));
     TK_OK(ftc_store_client_prefix(&m->store, m->base, prefix));
     ftc_control_opts o;
     ftc_control_opts_init(&o);
@@ -189,7 +187,7 @@ static void call_timeout_does_not_change_store_timeout(void **state)
     /* The stimulus: the key appears well after 30 ms. */
     tk_pause_ms(150);
     ftc_store_client *other = NULL;
-    TK_OK(ftc_store_client_connect(&other, addr, NULL));
+    TK_OK(ftc_store_client_connect(&other, control_kit_addr(), NULL));
     TK_OK(ftc_store_client_set(other, "tmo/later", "v", 1, 1000));
     pthread_join(t, NULL);
     assert_int_equal(g.rc, 0);
@@ -214,7 +212,7 @@ static void *auto_keys_rank(void *arg)
     auto_rank *a = arg;
     ftc_store_client *c = NULL;
     ftc_control *g = NULL;
-    a->rc = ftc_store_client_connect(&c, addr, NULL);
+    a->rc = ftc_store_client_connect(&c, control_kit_addr(), NULL);
     if (a->rc == 0) {
         a->rc = ftc_control_create(&g, c, a->rank, a->world, NULL, 5000);
     }
@@ -273,7 +271,7 @@ static void restarted_member_cannot_rejoin_generation(void **state)
 {
     (void)state;
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, addr, NULL));
+    TK_OK(ftc_store_client_connect(&c, control_kit_addr(), NULL));
     ftc_control_opts o;
     ftc_control_opts_init(&o);
     o.auto_prefix = "rejoin";
@@ -304,7 +302,7 @@ static void *group_stream(void *arg)
     stream *x = arg;
     ftc_store_client *c = NULL, *v = NULL;
     ftc_control *g = NULL;
-    x->rc = ftc_store_client_connect(&c, addr, NULL);
+    x->rc = ftc_store_client_connect(&c, control_kit_addr(), NULL);
     if (x->rc == 0) {
         x->rc = ftc_store_client_prefix(&v, c, x->prefix);
     }

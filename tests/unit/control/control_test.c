@@ -15,9 +15,8 @@
 /* A rank body's code for "the call succeeded but returned wrong data". */
 #define WRONG_VALUE 1000
 
-#define addr control_kit_addr()
-
 typedef struct rank_ctx {
+    char addr[64];
     int rank;
     int world;
     char prefix[32];
@@ -39,7 +38,7 @@ static void *rank_main(void *arg)
     rank_ctx *r = arg;
     ftc_store_client *base = NULL, *view = NULL;
     ftc_control *g = NULL;
-    r->rc = ftc_store_client_connect(&base, addr, NULL);
+    r->rc = ftc_store_client_connect(&base, r->addr, NULL);
     if (r->rc == 0) {
         r->rc = ftc_store_client_prefix(&view, base, r->prefix);
     }
@@ -61,20 +60,110 @@ static void *rank_main(void *arg)
     return NULL;
 }
 
-/* Runs body on one thread per listed rank of a world, under a fresh store
- * prefix, and waits for all of them. */
-static void run_ranks(rank_ctx *rs, int n, int world,
-                      int (*body)(rank_ctx *, ftc_control *),
+/* Set by --procs: ranks are processes (this binary re-run as role
+ * "rank") instead of threads. */
+static int use_procs;
+
+/* The bodies by name, so a child process can run one. */
+typedef int (*body_fn)(rank_ctx *, ftc_control *);
+static const struct {
+    const char *name;
+    body_fn fn;
+} * bodies;
+static size_t nbodies;
+
+static const char *body_name(body_fn fn)
+{
+    for (size_t i = 0; i < nbodies; i++) {
+        if (bodies[i].fn == fn) {
+            return bodies[i].name;
+        }
+    }
+    fail_msg("body not registered");
+    return NULL;
+}
+
+/* Role "rank": addr prefix body rank world timeout_ms outfile. Runs one
+ * rank and writes "<rc>\n<message>" to outfile. */
+static int rank_role(int argc, char **argv)
+{
+    if (argc != 8) {
+        return 2;
+    }
+    rank_ctx r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.addr, sizeof(r.addr), "%s", argv[1]);
+    snprintf(r.prefix, sizeof(r.prefix), "%s", argv[2]);
+    for (size_t i = 0; i < nbodies; i++) {
+        if (strcmp(bodies[i].name, argv[3]) == 0) {
+            r.body = bodies[i].fn;
+        }
+    }
+    r.rank = (int)strtol(argv[4], NULL, 10);
+    r.world = (int)strtol(argv[5], NULL, 10);
+    r.timeout_ms = strtoll(argv[6], NULL, 10);
+    if (r.body == NULL) {
+        return 2;
+    }
+    rank_main(&r);
+    FILE *f = fopen(argv[7], "w");
+    if (f == NULL) {
+        return 3;
+    }
+    fprintf(f, "%d\n%s", r.rc, r.err);
+    return fclose(f) == 0 ? 0 : 3;
+}
+
+static void run_procs(rank_ctx *rs, int n)
+{
+    tk_child kids[16];
+    char outs[16][256];
+    assert_true(n <= 16);
+    for (int i = 0; i < n; i++) {
+        char rank[16], world[16], timeout[32];
+        snprintf(rank, sizeof(rank), "%d", rs[i].rank);
+        snprintf(world, sizeof(world), "%d", rs[i].world);
+        snprintf(timeout, sizeof(timeout), "%lld", (long long)rs[i].timeout_ms);
+        snprintf(outs[i], sizeof(outs[i]), "%s/%s-%d", tk_tmpdir(),
+                 rs[i].prefix, rs[i].rank);
+        char *args[] = {rs[i].addr, rs[i].prefix, (char *)body_name(rs[i].body),
+                        rank,       world,        timeout,
+                        outs[i],    NULL};
+        tk_spawn(&kids[i], "rank", args, NULL);
+    }
+    assert_int_equal(tk_reap(kids, n, 60000), 0);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(tk_exit_code(&kids[i]), 0);
+        FILE *f = fopen(outs[i], "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%d\n", &rs[i].rc), 1);
+        size_t got = fread(rs[i].err, 1, sizeof(rs[i].err) - 1, f);
+        rs[i].err[got] = '\0';
+        fclose(f);
+    }
+}
+
+/* Runs body on one thread (or process) per listed rank of a world, under a
+ * fresh store prefix, and waits for all of them. */
+static void run_ranks(rank_ctx *rs, int n, int world, body_fn body,
                       int64_t timeout_ms)
 {
     static int next_id;
     pthread_t t[128];
     int id = next_id++;
     for (int i = 0; i < n; i++) {
+        snprintf(rs[i].addr, sizeof(rs[i].addr), "%s", control_kit_addr());
         rs[i].world = world;
-        snprintf(rs[i].prefix, sizeof(rs[i].prefix), "test%d", id);
+        snprintf(rs[i].prefix, sizeof(rs[i].prefix), "test%d%s", id,
+                 use_procs ? "p" : "t");
         rs[i].body = body;
         rs[i].timeout_ms = tk_ms(timeout_ms);
+    }
+    if (use_procs) {
+        run_procs(rs, n);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
         pthread_create(&t[i], NULL, rank_main, &rs[i]);
     }
     for (int i = 0; i < n; i++) {
@@ -388,6 +477,23 @@ static void test_simple_user_func(void **state)
 
 int main(int argc, char **argv)
 {
+    static const struct {
+        const char *name;
+        body_fn fn;
+    } table[] = {
+        {"barrier", do_barrier},
+        {"broadcast", do_broadcast},
+        {"gather", do_gather},
+        {"scatter", do_scatter},
+        {"all_gather", do_all_gather},
+        {"all_sum", do_all_sum},
+        {"gather_recv", do_gather_recv},
+        {"reuse", do_reuse},
+        {"simple_user_func", do_simple_user_func},
+    };
+    bodies = (void *)table;
+    nbodies = sizeof(table) / sizeof(table[0]);
+    const tk_role roles[] = {{"rank", rank_role}};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_broadcast),
@@ -404,8 +510,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unique),
         cmocka_unit_test(test_simple_user_func),
     };
-    (void)argc;
-    (void)argv;
+    if (argc >= 2 && strcmp(argv[1], "--tk-role") == 0) {
+        return tk_main(argc, argv, roles, 1, tests);
+    }
+    use_procs = argc >= 2 && strcmp(argv[1], "--procs") == 0;
     return cmocka_run_group_tests(tests, control_kit_setup,
                                   control_kit_teardown);
 }
