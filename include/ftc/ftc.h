@@ -5,6 +5,8 @@
 #include "ftc/base.h"
 #include "ftc/store.h"
 #include "ftc/control.h"
+
+#include "ftc/device.h"
 #include "ftc/algo.h"
 #include "ftc/ft.h"
 
