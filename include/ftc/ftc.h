@@ -7,6 +7,7 @@
 #include "ftc/control.h"
 
 #include "ftc/device.h"
+#include "ftc/pg.h"
 #include "ftc/algo.h"
 #include "ftc/ft.h"
 

@@ -22,49 +22,32 @@
 #define QNAN32 0x7fc00000u
 #define QNAN64 0x7ff8000000000000ull
 
-static inline float sum_f32(float x, float y)
-{
-    return x + y;
-}
-static inline float prod_f32(float x, float y)
-{
-    return x * y;
-}
-/* Symmetric max/min: NaN if either is NaN, -0 < +0 (the equal case picks
- * by bits: AND keeps +0 for max, OR keeps -0 for min). */
-static inline float max_f32(float x, float y)
-{
-    uint32_t xb = ftc__f32_bits(x), yb = ftc__f32_bits(y);
-    uint32_t r = x > y ? xb : (y > x ? yb : (xb & yb));
-    return ftc__f32_from_bits((x != x || y != y) ? QNAN32 : r);
-}
-static inline float min_f32(float x, float y)
-{
-    uint32_t xb = ftc__f32_bits(x), yb = ftc__f32_bits(y);
-    uint32_t r = x < y ? xb : (y < x ? yb : (xb | yb));
-    return ftc__f32_from_bits((x != x || y != y) ? QNAN32 : r);
-}
-
-static inline double sum_f64(double x, double y)
-{
-    return x + y;
-}
-static inline double prod_f64(double x, double y)
-{
-    return x * y;
-}
-static inline double max_f64(double x, double y)
-{
-    uint64_t xb = ftc__f64_bits(x), yb = ftc__f64_bits(y);
-    uint64_t r = x > y ? xb : (y > x ? yb : (xb & yb));
-    return ftc__f64_from_bits((x != x || y != y) ? QNAN64 : r);
-}
-static inline double min_f64(double x, double y)
-{
-    uint64_t xb = ftc__f64_bits(x), yb = ftc__f64_bits(y);
-    uint64_t r = x < y ? xb : (y < x ? yb : (xb | yb));
-    return ftc__f64_from_bits((x != x || y != y) ? QNAN64 : r);
-}
+/* Floats: IEEE sum and product; symmetric max/min: NaN if either is NaN,
+ * -0 < +0 (the equal case picks by bits: AND keeps +0 for max, OR keeps
+ * -0 for min), so a op b and b op a are the same bits. */
+#define FLOAT_OPS(TAG, T, U, BITS, FROM, QNAN)                                 \
+    static inline T sum_##TAG(T x, T y)                                        \
+    {                                                                          \
+        return x + y;                                                          \
+    }                                                                          \
+    static inline T prod_##TAG(T x, T y)                                       \
+    {                                                                          \
+        return x * y;                                                          \
+    }                                                                          \
+    static inline T max_##TAG(T x, T y)                                        \
+    {                                                                          \
+        U xb = BITS(x), yb = BITS(y);                                          \
+        U r = x > y ? xb : (y > x ? yb : (xb & yb));                           \
+        return FROM((x != x || y != y) ? QNAN : r);                            \
+    }                                                                          \
+    static inline T min_##TAG(T x, T y)                                        \
+    {                                                                          \
+        U xb = BITS(x), yb = BITS(y);                                          \
+        U r = x < y ? xb : (y < x ? yb : (xb | yb));                           \
+        return FROM((x != x || y != y) ? QNAN : r);                            \
+    }
+FLOAT_OPS(f32, float, uint32_t, ftc__f32_bits, ftc__f32_from_bits, QNAN32)
+FLOAT_OPS(f64, double, uint64_t, ftc__f64_bits, ftc__f64_from_bits, QNAN64)
 
 /* Integers: sum and product wrap (computed unsigned, no UB). */
 #define INT_OPS(T, U)                                                          \

@@ -1,0 +1,363 @@
+/* Non-blocking I/O of one channel, driven by the engine: collective
+ * channels follow the current plan; side channels carry p2p messages and
+ * control frames. Every header is checked before its payload is touched:
+ * foreign or stale traffic fails the group and is never reduced. */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pg/reduce.h"
+#include "pg/tcp/tcp_int.h"
+
+void ftc__chan_close(ftc__chan *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    ftc__free(c->stage);
+    c->stage = NULL;
+    ftc__free(c->tmp);
+    c->tmp = NULL;
+    ftc__chan_drop_queue(c);
+}
+
+bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err)
+{
+    c->readable = false;
+    c->eof = true;
+    if (err != 0) {
+        ftc__tcp_fail(g, FTC_EPEER, "connection to %s broken: %s", c->name,
+                      strerror(err));
+    }
+    return false;
+}
+
+/* Reads what the socket has into the staging buffer. Returns true if
+ * bytes arrived; false on EAGAIN (readable cleared) or end of stream
+ * (c->eof set; a reset fails the group). */
+static bool fill_stage(ftc__tcp *g, ftc__chan *c)
+{
+    if (c->st_head > 0) {
+        memmove(c->stage, c->stage + c->st_head, c->st_len - c->st_head);
+        c->st_len -= c->st_head;
+        c->st_head = 0;
+    }
+    if (c->st_len == FTC__STAGE_CAP) {
+        return false;
+    }
+    for (;;) {
+        ssize_t n = recv(c->fd, c->stage + c->st_len,
+                         FTC__STAGE_CAP - c->st_len, MSG_DONTWAIT);
+        if (n > 0) {
+            c->st_len += (size_t)n;
+            return true;
+        }
+        if (n == 0) {
+            return ftc__chan_lost(g, c, 0);
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            c->readable = false;
+            return false;
+        }
+        return ftc__chan_lost(g, c, errno);
+    }
+}
+
+static size_t staged(const ftc__chan *c)
+{
+    return c->st_len - c->st_head;
+}
+
+bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c)
+{
+    while (staged(c) < FTC__PGW_HDR) {
+        if (c->eof || !c->readable || !fill_stage(g, c)) {
+            return false;
+        }
+    }
+    ftc__pgw_hdr h;
+    int rc = ftc__pgw_decode(c->stage + c->st_head, &h);
+    if (rc != 0) {
+        ftc__tcp_fail(g, rc, "from %s: %s", c->name, ftc_last_error());
+        return false;
+    }
+    if (h.group != g->group_id || h.src != (uint32_t)c->peer) {
+        ftc__tcp_fail(g, FTC_EPROTO,
+                      "from %s: message of another group (id %016llx, "
+                      "rank %u); rejected",
+                      c->name, (unsigned long long)h.group, h.src);
+        return false;
+    }
+    if (h.epoch != g->epoch) {
+        ftc__tcp_fail(g, FTC_ESTALE,
+                      "from %s: message of epoch %llu, this group is epoch "
+                      "%llu; rejected",
+                      c->name, (unsigned long long)h.epoch,
+                      (unsigned long long)g->epoch);
+        return false;
+    }
+    c->st_head += FTC__PGW_HDR;
+    c->hdr = h;
+    c->have_hdr = true;
+    c->got = 0;
+    c->dst = NULL;
+    return true;
+}
+
+bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
+{
+    size_t len = (size_t)c->hdr.len;
+    while (c->got < len) {
+        size_t want = len - c->got;
+        size_t have = staged(c);
+        if (have > 0) {
+            size_t k = have < want ? have : want;
+            if (c->dst != NULL) {
+                memcpy(c->dst + c->got, c->stage + c->st_head, k);
+            }
+            c->st_head += k;
+            c->got += k;
+            continue;
+        }
+        if (c->eof || !c->readable) {
+            return false;
+        }
+        if (c->dst != NULL && want >= FTC__DIRECT_MIN) {
+            ssize_t n = recv(c->fd, c->dst + c->got, want, MSG_DONTWAIT);
+            if (n > 0) {
+                c->got += (size_t)n;
+            } else if (n == 0) {
+                return ftc__chan_lost(g, c, 0);
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->readable = false;
+                return false;
+            } else if (errno != EINTR) {
+                return ftc__chan_lost(g, c, errno);
+            }
+            continue;
+        }
+        if (!fill_stage(g, c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
+{
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+    for (;;) {
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+            return n;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            c->writable = false;
+            return 0;
+        }
+        if (errno != EINTR) {
+            if (!g->failed) {
+                ftc__tcp_fail(g, FTC_EPEER, "send to %s failed: %s", c->name,
+                              strerror(errno));
+            }
+            return -1;
+        }
+    }
+}
+
+int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
+                   size_t len, size_t skip)
+{
+    int n = 0;
+    size_t hs = skip < FTC__PGW_HDR ? skip : FTC__PGW_HDR;
+    if (hs < FTC__PGW_HDR) {
+        iov[n++] = (struct iovec){(uint8_t *)hdr + hs, FTC__PGW_HDR - hs};
+    }
+    size_t ps = skip - hs;
+    if (len > ps) {
+        iov[n++] = (struct iovec){(uint8_t *)payload + ps, len - ps};
+    }
+    return n;
+}
+
+void ftc__chan_drop_queue(ftc__chan *c)
+{
+    while (c->oq_head != NULL) {
+        ftc__outmsg *m = c->oq_head;
+        c->oq_head = m->next;
+        ftc__free(m->owned);
+        ftc__free(m);
+    }
+    c->oq_tail = NULL;
+    c->oq_off = 0;
+}
+
+/* ------------------------------------------------------------ collective */
+
+static bool dep_ok(const ftc__plan *p, const ftc__xfer *x)
+{
+    if (x->dep_chan < 0) {
+        return true;
+    }
+    const ftc__plan_chan *d = &p->ch[x->dep_chan];
+    return (x->dep_send ? d->sent : d->recvd) >= x->dep_count;
+}
+
+/* Sends ready messages of this channel, several per system call. */
+static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
+{
+    enum { BATCH = 8 };
+    bool moved = false;
+    while (c->writable && pc->sent < pc->nsends) {
+        uint8_t hdrs[BATCH][FTC__PGW_HDR];
+        struct iovec iov[2 * BATCH];
+        int niov = 0, nmsg = 0;
+        size_t skip = c->send_off;
+        for (uint32_t k = pc->sent; k < pc->nsends && nmsg < BATCH; k++) {
+            const ftc__xfer *x = &pc->sends[k];
+            if (!dep_ok(&g->plan, x)) {
+                break;
+            }
+            ftc__pgw_hdr h = {.kind = FTC__PGW_COLL,
+                              .op = (uint8_t)g->cur->coll,
+                              .group = g->group_id,
+                              .epoch = g->epoch,
+                              .seq = g->cur->seq,
+                              .tag = k,
+                              .src = (uint32_t)g->rank,
+                              .len = x->len};
+            ftc__pgw_encode(hdrs[nmsg], &h);
+            niov +=
+                ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, skip);
+            skip = 0;
+            nmsg++;
+        }
+        if (nmsg == 0) {
+            break;
+        }
+        ssize_t n = ftc__chan_sendv(g, c, iov, niov);
+        if (n <= 0) {
+            return moved || n < 0;
+        }
+        moved = true;
+        size_t left = (size_t)n;
+        while (left > 0) {
+            size_t rest = FTC__PGW_HDR + pc->sends[pc->sent].len - c->send_off;
+            if (left < rest) {
+                c->send_off += left;
+                break;
+            }
+            left -= rest;
+            c->send_off = 0;
+            pc->sent++;
+            g->plan.pending--;
+        }
+    }
+    return moved;
+}
+
+/* Describes a header that does not fit the current plan and fails. */
+static void mismatch(ftc__tcp *g, ftc__chan *c, const char *what)
+{
+    const ftc__op *cur = g->cur;
+    ftc__tcp_fail(g, FTC_EPROTO,
+                  "from %s: %s (its %s #%llu, message %u of %llu bytes; "
+                  "this rank runs %s #%llu); do all ranks call the same "
+                  "collectives in the same order with the same sizes?",
+                  c->name, what, ftc__coll_name(c->hdr.op),
+                  (unsigned long long)c->hdr.seq, c->hdr.tag,
+                  (unsigned long long)c->hdr.len, ftc__coll_name(cur->coll),
+                  (unsigned long long)cur->seq);
+}
+
+/* Matches the parsed header to the next receive of the plan. false: the
+ * message belongs to a later collective or must wait for a dependency
+ * (parked: the bytes stay where they are), or the group failed. */
+static bool coll_match(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
+{
+    const ftc__pgw_hdr *h = &c->hdr;
+    if (h->kind != FTC__PGW_COLL) {
+        mismatch(g, c, "not a collective message");
+        return false;
+    }
+    if (h->seq > g->cur->seq) {
+        return false; /* the peer is ahead: keep it for later */
+    }
+    if (h->seq < g->cur->seq) {
+        mismatch(g, c, "stale message of an earlier collective");
+        return false;
+    }
+    if (h->op != g->cur->coll) {
+        mismatch(g, c, "a different collective");
+        return false;
+    }
+    if (pc->recvd >= pc->nrecvs || h->tag != pc->recvd ||
+        h->len != pc->recvs[pc->recvd].len) {
+        mismatch(g, c, "an unexpected message");
+        return false;
+    }
+    const ftc__xfer *x = &pc->recvs[pc->recvd];
+    if (!dep_ok(&g->plan, x)) {
+        return false;
+    }
+    if (x->a != NULL) {
+        if (c->tmp_cap < x->len) {
+            uint8_t *t = ftc__realloc(c->tmp, x->len);
+            if (t == NULL) {
+                ftc__tcp_fail(g, FTC_ENOMEM, "receive buffer of %zu B", x->len);
+                return false;
+            }
+            c->tmp = t;
+            c->tmp_cap = x->len;
+        }
+        c->dst = c->tmp;
+    } else {
+        c->dst = x->buf;
+    }
+    return true;
+}
+
+bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
+{
+    ftc__plan_chan *pc = &g->plan.ch[c - g->coll];
+    bool moved = coll_write(g, c, pc);
+    while (!g->failed && pc->recvd < pc->nrecvs) {
+        if (!c->have_hdr && !ftc__chan_next_header(g, c)) {
+            break;
+        }
+        if (!c->matched) {
+            if (!coll_match(g, c, pc)) {
+                break;
+            }
+            c->matched = true;
+        }
+        if (!ftc__chan_take_payload(g, c)) {
+            break;
+        }
+        const ftc__xfer *x = &pc->recvs[pc->recvd];
+        if (x->a != NULL) {
+            size_t n = x->len / ftc_dtype_size(g->plan.dtype);
+            ftc__reduce(x->buf, x->a, c->tmp, n, g->plan.dtype, g->plan.op);
+            if (x->avg) {
+                ftc__reduce_avg_finish(x->buf, n, g->plan.dtype, g->plan.size);
+            }
+        }
+        c->have_hdr = false;
+        c->matched = false;
+        pc->recvd++;
+        g->plan.pending--;
+        moved = true;
+    }
+    if (!g->failed && c->eof && pc->recvd < pc->nrecvs) {
+        ftc__tcp_fail(g, FTC_EPEER,
+                      "%s closed the connection during %s #%llu "
+                      "(received %u of %u messages)",
+                      c->name, ftc__coll_name(g->cur->coll),
+                      (unsigned long long)g->cur->seq, pc->recvd, pc->nrecvs);
+    }
+    return moved;
+}

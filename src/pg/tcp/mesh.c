@@ -1,0 +1,275 @@
+/* Connecting a group's full mesh: every rank dials the lower ranks
+ * (streams collective connections plus one side channel each) and
+ * accepts the higher ones. Each connection opens with a HELLO naming
+ * group, epoch, ranks and channel, answered by an ACK or a reject with
+ * its reason, so a stale or foreign dialer is turned away and told why.
+ * Dials land in the listen backlog, so no rank waits on another's accept
+ * loop and there is no cycle to deadlock on. */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pg/tcp/tcp_int.h"
+
+/* Slot of a channel: collective stream s, or the side channel. */
+static ftc__chan *slot(ftc__tcp *g, int peer, uint32_t channel)
+{
+    if (channel == FTC__PGW_SIDE) {
+        return &g->side[peer];
+    }
+    return &g->coll[ftc__chan_id(g, peer, (int)channel)];
+}
+
+static void hello_header(const ftc__tcp *g, int kind, size_t len,
+                         uint8_t out[FTC__PGW_HDR])
+{
+    ftc__pgw_hdr h = {.kind = (uint8_t)kind,
+                      .group = g->group_id,
+                      .epoch = g->epoch,
+                      .src = (uint32_t)g->rank,
+                      .len = len};
+    ftc__pgw_encode(out, &h);
+}
+
+static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
+                ftc_deadline dl)
+{
+    char host[FTC_HOST_MAX];
+    int port, fd;
+    int rc = ftc__addr_split(addr, -1, host, sizeof(host), &port);
+    if (rc == 0) {
+        rc = ftc__sock_connect(host, port, dl, NULL, &fd);
+    }
+    if (rc != 0) {
+        return ftc__adderr(rc, "connecting to rank %d at %s", peer, addr);
+    }
+    uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY];
+    hello_header(g, FTC__PGW_HELLO, FTC__PGW_HELLO_BODY, msg);
+    ftc__pgw_hello body = {.dst = (uint32_t)peer,
+                           .size = (uint32_t)g->size,
+                           .channel = channel,
+                           .streams = (uint32_t)g->streams};
+    ftc__pgw_hello_encode(msg + FTC__PGW_HDR, &body);
+    rc = ftc__sock_send_all(fd, msg, sizeof(msg), dl, NULL);
+    if (rc != 0) {
+        close(fd);
+        return ftc__adderr(rc, "handshake with rank %d at %s", peer, addr);
+    }
+    slot(g, peer, channel)->fd = fd;
+    return 0;
+}
+
+/* Reads the answer to our HELLO: 0, or the peer's reason for refusing. */
+static int read_ack(ftc__chan *c, ftc_deadline dl)
+{
+    uint8_t b[FTC__PGW_HDR];
+    ftc__pgw_hdr h;
+    int rc = ftc__sock_recv_all(c->fd, b, sizeof(b), dl, NULL);
+    if (rc == 0) {
+        rc = ftc__pgw_decode(b, &h);
+    }
+    if (rc == 0 && (h.kind != FTC__PGW_HELLO_ACK ||
+                    h.src != (uint32_t)c->peer || h.len > FTC__PGW_TEXT_MAX)) {
+        rc = ftc__seterr(FTC_EPROTO, "bad handshake answer");
+    }
+    if (rc != 0) {
+        return ftc__adderr(rc, "handshake with %s", c->name);
+    }
+    if (h.len > 0) {
+        char text[FTC__PGW_TEXT_MAX + 1];
+        rc = ftc__sock_recv_all(c->fd, text, (size_t)h.len, dl, NULL);
+        text[rc == 0 ? h.len : 0] = '\0';
+        return ftc__seterr(FTC_EPROTO, "%s refused the connection: %s", c->name,
+                           text);
+    }
+    return 0;
+}
+
+typedef struct pending {
+    int fd;
+    size_t got;
+    uint8_t buf[FTC__PGW_HDR + FTC__PGW_HELLO_BODY];
+} pending;
+
+/* Checks a complete HELLO; NULL with a reason, or the slot it fills. */
+static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap)
+{
+    ftc__pgw_hdr h;
+    ftc__pgw_hello b;
+    if (ftc__pgw_decode(p->buf, &h) != 0 || h.kind != FTC__PGW_HELLO ||
+        h.len != FTC__PGW_HELLO_BODY) {
+        snprintf(why, cap, "not a handshake");
+        return NULL;
+    }
+    ftc__pgw_hello_decode(p->buf + FTC__PGW_HDR, &b);
+    if (h.group != g->group_id) {
+        snprintf(why, cap, "group %016llx is not this group (%016llx)",
+                 (unsigned long long)h.group, (unsigned long long)g->group_id);
+    } else if (h.epoch != g->epoch) {
+        snprintf(why, cap, "epoch %llu is not this group's epoch %llu",
+                 (unsigned long long)h.epoch, (unsigned long long)g->epoch);
+    } else if (b.dst != (uint32_t)g->rank || b.size != (uint32_t)g->size ||
+               b.streams != (uint32_t)g->streams) {
+        snprintf(why, cap,
+                 "dialed rank %u of %u with %u streams; this is rank %d of "
+                 "%d with %d",
+                 b.dst, b.size, b.streams, g->rank, g->size, g->streams);
+    } else if (h.src <= (uint32_t)g->rank || h.src >= (uint32_t)g->size ||
+               (b.channel != FTC__PGW_SIDE &&
+                b.channel >= (uint32_t)g->streams)) {
+        snprintf(why, cap, "rank %u, channel %u cannot dial rank %d", h.src,
+                 b.channel, g->rank);
+    } else if (slot(g, (int)h.src, b.channel)->fd >= 0) {
+        snprintf(why, cap, "rank %u channel %u is already connected", h.src,
+                 b.channel);
+    } else {
+        return slot(g, (int)h.src, b.channel);
+    }
+    return NULL;
+}
+
+/* Answers a complete HELLO (ACK, or reject with the reason) and keeps or
+ * closes the socket. Returns 1 if it filled a slot. */
+static int answer(ftc__tcp *g, pending *p, ftc_deadline dl)
+{
+    char why[200];
+    ftc__chan *c = admit(g, p, why, sizeof(why));
+    size_t len = c == NULL ? strlen(why) : 0;
+    uint8_t msg[FTC__PGW_HDR + sizeof(why)];
+    hello_header(g, FTC__PGW_HELLO_ACK, len, msg);
+    memcpy(msg + FTC__PGW_HDR, why, len);
+    /* A short deadline: a dialer that does not read must not stall us. */
+    ftc_deadline short_dl = ftc__deadline_min(dl, ftc__deadline_in_ms(1000));
+    int rc = ftc__sock_send_all(p->fd, msg, FTC__PGW_HDR + len, short_dl, NULL);
+    if (c == NULL || rc != 0) {
+        char peer[64];
+        ftc__sock_peer_name(p->fd, peer, sizeof(peer));
+        FTC_LOG_WARN("pg.handshake",
+                     "rank %d refused a connection from %s: "
+                     "%s",
+                     g->rank, peer, c == NULL ? why : ftc_last_error());
+        close(p->fd);
+        return 0;
+    }
+    c->fd = p->fd;
+    return 1;
+}
+
+/* Names the higher ranks that have not connected every channel yet. */
+static int missing(ftc__tcp *g)
+{
+    char list[256] = "";
+    size_t len = 0;
+    for (int r = g->rank + 1; r < g->size; r++) {
+        bool all = g->side[r].fd >= 0;
+        for (int s = 0; s < g->streams; s++) {
+            all = all && g->coll[ftc__chan_id(g, r, s)].fd >= 0;
+        }
+        if (!all && len < sizeof(list) - 16) {
+            len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+                                    len ? ", " : "", r);
+        }
+    }
+    return ftc__seterr(FTC_ETIMEDOUT,
+                       "rank %d: ranks %s did not connect in time", g->rank,
+                       list);
+}
+
+static int accept_all(ftc__tcp *g, int lfd, ftc_deadline dl)
+{
+    int expected = (g->size - 1 - g->rank) * (g->streams + 1);
+    int cap = expected + 16, npend = 0, rc = 0;
+    pending *pend = ftc__calloc((size_t)cap, sizeof(*pend));
+    struct pollfd *pfd = ftc__calloc((size_t)cap + 1, sizeof(*pfd));
+    if (pend == NULL || pfd == NULL) {
+        rc = ftc__seterr(FTC_ENOMEM, "accept: out of memory");
+    }
+    while (rc == 0 && expected > 0) {
+        pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (int i = 0; i < npend; i++) {
+            pfd[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+        }
+        int n = poll(pfd, (nfds_t)npend + 1, ftc__deadline_poll_ms(dl));
+        if (n < 0 && errno != EINTR) {
+            rc = ftc__seterr_errno(errno, "poll");
+            break;
+        }
+        if (n <= 0 && ftc__deadline_expired(dl)) {
+            rc = missing(g);
+            break;
+        }
+        for (int i = npend - 1; i >= 0; i--) {
+            if (pfd[i + 1].revents == 0) {
+                continue;
+            }
+            pending *p = &pend[i];
+            ssize_t k = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got,
+                             MSG_DONTWAIT);
+            if (k > 0) {
+                p->got += (size_t)k;
+            }
+            bool gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR);
+            if (gone) {
+                close(p->fd);
+            } else if (p->got == sizeof(p->buf)) {
+                expected -= answer(g, p, dl);
+            }
+            if (gone || p->got == sizeof(p->buf)) {
+                pend[i] = pend[--npend];
+            }
+        }
+        if (pfd[0].revents & POLLIN) {
+            int fd;
+            while ((fd = accept4(lfd, NULL, NULL,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+                if (npend == cap) {
+                    close(fd); /* more dialers than this group has */
+                    continue;
+                }
+                pend[npend++] = (pending){.fd = fd};
+            }
+        }
+    }
+    for (int i = 0; i < npend; i++) {
+        close(pend[i].fd);
+    }
+    ftc__free(pend);
+    ftc__free(pfd);
+    return rc;
+}
+
+int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
+                      const char *const *addrs, ftc_deadline dl)
+{
+    for (int p = 0; p < g->size; p++) {
+        for (int s = 0; s <= g->streams; s++) {
+            ftc__chan *c =
+                s < g->streams ? &g->coll[ftc__chan_id(g, p, s)] : &g->side[p];
+            c->peer = p;
+            c->stream = s < g->streams ? s : -1;
+            snprintf(c->name, sizeof(c->name), "rank %d (%s)", p, addrs[p]);
+        }
+    }
+    int rc = 0;
+    for (int p = 0; rc == 0 && p < g->rank; p++) {
+        for (int s = 0; rc == 0 && s < g->streams; s++) {
+            rc = dial(g, p, addrs[p], (uint32_t)s, dl);
+        }
+        if (rc == 0) {
+            rc = dial(g, p, addrs[p], FTC__PGW_SIDE, dl);
+        }
+    }
+    if (rc == 0) {
+        rc = accept_all(g, l->fd, dl);
+    }
+    for (int p = 0; rc == 0 && p < g->rank; p++) {
+        for (int s = 0; rc == 0 && s < g->streams; s++) {
+            rc = read_ack(&g->coll[ftc__chan_id(g, p, s)], dl);
+        }
+        if (rc == 0) {
+            rc = read_ack(&g->side[p], dl);
+        }
+    }
+    return rc;
+}

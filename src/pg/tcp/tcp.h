@@ -1,0 +1,36 @@
+/* The tcp backend as the rest of the pg layer sees it: a listener, and a
+ * group made from an explicit list of peer addresses (what store-based
+ * rendezvous and split both end in). */
+#ifndef FTC_PG_TCP_H
+#define FTC_PG_TCP_H
+
+#include "pg/pg_int.h"
+
+typedef struct ftc__pg_listener {
+    int fd;
+    int port;
+    char addr[FTC_HOST_MAX + 16]; /* what peers dial: "host:port" */
+} ftc__pg_listener;
+
+/* Listens on an ephemeral port of host (NULL: FTC_PG_HOST, else this
+ * host's name's first address, else 127.0.0.1) and fills l->addr. */
+int ftc__pg_listen(const char *host, ftc__pg_listener *l);
+void ftc__pg_listener_close(ftc__pg_listener *l);
+
+/* Builds rank's member of a group whose members listen at addrs[0..size)
+ * (addrs[rank] is l's address). Consumes the listener (closed on return).
+ * group_id must be the same on every rank and unique to this group;
+ * parent_ranks (may be NULL: identity) is copied. Blocks until every
+ * connection is made or opts->connect_timeout_ms passes. */
+int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
+                              const char *const *addrs, int rank, int size,
+                              uint64_t group_id, const int *parent_ranks,
+                              const ftc_pg_opts *opts);
+
+#ifdef FTC_TESTING
+/* Shuts down the collective connection(s) to peer, as a network fault
+ * would (chaos tests). */
+void ftc__pg_testing_break_link(ftc_pg *pg, int peer);
+#endif
+
+#endif

@@ -1,0 +1,277 @@
+/* The tcp backend inside: channels (one TCP connection each), the plan a
+ * collective runs as, and the group with its progress engine.
+ *
+ * Threading: one driver at a time runs the engine (the group's progress
+ * thread, or a user thread inside ftc_work_wait); everything marked
+ * "driver" is touched only by it. Fields marked "mu" are shared with
+ * submitting and waiting threads under g->mu. */
+#ifndef FTC_PG_TCP_INT_H
+#define FTC_PG_TCP_INT_H
+
+#include "pg/pg_int.h"
+#include "pg/tcp/tcp.h"
+#include "pg/tcp/wire.h"
+
+#include <sys/uio.h>
+
+#define FTC__STAGE_CAP (64 * 1024)
+/* How long a waiter polls before sleeping when spin_us is automatic and
+ * every local rank has a core (docs/decisions.md). */
+#define FTC__SPIN_DEFAULT_US 50
+/* Payloads at least this large are received straight into their
+ * destination instead of through the staging buffer. */
+#define FTC__DIRECT_MIN (16 * 1024)
+
+/* ------------------------------------------------------------------ plan */
+
+/* One message of a collective on one channel. Sends and receives on a
+ * channel happen in list order; both ends build the same lists, so the
+ * k-th send of A to B is the k-th receive of B from A. */
+typedef struct ftc__xfer {
+    uint8_t *buf;       /* send: source; recv: destination */
+    const uint8_t *a;   /* recv: reduce as buf = a op received; NULL: copy */
+    size_t len;         /* bytes */
+    int32_t dep_chan;   /* -1: ready at once; else wait for ... */
+    uint32_t dep_count; /* ... this many sends/recvs done on dep_chan */
+    uint8_t dep_send;   /* 1: sends; 0: recvs */
+    uint8_t avg;        /* recv: divide by the group size after reducing */
+} ftc__xfer;
+
+typedef struct ftc__dep {
+    int32_t chan;
+    uint32_t count;
+    uint8_t send;
+} ftc__dep;
+
+#define FTC__NO_DEP ((ftc__dep){-1, 0, 0})
+
+static inline ftc__dep ftc__after_recv(int chan, uint32_t index)
+{
+    return (ftc__dep){chan, index + 1, 0};
+}
+
+static inline ftc__dep ftc__after_send(int chan, uint32_t index)
+{
+    return (ftc__dep){chan, index + 1, 1};
+}
+
+typedef struct ftc__plan_chan {
+    ftc__xfer *sends;
+    ftc__xfer *recvs;
+    uint32_t nsends, sends_cap;
+    uint32_t nrecvs, recvs_cap;
+    uint32_t sent, recvd; /* done so far */
+    size_t tmp_need;      /* largest reducing receive */
+    bool active;
+} ftc__plan_chan;
+
+typedef struct ftc__plan {
+    ftc__plan_chan *ch; /* one per collective channel */
+    int nch;
+    int *active; /* channels with messages, in first-use order */
+    int nactive;
+    uint32_t pending; /* messages not done */
+    int dtype, op, size;
+    /* Set by the builder when it cannot allocate. */
+    int error;
+} ftc__plan;
+
+/* ------------------------------------------------------------- channels */
+
+/* A frame queued on a side channel: control (PING, PONG, ABORT, BYE) or a
+ * p2p send. */
+typedef struct ftc__outmsg {
+    uint8_t hdr[FTC__PGW_HDR];
+    const uint8_t *payload;
+    size_t len;
+    uint8_t *owned; /* payload the frame owns (ABORT text) */
+    ftc__op *send;  /* p2p send completed once written */
+    struct ftc__outmsg *next;
+} ftc__outmsg;
+
+/* A message received on a side channel before its recv was posted. */
+typedef struct ftc__unexp {
+    int src;
+    uint32_t tag;
+    uint8_t *data;
+    size_t len;
+    struct ftc__unexp *next;
+} ftc__unexp;
+
+typedef struct ftc__chan {
+    int fd;
+    int peer;
+    int stream;    /* collective stream index; -1 for the side channel */
+    char name[96]; /* "rank 3 (127.0.0.1:4567)" */
+    bool readable, writable;
+    bool eof; /* read the end of the peer's stream */
+    bool bye; /* side channel: the peer said it leaves */
+    bool hup; /* epoll reported a hang-up or error */
+    /* reader */
+    uint8_t *stage;
+    size_t st_head, st_len;
+    bool have_hdr;
+    bool matched; /* the header found its destination */
+    ftc__pgw_hdr hdr;
+    size_t got;   /* payload bytes received of the current message */
+    uint8_t *dst; /* where the payload goes; NULL: discard */
+    uint8_t *tmp; /* landing buffer of reducing receives */
+    size_t tmp_cap;
+    /* collective writer */
+    size_t send_off; /* bytes of the current send already written */
+    uint8_t hdrbuf[FTC__PGW_HDR];
+    /* side channel */
+    ftc__outmsg *oq_head, *oq_tail;
+    size_t oq_off;
+    ftc__op *rx_recv;   /* posted recv being filled */
+    ftc__unexp *rx_unx; /* unexpected message being filled */
+    uint64_t p2p_out;   /* p2p messages sent on this channel */
+} ftc__chan;
+
+/* ----------------------------------------------------------------- group */
+
+enum { FTC__DRIVER_NONE = 0, FTC__DRIVER_PT = 1, FTC__DRIVER_USER = 2 };
+
+typedef struct ftc__tcp {
+    ftc_pg *pg;
+    int rank, size, streams;
+    uint64_t group_id, epoch;
+    int64_t spin_ns;
+    ftc__chan *coll; /* size * streams, by peer * streams + stream */
+    ftc__chan *side; /* size, by peer */
+    int epfd;
+    ftc_event doorbell;
+    pthread_t pt;
+    bool pt_started;
+
+    pthread_mutex_t mu;
+    pthread_cond_t user_cv; /* mu: work done, driver released */
+    pthread_cond_t pt_cv;   /* mu: the progress thread is needed */
+    int driver;             /* mu */
+    int nwaiting;           /* mu: threads in user_cv */
+    bool pt_sleeping;       /* mu */
+    bool stop;              /* mu */
+    atomic_bool stop_req;   /* stop, for the driver's loop */
+    atomic_int want;        /* user threads that want to drive */
+    atomic_bool abort_req;
+    int npending;          /* mu: submitted and not finished */
+    atomic_int npending_a; /* npending, for the driver's loop */
+    uint64_t coll_seq;     /* mu: last collective sequence number */
+    ftc__op *inbox;        /* mu: submitted, not yet taken by the driver */
+    ftc__op **inbox_tail;
+    ftc_work *cbq; /* mu: completions whose callback is due */
+    ftc_work **cbq_tail;
+    int failed; /* mu (written by the driver) */
+    char fail_msg[480];
+
+    /* driver */
+    ftc__op *queue; /* collectives after the current one */
+    ftc__op **queue_tail;
+    ftc__op *cur;
+    int64_t cur_start_ns;
+    ftc__plan plan;
+    ftc__op *posted; /* p2p receives, in post order */
+    ftc__op *sends;  /* p2p sends not yet written */
+    ftc__unexp *unexp, **unexp_tail;
+    size_t unexp_bytes;
+    uint8_t *scratch;
+    size_t scratch_cap;
+    bool probing;
+    uint64_t probe_nonce;
+    bool *pong;    /* size: answered the current probe */
+    ftc__op *done; /* finished ops, to complete after the pump */
+} ftc__tcp;
+
+/* ---- plan.c */
+int ftc__plan_init(ftc__plan *p, int nch);
+void ftc__plan_free(ftc__plan *p);
+void ftc__plan_reset(ftc__plan *p, int dtype, int op, int size);
+/* Append a message; return its index on the channel (deps refer to it).
+ * Errors latch in p->error. */
+uint32_t ftc__plan_send(ftc__plan *p, int chan, const void *src, size_t len,
+                        ftc__dep dep);
+uint32_t ftc__plan_recv(ftc__plan *p, int chan, void *dst, size_t len,
+                        ftc__dep dep);
+uint32_t ftc__plan_recv_reduce(ftc__plan *p, int chan, void *dst, const void *a,
+                               size_t len, ftc__dep dep, bool avg);
+
+/* ---- algorithms (algo_*.c): build the plan of g->cur. Return 0 or an
+ * error (FTC_ENOMEM, FTC_EINVAL for a bad algorithm override). */
+int ftc__algo_build(ftc__tcp *g, ftc__op *op);
+
+/* Channel of stream s to peer. */
+static inline int ftc__chan_id(const ftc__tcp *g, int peer, int s)
+{
+    return peer * g->streams + s;
+}
+
+/* Scratch memory for intermediate results of the current op. */
+uint8_t *ftc__tcp_scratch(ftc__tcp *g, size_t bytes);
+
+/* ---- engine.c */
+int ftc__tcp_engine_start(ftc__tcp *g);
+void ftc__tcp_engine_stop(ftc__tcp *g);
+int ftc__tcp_submit(void *impl, ftc__op *op);
+int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl);
+void ftc__tcp_abort(void *impl);
+int ftc__tcp_status(void *impl);
+/* Fails the group (driver only): every pending op, then the peers. */
+void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Moves op to the finished list with rc and a message (driver only). */
+void ftc__tcp_op_done(ftc__tcp *g, ftc__op *op, int rc, const char *msg);
+
+/* ---- chan.c: non-blocking I/O of one channel (driver only). Return
+ * true if anything moved. */
+bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c);
+bool ftc__chan_pump_side(ftc__tcp *g, ftc__chan *c);
+/* Writes what the side channel has queued, without reading. */
+void ftc__chan_flush(ftc__tcp *g, ftc__chan *c);
+/* Queues a control frame (PING/PONG/ABORT/BYE) on a side channel. */
+void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
+                          int code, const char *text);
+void ftc__chan_close(ftc__chan *c);
+/* The iovecs (1 or 2) of a frame's unsent part: its header and payload
+ * after skipping `skip` bytes already written. */
+int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
+                   size_t len, size_t skip);
+/* Frees every queued side-channel frame. */
+void ftc__chan_drop_queue(ftc__chan *c);
+/* sendmsg without blocking: bytes written, 0 when the socket is full
+ * (writable cleared), -1 when the connection broke (group failed). */
+ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov);
+/* The peer's end closed (err 0: end of stream) or broke (err: fails the
+ * group). Returns false. */
+bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err);
+/* Parses the next header out of the stage and checks that it comes from
+ * this group, this epoch and this peer. false: more bytes are needed, or
+ * the group failed. */
+bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c);
+/* Moves the current message's payload to c->dst (NULL: drops it), from
+ * the stage first, then straight from the socket for large remainders.
+ * true once all of it is there. */
+bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c);
+
+/* ---- p2p.c (driver only) */
+/* Queues a send on its side channel or posts a receive. */
+void ftc__p2p_take(ftc__tcp *g, ftc__op *op);
+/* A queued send was written out. */
+void ftc__p2p_sent(ftc__tcp *g, ftc__op *op);
+/* Finds where an incoming P2P payload goes (a posted receive, or a new
+ * unexpected message within the limits). false: the group failed. */
+bool ftc__p2p_match_header(ftc__tcp *g, ftc__chan *c);
+/* The P2P payload on c is complete. */
+void ftc__p2p_received(ftc__tcp *g, ftc__chan *c);
+/* Completes posted receives that an earlier unexpected message fits. */
+bool ftc__p2p_match_unexpected(ftc__tcp *g);
+/* The pending p2p op with the earliest deadline (NULL if none). */
+ftc__op *ftc__p2p_next_deadline(ftc__tcp *g);
+void ftc__p2p_fail_all(ftc__tcp *g, int rc, const char *msg);
+void ftc__p2p_free(ftc__tcp *g);
+
+/* ---- mesh.c: connect the full mesh (blocking, until dl). chans are the
+ * group's arrays; fills fd and name of every channel to every peer. */
+int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
+                      const char *const *addrs, ftc_deadline dl);
+
+#endif
