@@ -1,0 +1,190 @@
+/* Every collective x every dtype x every op x every algorithm, between
+ * real processes on loopback, for one group size (argument), with counts
+ * 0, 1, odd, not divisible by the group size, and a few thousand; plus a
+ * 64 MiB subset (f32 sum allreduce, allgather and reduce_scatter). Each
+ * result is compared bit for bit with a locally computed reference. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_harness.h"
+
+typedef struct variant {
+    int coll, algo;
+    bool reducing;
+} variant;
+
+static const variant variants[] = {
+    {PGT_ALLREDUCE, FTC_ALGO_RING, true},
+    {PGT_ALLREDUCE, FTC_ALGO_RDOUBLE, true},
+    {PGT_REDUCE, FTC_ALGO_TREE, true},
+    {PGT_REDUCE, FTC_ALGO_CHAIN, true},
+    {PGT_REDUCE_SCATTER, FTC_ALGO_RING, true},
+    {PGT_REDUCE_SCATTER, FTC_ALGO_DIRECT, true},
+    {PGT_BROADCAST, FTC_ALGO_TREE, false},
+    {PGT_BROADCAST, FTC_ALGO_CHAIN, false},
+    {PGT_ALLGATHER, FTC_ALGO_RING, false},
+    {PGT_ALLGATHER, FTC_ALGO_DIRECT, false},
+    {PGT_ALLGATHERV, FTC_ALGO_RING, false},
+    {PGT_ALLGATHERV, FTC_ALGO_DIRECT, false},
+    {PGT_ALLTOALL, FTC_ALGO_AUTO, false},
+    {PGT_ALLTOALLV, FTC_ALGO_AUTO, false},
+    {PGT_GATHER, FTC_ALGO_AUTO, false},
+    {PGT_SCATTER, FTC_ALGO_AUTO, false},
+    {PGT_BARRIER, FTC_ALGO_AUTO, false},
+    {PGT_SENDRECV, FTC_ALGO_AUTO, false},
+};
+
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+/* AVG of an integer dtype must be refused at once, starting nothing. */
+static int avg_refused(ftc_pg *pg, int dtype)
+{
+    int8_t buf[8] = {0};
+    ftc_tensor t = ftc_tensor_cpu(buf, 1, dtype);
+    ftc_work *w = (ftc_work *)buf;
+    int rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_AVG, NULL, &w);
+    if (rc != FTC_EINVAL || w != NULL) {
+        fprintf(stderr, "avg on %s: got %s, work %p\n", ftc_dtype_name(dtype),
+                ftc_err_name(rc), (void *)w);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_matrix(ftc_pg *pg)
+{
+    int n = ftc_pg_size(pg);
+    size_t counts[] = {0, 1, 7, (size_t)n * 5 + 3, 3001};
+    int seed = 0;
+    for (size_t v = 0; v < NVARIANTS; v++) {
+        for (int dt = 0; dt < FTC_DTYPE_COUNT; dt++) {
+            int nops = variants[v].reducing ? FTC_OP_COUNT : 1;
+            for (int op = 0; op < nops; op++) {
+                if (op == FTC_OP_AVG &&
+                    (dt == FTC_DTYPE_I8 || dt == FTC_DTYPE_U8 ||
+                     dt == FTC_DTYPE_I32 || dt == FTC_DTYPE_I64)) {
+                    if (avg_refused(pg, dt) != 0) {
+                        return 1;
+                    }
+                    continue;
+                }
+                for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]);
+                     c++) {
+                    seed++;
+                    int rc = pgt_check(pg, variants[v].coll, dt, op, counts[c],
+                                       variants[v].algo, seed % n, seed);
+                    if (rc != 0) {
+                        fprintf(stderr, "%s\n", ftc_last_error());
+                        return 1;
+                    }
+                }
+            }
+        }
+    }
+    if (ftc_pg_rank(pg) == 0) {
+        printf("group of %d: %d collectives checked\n", n, seed);
+    }
+    return 0;
+}
+
+/* nccl-tests sizes: allreduce and reduce_scatter 64 MiB in, allgather
+ * 64 MiB out. */
+static int run_large(ftc_pg *pg)
+{
+    size_t n = (size_t)ftc_pg_size(pg), elems = (64u << 20) / 4;
+    const struct {
+        int coll;
+        size_t count;
+    } cases[] = {
+        {PGT_ALLREDUCE, elems},
+        {PGT_ALLGATHER, elems / n},
+        {PGT_REDUCE_SCATTER, elems / n},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        int rc = pgt_check(pg, cases[i].coll, FTC_DTYPE_F32, FTC_OP_SUM,
+                           cases[i].count, FTC_ALGO_AUTO, 0, (int)i + 1);
+        if (rc != 0) {
+            fprintf(stderr, "%s\n", ftc_last_error());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Role: one member. argv: dir size rank mode */
+static int member(int argc, char **argv)
+{
+    if (argc < 5) {
+        return 2;
+    }
+    int n = atoi(argv[2]), rank = atoi(argv[3]);
+    bool large = strcmp(argv[4], "large") == 0;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.timeout_ms = tk_ms(60000);
+    o.connect_timeout_ms = tk_ms(30000);
+    if (!large) {
+        o.segment_bytes = 2048; /* many segments at small sizes */
+    }
+    ftc_pg *pg = NULL;
+    int rc = pgt_create_in_dir(argv[1], "matrix", rank, n, &o, &pg);
+    if (rc != 0) {
+        fprintf(stderr, "rank %d: create: %s\n", rank, ftc_last_error());
+        return 1;
+    }
+    rc = large ? run_large(pg) : run_matrix(pg);
+    ftc_pg_destroy(pg);
+    return rc;
+}
+
+static void run_group(int n, const char *mode)
+{
+    tk_child kids[8];
+    char size[16], rank[8][16];
+    snprintf(size, sizeof(size), "%d", n);
+    for (int r = 0; r < n; r++) {
+        snprintf(rank[r], sizeof(rank[r]), "%d", r);
+        char *args[] = {(char *)tk_tmpdir(), size, rank[r], (char *)mode, NULL};
+        tk_spawn(&kids[r], "member", args, NULL);
+    }
+    assert_int_equal(tk_reap(kids, n, 280000), 0);
+    for (int r = 0; r < n; r++) {
+        if (tk_exit_code(&kids[r]) != 0) {
+            fail_msg("rank %d of %d exited with %d", r, n,
+                     tk_exit_code(&kids[r]));
+        }
+    }
+}
+
+static int group_size;
+
+static void matrix(void **state)
+{
+    (void)state;
+    run_group(group_size, "matrix");
+}
+
+static void large_64mib(void **state)
+{
+    (void)state;
+    run_group(group_size, "large");
+}
+
+int main(int argc, char **argv)
+{
+    static const tk_role roles[] = {{"member", member}};
+    const char *env = getenv("PG_MATRIX_SIZE");
+    group_size = env != NULL ? atoi(env) : 2;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matrix),
+    };
+    const struct CMUnitTest large[] = {
+        cmocka_unit_test(large_64mib),
+    };
+    if (getenv("PG_MATRIX_LARGE") != NULL) {
+        return tk_main(argc, argv, roles, 1, large);
+    }
+    return tk_main(argc, argv, roles, 1, tests);
+}
