@@ -22,11 +22,21 @@ void ftc__chan_close(ftc__chan *c)
     ftc__chan_drop_queue(c);
 }
 
+bool ftc__chan_heard_why(ftc__tcp *g, int peer)
+{
+    ftc__chan *s = &g->side[peer];
+    if (!g->failed && s->fd >= 0 && !s->eof) {
+        s->readable = true;
+        ftc__chan_pump_side(g, s);
+    }
+    return g->failed != 0;
+}
+
 bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err)
 {
     c->readable = false;
     c->eof = true;
-    if (err != 0) {
+    if (err != 0 && !ftc__chan_heard_why(g, c->peer)) {
         ftc__tcp_fail(g, FTC_EPEER, "connection to %s broken: %s", c->name,
                       strerror(err));
     }
@@ -160,9 +170,10 @@ ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
             return 0;
         }
         if (errno != EINTR) {
-            if (!g->failed) {
+            int err = errno;
+            if (!ftc__chan_heard_why(g, c->peer)) {
                 ftc__tcp_fail(g, FTC_EPEER, "send to %s failed: %s", c->name,
-                              strerror(errno));
+                              strerror(err));
             }
             return -1;
         }
@@ -352,7 +363,8 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
         g->plan.pending--;
         moved = true;
     }
-    if (!g->failed && c->eof && pc->recvd < pc->nrecvs) {
+    if (!g->failed && c->eof && pc->recvd < pc->nrecvs &&
+        !ftc__chan_heard_why(g, c->peer)) {
         ftc__tcp_fail(g, FTC_EPEER,
                       "%s closed the connection during %s #%llu "
                       "(received %u of %u messages)",

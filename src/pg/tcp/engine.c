@@ -151,6 +151,7 @@ static void start_probe(ftc__tcp *g)
         if (p != g->rank && g->side[p].fd >= 0) {
             ftc__chan_queue_ctrl(g, &g->side[p], FTC__PGW_PING, g->probe_nonce,
                                  0, NULL);
+            ftc__chan_flush(g, &g->side[p]);
         }
     }
 }

@@ -240,6 +240,10 @@ void ftc__chan_drop_queue(ftc__chan *c);
 /* sendmsg without blocking: bytes written, 0 when the socket is full
  * (writable cleared), -1 when the connection broke (group failed). */
 ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov);
+/* A connection to peer broke: reads what its side channel holds first,
+ * so an ABORT it sent before going away gives the real reason. True if
+ * the group failed on the way. */
+bool ftc__chan_heard_why(ftc__tcp *g, int peer);
 /* The peer's end closed (err 0: end of stream) or broke (err: fails the
  * group). Returns false. */
 bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err);
