@@ -139,9 +139,9 @@ typedef struct ftc_pg_opts {
     /* TCP connections per peer for collectives; large transfers are
      * striped over them (default 1, at most 8). */
     int streams;
-    /* Microseconds a waiting thread polls before it sleeps: -1 (default)
-     * chooses by whether this host has a core per local rank; 0 never
-     * polls. */
+    /* Microseconds a waiting thread polls before it sleeps: 0 (default)
+     * chooses by whether this host has a core per local rank (50 us if
+     * it has, else none); -1 never polls. */
     int spin_us;
     /* Socket buffer sizes requested from the kernel (default 4 MiB). */
     int sndbuf_bytes;
