@@ -79,13 +79,13 @@ int ftc_work_wait(ftc_work *w, int64_t timeout_ms)
     if (rc != 0) {
         return rc;
     }
-    if (is_done(w)) {
-        return result(w);
-    }
     if (in_callback) {
         return ftc__seterr(FTC_EMISUSE,
                            "ftc_work_wait inside a completion callback would "
                            "block the thread that completes works");
+    }
+    if (is_done(w)) {
+        return result(w);
     }
     ftc_pg *pg = w->pg;
     rc = pg->ops->wait(

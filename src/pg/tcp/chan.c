@@ -274,6 +274,9 @@ static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 /* Describes a header that does not fit the current plan and fails. */
 static void mismatch(ftc__tcp *g, ftc__chan *c, const char *what)
 {
+    if (ftc__chan_heard_why(g, c->peer)) {
+        return; /* the peer had failed first and said so */
+    }
     const ftc__op *cur = g->cur;
     ftc__tcp_fail(g, FTC_EPROTO,
                   "from %s: %s (its %s #%llu, message %u of %llu bytes; "

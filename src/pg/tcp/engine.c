@@ -492,6 +492,21 @@ int ftc__tcp_submit(void *impl, ftc__op *op)
     return 0;
 }
 
+/* With mu held: sleeps until a completion or driver change is announced
+ * on user_cv, or dl passes. */
+static void sleep_until(ftc__tcp *g, ftc_deadline dl)
+{
+    g->nwaiting++;
+    if (ftc__deadline_is_never(dl)) {
+        pthread_cond_wait(&g->user_cv, &g->mu);
+    } else {
+        struct timespec ts = {.tv_sec = dl.ns / 1000000000,
+                              .tv_nsec = dl.ns % 1000000000};
+        pthread_cond_timedwait(&g->user_cv, &g->mu, &ts);
+    }
+    g->nwaiting--;
+}
+
 int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl)
 {
     ftc__tcp *g = impl;
@@ -508,15 +523,7 @@ int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl)
             if (g->driver == FTC__DRIVER_PT) {
                 ftc__event_signal(&g->doorbell);
             }
-            g->nwaiting++;
-            if (ftc__deadline_is_never(dl)) {
-                pthread_cond_wait(&g->user_cv, &g->mu);
-            } else {
-                struct timespec ts = {.tv_sec = dl.ns / 1000000000,
-                                      .tv_nsec = dl.ns % 1000000000};
-                pthread_cond_timedwait(&g->user_cv, &g->mu, &ts);
-            }
-            g->nwaiting--;
+            sleep_until(g, dl);
             atomic_fetch_sub(&g->want, 1);
         }
         if (!work_done(w) && ftc__deadline_expired(dl)) {
@@ -536,6 +543,13 @@ void ftc__tcp_abort(void *impl)
     pthread_mutex_lock(&g->mu);
     if (!g->stop) {
         pump_here(g);
+    }
+    /* If another thread drives, wait (briefly) until it has failed the
+     * works and told the peers, so both are done when abort returns. */
+    ftc_deadline dl = ftc__deadline_in_ms(1000);
+    while (!g->failed && !g->stop && g->driver != FTC__DRIVER_NONE &&
+           !ftc__deadline_expired(dl)) {
+        sleep_until(g, dl);
     }
     pthread_mutex_unlock(&g->mu);
 }
