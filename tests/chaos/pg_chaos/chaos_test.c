@@ -63,7 +63,9 @@ static int member(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[1];
-    int n = atoi(argv[2]), rank = atoi(argv[3]), victim = atoi(argv[4]);
+    int n = (int)strtol(argv[2], NULL, 10),
+        rank = (int)strtol(argv[3], NULL, 10),
+        victim = (int)strtol(argv[4], NULL, 10);
     bool stop = strcmp(scenario, "sigstop") == 0;
     bool link = strcmp(scenario, "link") == 0;
     ftc_pg_opts o;

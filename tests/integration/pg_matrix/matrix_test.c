@@ -119,7 +119,8 @@ static int member(int argc, char **argv)
     if (argc < 5) {
         return 2;
     }
-    int n = atoi(argv[2]), rank = atoi(argv[3]);
+    int n = (int)strtol(argv[2], NULL, 10),
+        rank = (int)strtol(argv[3], NULL, 10);
     bool large = strcmp(argv[4], "large") == 0;
     ftc_pg_opts o;
     ftc_pg_opts_init(&o);
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
 {
     static const tk_role roles[] = {{"member", member}};
     const char *env = getenv("PG_MATRIX_SIZE");
-    group_size = env != NULL ? atoi(env) : 2;
+    group_size = env != NULL ? (int)strtol(env, NULL, 10) : 2;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matrix),
     };
