@@ -200,9 +200,11 @@ FTC_API int ftc_pg_parent_ranks(const ftc_pg *pg, int *ranks /* OUT */);
 
 /* MPI_Comm_split: every rank of pg calls it (a collective on pg); ranks
  * with the same color >= 0 form a new group, ordered by key, ties broken
- * by rank in pg. The new group rendezvous through pg itself, so no store
- * is needed. opts (may be NULL) configures the new group; its epoch
- * defaults to pg's. Blocks until the new group is connected. */
+ * by rank in pg. The new group meets through pg itself (one allgather of
+ * listening addresses), so no store is needed. opts configures the new
+ * group; NULL takes pg's options, epoch included. Blocks until the new
+ * group is connected (connect_timeout_ms). A rank whose group cannot be
+ * built gets the error; its peers in that group time out connecting. */
 FTC_API int ftc_pg_split(ftc_pg *pg, int color, int key,
                          const ftc_pg_opts *opts, ftc_pg **out);
 

@@ -536,6 +536,48 @@ static void unexpected_messages_are_bounded(void **state)
     pgt_run_threads(2, &o, flood_case, NULL);
 }
 
+/* ---------------------------------------------------------------- split */
+
+static int split_case(ftc_pg *pg, void *arg)
+{
+    (void)arg;
+    int r = ftc_pg_rank(pg);
+    ftc_pg *shard = NULL, *rep = NULL;
+    int rc = ftc_pg_mesh_2d(pg, 2, FTC_DEVICE_CPU, NULL, &shard, &rep);
+    int got[2];
+    if (rc == 0) {
+        ftc_pg_parent_ranks(rep, got);
+        if (ftc_pg_size(shard) != 2 || got[0] != r % 2 || got[1] != r % 2 + 2) {
+            rc = ftc__seterr(FTC_EPROTO, "rank %d: replicate %d,%d", r, got[0],
+                             got[1]);
+        }
+    }
+    /* Operations on the three groups at once. */
+    int a = 1, b = 1, c = 1;
+    ftc_tensor ta = ftc_tensor_cpu(&a, 1, FTC_DTYPE_I32);
+    ftc_tensor tb = ftc_tensor_cpu(&b, 1, FTC_DTYPE_I32);
+    ftc_tensor tc = ftc_tensor_cpu(&c, 1, FTC_DTYPE_I32);
+    ftc_work *wa, *wb, *wc;
+    rc = rc ? rc : ftc_pg_allreduce(pg, &ta, &ta, FTC_OP_SUM, NULL, &wa);
+    rc = rc ? rc : ftc_pg_allreduce(rep, &tc, &tc, FTC_OP_SUM, NULL, &wc);
+    rc = rc ? rc : ftc_pg_allreduce(shard, &tb, &tb, FTC_OP_SUM, NULL, &wb);
+    rc = rc ? rc : pgt_wait(wb);
+    rc = rc ? rc : pgt_wait(wc);
+    rc = rc ? rc : pgt_wait(wa);
+    if (rc == 0 && (a != 4 || b != 2 || c != 2)) {
+        rc = ftc__seterr(FTC_EPROTO, "sums %d %d %d", a, b, c);
+    }
+    ftc_pg_destroy(shard);
+    ftc_pg_destroy(rep);
+    return rc;
+}
+
+static void subgroups_run_beside_their_parent(void **state)
+{
+    (void)state;
+    pgt_run_threads(4, NULL, split_case, NULL);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +590,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(send_recv_match_by_tag),
         cmocka_unit_test(send_recv_do_not_wait_for_collectives),
         cmocka_unit_test(unexpected_messages_are_bounded),
+        cmocka_unit_test(subgroups_run_beside_their_parent),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

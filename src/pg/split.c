@@ -1,0 +1,213 @@
+/* Subgroups: MPI_Comm_split over a group, and the two layouts built on it
+ * (contiguous new_subgroups, and the intra-/inter-node groups of
+ * HYBRID_SHARD). New groups meet through their parent: every rank opens a
+ * listener and the addresses travel in one allgather, so no store is
+ * involved. */
+#include "pg/pg_int.h"
+#include "pg/tcp/tcp.h"
+
+/* One rank's entry in the split exchange, little-endian:
+ * color i32 | key i32 | nonce u64 | listen error u32 | address, NUL
+ * padded. A rank that could not listen sends color LISTEN_FAILED. */
+#define REC_ADDR 20
+#define REC_SIZE (REC_ADDR + FTC_HOST_MAX + 16)
+#define LISTEN_FAILED (-2)
+
+typedef struct entry {
+    int color, key, rank;
+    uint64_t nonce;
+    const char *addr;
+} entry;
+
+static void encode(uint8_t *rec, int color, int key, uint64_t nonce,
+                   const char *addr)
+{
+    memset(rec, 0, REC_SIZE);
+    ftc__put_u32le(rec, (uint32_t)color);
+    ftc__put_u32le(rec + 4, (uint32_t)key);
+    ftc__put_u64le(rec + 8, nonce);
+    snprintf((char *)rec + REC_ADDR, REC_SIZE - REC_ADDR, "%s", addr);
+}
+
+static void decode(uint8_t *rec, int rank, entry *e)
+{
+    rec[REC_SIZE - 1] = '\0';
+    e->color = (int)ftc__get_u32le(rec);
+    e->key = (int)ftc__get_u32le(rec + 4);
+    e->nonce = ftc__get_u64le(rec + 8);
+    e->addr = (const char *)rec + REC_ADDR;
+    e->rank = rank;
+}
+
+/* Members of one color, ordered by key then by rank in the parent (a
+ * stable insertion sort: groups are small next to the allgather). */
+static int members(entry *all, int n, int color, entry *out)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (all[i].color != color) {
+            continue;
+        }
+        int j = m++;
+        while (j > 0 && out[j - 1].key > all[i].key) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = all[i];
+    }
+    return m;
+}
+
+/* Exchanges every rank's record through the parent. */
+static int exchange(ftc_pg *pg, const uint8_t *mine, uint8_t *all,
+                    int64_t timeout_ms)
+{
+    ftc_tensor in = ftc_tensor_cpu((void *)mine, REC_SIZE, FTC_DTYPE_U8);
+    ftc_tensor out =
+        ftc_tensor_cpu(all, (size_t)pg->size * REC_SIZE, FTC_DTYPE_U8);
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    o.timeout_ms = timeout_ms;
+    ftc_work *w;
+    int rc = ftc_pg_allgather(pg, &in, &out, &o, &w);
+    if (rc == 0) {
+        rc = ftc_work_wait(w, FTC_TIMEOUT_INFINITE);
+        ftc_work_release(w);
+    }
+    return rc;
+}
+
+/* Builds this rank's new group from the exchanged records. */
+static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
+                const ftc_pg_opts *o, ftc_pg **out)
+{
+    entry *mem = ftc__calloc((size_t)pg->size, sizeof(*mem));
+    const char **addrs = ftc__calloc((size_t)pg->size, sizeof(*addrs));
+    int *parent = ftc__calloc((size_t)pg->size, sizeof(*parent));
+    int rc = mem && addrs && parent
+                 ? 0
+                 : ftc__seterr(FTC_ENOMEM, "split: out of memory");
+    int m = rc == 0 ? members(all, pg->size, color, mem) : 0;
+    int me = 0;
+    for (int i = 0; i < m; i++) {
+        addrs[i] = mem[i].addr;
+        parent[i] = mem[i].rank;
+        me = mem[i].rank == pg->rank ? i : me;
+    }
+    if (rc == 0) {
+        /* The group id is the first member's random nonce: fresh for
+         * every split, the same on every member. */
+        rc = ftc__pg_create_from_peers(out, l, addrs, me, m, mem[0].nonce,
+                                       parent, o);
+    } else {
+        ftc__pg_listener_close(l);
+    }
+    ftc__free(mem);
+    ftc__free(addrs);
+    ftc__free(parent);
+    return rc;
+}
+
+int ftc_pg_split(ftc_pg *pg, int color, int key, const ftc_pg_opts *opts,
+                 ftc_pg **out)
+{
+    ftc__clearerr();
+    if (out == NULL) {
+        return ftc__seterr(FTC_EINVAL, "split: out is NULL");
+    }
+    *out = NULL;
+    if (pg == NULL || pg->magic != FTC__PG_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "not a process group");
+    }
+    if (color < 0 && color != FTC_PG_UNDEFINED) {
+        return ftc__seterr(FTC_EINVAL, "split: color %d is negative", color);
+    }
+    const ftc_pg_opts *o = opts != NULL ? opts : &pg->opts;
+    ftc__pg_listener l = {.fd = -1};
+    int send_color = color;
+    if (color >= 0 && ftc__pg_listen(o->host, &l) != 0) {
+        FTC_LOG_WARN("pg.split", "rank %d: %s", pg->rank, ftc_last_error());
+        send_color = LISTEN_FAILED; /* the others must hear it too */
+    }
+    uint8_t mine[REC_SIZE];
+    encode(mine, send_color, key, ftc__rand_u64(), l.addr);
+    uint8_t *all = ftc__malloc((size_t)pg->size * REC_SIZE);
+    entry *ents = ftc__calloc((size_t)pg->size, sizeof(*ents));
+    int rc = all && ents ? 0 : ftc__seterr(FTC_ENOMEM, "split: out of memory");
+    if (rc == 0) {
+        int64_t t = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 60000;
+        rc = exchange(pg, mine, all, t);
+        if (rc != 0) {
+            ftc__adderr(rc, "split: exchanging addresses");
+        }
+    }
+    for (int i = 0; rc == 0 && i < pg->size; i++) {
+        decode(all + (size_t)i * REC_SIZE, i, &ents[i]);
+        if (ents[i].color == LISTEN_FAILED) {
+            rc = ftc__seterr(FTC_EPEER, "split: rank %d could not listen", i);
+        }
+    }
+    if (rc == 0 && color >= 0) {
+        rc = join(pg, ents, &l, color, o, out);
+    } else {
+        ftc__pg_listener_close(&l);
+    }
+    ftc__free(all);
+    ftc__free(ents);
+    return rc;
+}
+
+int ftc_pg_new_subgroups(ftc_pg *pg, int group_size, const ftc_pg_opts *opts,
+                         ftc_pg **out)
+{
+    ftc__clearerr();
+    if (out != NULL) {
+        *out = NULL;
+    }
+    if (pg == NULL || pg->magic != FTC__PG_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "not a process group");
+    }
+    if (group_size <= 0 || pg->size % group_size != 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "new_subgroups: group size %d does not divide %d "
+                           "ranks",
+                           group_size, pg->size);
+    }
+    return ftc_pg_split(pg, pg->rank / group_size, pg->rank, opts, out);
+}
+
+int ftc_pg_mesh_2d(ftc_pg *pg, int devices_per_node, int device_kind,
+                   const ftc_pg_opts *opts, ftc_pg **shard, ftc_pg **replicate)
+{
+    ftc__clearerr();
+    if (shard == NULL || replicate == NULL) {
+        return ftc__seterr(FTC_EINVAL, "mesh_2d: NULL output");
+    }
+    *shard = *replicate = NULL;
+    if (pg == NULL || pg->magic != FTC__PG_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "not a process group");
+    }
+    int d = devices_per_node;
+    if (d == 0) {
+        /* Ask the device layer, for whatever kind the job runs on. */
+        int rc = ftc_device_count(device_kind, &d);
+        if (rc != 0) {
+            return ftc__adderr(rc, "mesh_2d: devices per node");
+        }
+    }
+    if (d <= 0 || pg->size % d != 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "mesh_2d: %d ranks are not whole nodes of %d "
+                           "devices",
+                           pg->size, d);
+    }
+    int rc = ftc_pg_split(pg, pg->rank / d, pg->rank, opts, shard);
+    if (rc == 0) {
+        rc = ftc_pg_split(pg, pg->rank % d, pg->rank, opts, replicate);
+    }
+    if (rc != 0) {
+        ftc_pg_destroy(*shard);
+        *shard = NULL;
+    }
+    return rc;
+}
