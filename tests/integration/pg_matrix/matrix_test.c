@@ -1,7 +1,8 @@
 /* Every collective x every dtype x every op x every algorithm, between
  * real processes on loopback, for one group size (argument), with counts
  * 0, 1, odd, not divisible by the group size, and a few thousand; plus a
- * 64 MiB subset (f32 sum allreduce, allgather and reduce_scatter). Each
+ * 64 MiB subset (f32 sum allreduce, allgather, reduce_scatter and
+ * broadcast). Each
  * result is compared bit for bit with a locally computed reference. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -89,8 +90,8 @@ static int run_matrix(ftc_pg *pg)
     return 0;
 }
 
-/* nccl-tests sizes: allreduce and reduce_scatter 64 MiB in, allgather
- * 64 MiB out. */
+/* nccl-tests sizes: allreduce, reduce_scatter and broadcast 64 MiB in,
+ * allgather 64 MiB out. */
 static int run_large(ftc_pg *pg)
 {
     size_t n = (size_t)ftc_pg_size(pg), elems = (64u << 20) / 4;
@@ -101,8 +102,9 @@ static int run_large(ftc_pg *pg)
         {PGT_ALLREDUCE, elems},
         {PGT_ALLGATHER, elems / n},
         {PGT_REDUCE_SCATTER, elems / n},
+        {PGT_BROADCAST, elems},
     };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = pgt_check(pg, cases[i].coll, FTC_DTYPE_F32, FTC_OP_SUM,
                            cases[i].count, FTC_ALGO_AUTO, 0, (int)i + 1);
         if (rc != 0) {
