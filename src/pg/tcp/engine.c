@@ -348,13 +348,36 @@ static bool pt_should_leave(ftc__tcp *g)
            atomic_load(&g->npending_a) == 0;
 }
 
+/* Polling adapts to what it achieves: a poll window that ends without an
+ * event is a miss, an event inside one a hit. Every 32 windows, mostly
+ * misses halve the window (below 2 us: no polling), mostly hits double it
+ * back up to spin_ns. Without polling, every 256th sleep tries a quarter
+ * window again. So a host whose other tenants take the cores stops
+ * polling, and one with idle cores keeps it. */
+static void spin_learn(ftc__tcp *g, bool hit)
+{
+    *(hit ? &g->spin_hits : &g->spin_misses) += 1;
+    if (g->spin_hits + g->spin_misses < 32) {
+        return;
+    }
+    if (g->spin_misses > g->spin_hits) {
+        g->spin_cur /= 2;
+        g->spin_cur = g->spin_cur < 2000 ? 0 : g->spin_cur;
+    } else if (g->spin_misses * 4 < g->spin_hits) {
+        g->spin_cur =
+            g->spin_cur * 2 > g->spin_ns ? g->spin_ns : g->spin_cur * 2;
+    }
+    g->spin_hits = g->spin_misses = 0;
+}
+
 /* Runs the engine until w is done (user driver) or the progress thread
- * should hand over, or dl passes. Polls for spin_ns after activity, then
+ * should hand over, or dl passes. Polls for spin_cur after activity, then
  * sleeps in epoll_wait until a socket, the doorbell or a timer. */
 static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc_deadline dl)
 {
     struct epoll_event ev[64];
-    int64_t spin_end = ftc__now_ns() + g->spin_ns;
+    int64_t spin_end = ftc__now_ns() + g->spin_cur;
+    bool polling = g->spin_cur > 0;
     for (;;) {
         pump(g);
         if (w != NULL && work_done(w)) {
@@ -372,6 +395,13 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc_deadline dl)
         }
         int timeout = 0;
         if (now >= spin_end) {
+            if (polling) {
+                spin_learn(g, false);
+                polling = false;
+            } else if (g->spin_cur == 0 && g->spin_ns > 0 &&
+                       ++g->spin_sleeps % 256 == 0) {
+                g->spin_cur = g->spin_ns / 4;
+            }
             int64_t until = g->failed ? dl.ns : check_timers(g);
             until = until < dl.ns ? until : dl.ns;
             timeout = until == INT64_MAX
@@ -380,8 +410,12 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc_deadline dl)
         }
         int n = epoll_wait(g->epfd, ev, 64, timeout);
         if (n > 0) {
+            if (polling) {
+                spin_learn(g, true);
+            }
             take_events(g, ev, n);
-            spin_end = ftc__now_ns() + g->spin_ns;
+            spin_end = ftc__now_ns() + g->spin_cur;
+            polling = g->spin_cur > 0;
         } else if (n < 0 && errno != EINTR) {
             ftc__tcp_fail(g, FTC_ESYS, "epoll_wait: %s", strerror(errno));
         }

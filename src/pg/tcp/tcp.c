@@ -238,6 +238,7 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &tcp_ops;
         pg->impl = g;
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, rank, size);
+        g->spin_cur = g->spin_ns;
         ftc_deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
         rc = ftc__mesh_connect(g, l, addrs, dl);

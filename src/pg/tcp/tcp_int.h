@@ -136,7 +136,9 @@ typedef struct ftc__tcp {
     ftc_pg *pg;
     int rank, size, streams;
     uint64_t group_id, epoch;
-    int64_t spin_ns;
+    int64_t spin_ns;  /* most polling before sleeping (0: never) */
+    int64_t spin_cur; /* driver: the adaptive window, <= spin_ns */
+    int spin_hits, spin_misses, spin_sleeps; /* driver */
     ftc__chan *coll; /* size * streams, by peer * streams + stream */
     ftc__chan *side; /* size, by peer */
     int epfd;
