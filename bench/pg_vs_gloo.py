@@ -77,7 +77,7 @@ def norm(system, n, rows):
     """Maps each benchmark's JSON to (system, N, op, size) -> metrics."""
     out = []
     for r in rows:
-        op = r.get("op")
+        op = r.get("op", "allreduce")  # mpi_allreduce rows have no op
         size = r.get("size_bytes", r.get("bytes"))
         if size is None or op not in ("allreduce", "broadcast", "allgather"):
             continue

@@ -46,19 +46,20 @@ bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err)
 /* Reads what the socket has into the staging buffer. Returns true if
  * bytes arrived; false on EAGAIN (readable cleared) or end of stream
  * (c->eof set; a reset fails the group). */
-static bool fill_stage(ftc__tcp *g, ftc__chan *c)
+static bool fill_stage(ftc__tcp *g, ftc__chan *c, size_t limit)
 {
     if (c->st_head > 0) {
         memmove(c->stage, c->stage + c->st_head, c->st_len - c->st_head);
         c->st_len -= c->st_head;
         c->st_head = 0;
     }
-    if (c->st_len == FTC__STAGE_CAP) {
+    size_t room = FTC__STAGE_CAP - c->st_len;
+    room = room < limit ? room : limit;
+    if (room == 0) {
         return false;
     }
     for (;;) {
-        ssize_t n = recv(c->fd, c->stage + c->st_len,
-                         FTC__STAGE_CAP - c->st_len, MSG_DONTWAIT);
+        ssize_t n = recv(c->fd, c->stage + c->st_len, room, MSG_DONTWAIT);
         if (n > 0) {
             c->st_len += (size_t)n;
             return true;
@@ -82,10 +83,11 @@ static size_t staged(const ftc__chan *c)
     return c->st_len - c->st_head;
 }
 
-bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c)
+bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
 {
     while (staged(c) < FTC__PGW_HDR) {
-        if (c->eof || !c->readable || !fill_stage(g, c)) {
+        size_t limit = exact ? FTC__PGW_HDR - staged(c) : FTC__STAGE_CAP;
+        if (c->eof || !c->readable || !fill_stage(g, c, limit)) {
             return false;
         }
     }
@@ -150,7 +152,7 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
             }
             continue;
         }
-        if (!fill_stage(g, c)) {
+        if (!fill_stage(g, c, FTC__STAGE_CAP)) {
             return false;
         }
     }
@@ -340,7 +342,10 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
     ftc__plan_chan *pc = &g->plan.ch[c - g->coll];
     bool moved = coll_write(g, c, pc);
     while (!g->failed && pc->recvd < pc->nrecvs) {
-        if (!c->have_hdr && !ftc__chan_next_header(g, c)) {
+        /* A large payload comes next: read just its header, so the
+         * payload goes from the socket straight to its place. */
+        bool exact = pc->recvs[pc->recvd].len >= FTC__DIRECT_MIN;
+        if (!c->have_hdr && !ftc__chan_next_header(g, c, exact)) {
             break;
         }
         if (!c->matched) {

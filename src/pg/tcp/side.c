@@ -158,7 +158,7 @@ bool ftc__chan_pump_side(ftc__tcp *g, ftc__chan *c)
 {
     bool moved = side_write(g, c);
     while (!g->failed && c->fd >= 0) {
-        if (!c->have_hdr && !ftc__chan_next_header(g, c)) {
+        if (!c->have_hdr && !ftc__chan_next_header(g, c, false)) {
             break;
         }
         if (!c->matched) {

@@ -250,9 +250,10 @@ bool ftc__chan_heard_why(ftc__tcp *g, int peer);
  * group). Returns false. */
 bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err);
 /* Parses the next header out of the stage and checks that it comes from
- * this group, this epoch and this peer. false: more bytes are needed, or
- * the group failed. */
-bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c);
+ * this group, this epoch and this peer. exact: read no byte past the
+ * header (its payload is large and goes straight to its place). false:
+ * more bytes are needed, or the group failed. */
+bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact);
 /* Moves the current message's payload to c->dst (NULL: drops it), from
  * the stage first, then straight from the socket for large remainders.
  * true once all of it is there. */
