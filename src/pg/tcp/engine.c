@@ -56,6 +56,7 @@ static void settle(ftc__tcp *g)
             w->cb_next = NULL;
             *g->cbq_tail = w;
             g->cbq_tail = &w->cb_next;
+            atomic_store(&g->cb_due, true);
         } else if (w != NULL) {
             ftc__work_unref(w);
         }
@@ -342,10 +343,13 @@ static void take_events(ftc__tcp *g, const struct epoll_event *ev, int n)
     }
 }
 
+/* The progress thread stops driving for a waiter, for destroy, when
+ * nothing is pending, or to run due callbacks (which would otherwise wait
+ * for the whole queue). */
 static bool pt_should_leave(ftc__tcp *g)
 {
     return atomic_load(&g->want) > 0 || atomic_load(&g->stop_req) ||
-           atomic_load(&g->npending_a) == 0;
+           atomic_load(&g->npending_a) == 0 || atomic_load(&g->cb_due);
 }
 
 /* Polling adapts to what it achieves: a poll window that ends without an
@@ -462,6 +466,7 @@ static void *pt_main(void *arg)
             ftc_work *list = g->cbq;
             g->cbq = NULL;
             g->cbq_tail = &g->cbq;
+            atomic_store(&g->cb_due, false);
             pthread_mutex_unlock(&g->mu);
             ftc__set_in_callback(true);
             while (list != NULL) {

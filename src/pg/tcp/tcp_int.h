@@ -161,7 +161,8 @@ typedef struct ftc__tcp {
     uint64_t coll_seq;     /* mu: last collective sequence number */
     ftc__op *inbox;        /* mu: submitted, not yet taken by the driver */
     ftc__op **inbox_tail;
-    ftc_work *cbq; /* mu: completions whose callback is due */
+    ftc_work *cbq;      /* mu: completions whose callback is due */
+    atomic_bool cb_due; /* cbq is not empty */
     ftc_work **cbq_tail;
     int failed; /* mu (written by the driver) */
     char fail_msg[480];

@@ -317,6 +317,54 @@ static void wait_test_and_callbacks(void **state)
     pgt_run_threads(2, NULL, works_case, &g);
 }
 
+/* A callback runs while later operations are still pending on the
+ * progress thread (rank 1 joins the second allreduce only after rank 0's
+ * first callback ran), and nobody waits: the progress thread drives. */
+static void flag_done(void *arg, ftc_work *w, int rc)
+{
+    atomic_store((atomic_int *)arg, rc == 0 ? 1 : -1);
+    ftc_work_release(w);
+}
+
+static int callback_case(ftc_pg *pg, void *arg)
+{
+    atomic_int *first_done = arg;
+    int x = 1, y = 1;
+    ftc_tensor tx = ftc_tensor_cpu(&x, 1, FTC_DTYPE_I32);
+    ftc_tensor ty = ftc_tensor_cpu(&y, 1, FTC_DTYPE_I32);
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    ftc_work *w1, *w2;
+    int rc;
+    if (ftc_pg_rank(pg) == 0) {
+        o.done = flag_done;
+        o.done_arg = first_done;
+        rc = ftc_pg_allreduce(pg, &tx, &tx, FTC_OP_SUM, &o, &w1);
+        rc = rc ? rc : ftc_pg_allreduce(pg, &ty, &ty, FTC_OP_SUM, NULL, &w2);
+        int done = 0;
+        while (rc == 0 && !done) {
+            rc = ftc_work_test(w2, &done);
+            tk_pause_ms(1);
+        }
+        ftc_work_release(w2);
+    } else {
+        rc = ftc_pg_allreduce(pg, &tx, &tx, FTC_OP_SUM, NULL, &w1);
+        rc = rc ? rc : pgt_wait(w1);
+        TK_WAIT_UNTIL(atomic_load(first_done) != 0, 10000);
+        rc = rc ? rc : ftc_pg_allreduce(pg, &ty, &ty, FTC_OP_SUM, NULL, &w2);
+        rc = rc ? rc : pgt_wait(w2);
+    }
+    return rc == 0 && (x != 2 || y != 2) ? FTC_EPROTO : rc;
+}
+
+static void callbacks_do_not_wait_for_the_queue(void **state)
+{
+    (void)state;
+    atomic_int first_done = 0;
+    pgt_run_threads(2, NULL, callback_case, &first_done);
+    assert_int_equal(atomic_load(&first_done), 1);
+}
+
 /* ---------------------------------------------------- argument checks */
 
 static int fake_count(int *n)
@@ -585,6 +633,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(foreign_group_refused_at_handshake),
         cmocka_unit_test(stale_and_foreign_messages_fail_the_op),
         cmocka_unit_test(wait_test_and_callbacks),
+        cmocka_unit_test(callbacks_do_not_wait_for_the_queue),
         cmocka_unit_test(bad_arguments_start_nothing),
         cmocka_unit_test(host_accessible_device_is_accepted),
         cmocka_unit_test(send_recv_match_by_tag),
