@@ -151,6 +151,11 @@ typedef struct ftc_pg_opts {
      * was posted that are buffered (default 64 MiB). */
     size_t max_message_bytes;
     size_t max_unexpected_bytes;
+    /* Shared secret every member must know (NULL: the environment
+     * variable FTC_TOKEN, if set). Each connection's handshake is then
+     * authenticated both ways (HMAC-SHA256); a dialer without it, or with
+     * another, is refused with FTC_EAUTH. Copied. */
+    const char *token;
 } ftc_pg_opts;
 
 FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);

@@ -1,6 +1,8 @@
 /* The public process-group API: options, lifetime, and one entry point per
  * operation that checks every argument before anything starts, then hands
  * a request to the group's backend. */
+#include <stdlib.h>
+
 #include "pg/pg_int.h"
 #include "pg/reduce.h"
 
@@ -113,8 +115,14 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         snprintf(pg->host, sizeof(pg->host), "%s", pg->opts.host);
         pg->opts.host = pg->host;
     }
+    const char *token =
+        pg->opts.token != NULL ? pg->opts.token : getenv("FTC_TOKEN");
+    if (token != NULL && token[0] != '\0') {
+        pg->token = ftc__strdup(token);
+    }
+    pg->opts.token = pg->token;
     pg->parent_ranks = ftc__calloc((size_t)size, sizeof(int));
-    if (pg->parent_ranks == NULL) {
+    if (pg->parent_ranks == NULL || (token && token[0] && !pg->token)) {
         return ftc__seterr(FTC_ENOMEM, "process group: out of memory");
     }
     for (int i = 0; i < size; i++) {
@@ -129,6 +137,7 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
 void ftc__pg_free(ftc_pg *pg)
 {
     ftc__free(pg->parent_ranks);
+    ftc__free(pg->token);
     pg->magic = 0;
     ftc__free(pg);
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pg/tcp/auth.h"
 #include "pg/tcp/tcp_int.h"
 
 /* Slot of a channel: collective stream s, or the side channel. */
@@ -21,10 +22,12 @@ static ftc__chan *slot(ftc__tcp *g, int peer, uint32_t channel)
     return &g->coll[ftc__chan_id(g, peer, (int)channel)];
 }
 
-static void hello_header(const ftc__tcp *g, int kind, size_t len,
-                         uint8_t out[FTC__PGW_HDR])
+static void hello_header(const ftc__tcp *g, int kind, size_t len, int flags,
+                         int code, uint8_t out[FTC__PGW_HDR])
 {
     ftc__pgw_hdr h = {.kind = (uint8_t)kind,
+                      .op = (uint8_t)(code < 0 ? -code : 0),
+                      .flags = (uint8_t)flags,
                       .group = g->group_id,
                       .epoch = g->epoch,
                       .src = (uint32_t)g->rank,
@@ -44,24 +47,34 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     if (rc != 0) {
         return ftc__adderr(rc, "connecting to rank %d at %s", peer, addr);
     }
-    uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY];
-    hello_header(g, FTC__PGW_HELLO, FTC__PGW_HELLO_BODY, msg);
+    /* HELLO: header, body, and with a token the MAC of both. */
+    uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
+    size_t len = FTC__PGW_HELLO_BODY + (g->auth ? FTC__AUTH_MAC : 0);
+    hello_header(g, FTC__PGW_HELLO, len, g->auth ? FTC__PGW_F_MAC : 0, 0, msg);
     ftc__pgw_hello body = {.dst = (uint32_t)peer,
                            .size = (uint32_t)g->size,
                            .channel = channel,
                            .streams = (uint32_t)g->streams};
     ftc__pgw_hello_encode(msg + FTC__PGW_HDR, &body);
-    rc = ftc__sock_send_all(fd, msg, sizeof(msg), dl, NULL);
+    ftc__chan *c = slot(g, peer, channel);
+    if (g->auth) {
+        ftc__auth_mac(g->key, msg, FTC__PGW_HDR, msg + FTC__PGW_HDR,
+                      FTC__PGW_HELLO_BODY, c->mac);
+        memcpy(msg + FTC__PGW_HDR + FTC__PGW_HELLO_BODY, c->mac, FTC__AUTH_MAC);
+    }
+    rc = ftc__sock_send_all(fd, msg, FTC__PGW_HDR + len, dl, NULL);
     if (rc != 0) {
         close(fd);
         return ftc__adderr(rc, "handshake with rank %d at %s", peer, addr);
     }
-    slot(g, peer, channel)->fd = fd;
+    c->fd = fd;
     return 0;
 }
 
-/* Reads the answer to our HELLO: 0, or the peer's reason for refusing. */
-static int read_ack(ftc__chan *c, ftc_deadline dl)
+/* Reads the answer to our HELLO: 0, or the peer's reason for refusing.
+ * With a token, the answer must carry the MAC of (answer header, our
+ * HELLO's MAC): proof that the listener knows the token too. */
+static int read_ack(ftc__tcp *g, ftc__chan *c, ftc_deadline dl)
 {
     uint8_t b[FTC__PGW_HDR];
     ftc__pgw_hdr h;
@@ -76,12 +89,27 @@ static int read_ack(ftc__chan *c, ftc_deadline dl)
     if (rc != 0) {
         return ftc__adderr(rc, "handshake with %s", c->name);
     }
-    if (h.len > 0) {
-        char text[FTC__PGW_TEXT_MAX + 1];
-        rc = ftc__sock_recv_all(c->fd, text, (size_t)h.len, dl, NULL);
-        text[rc == 0 ? h.len : 0] = '\0';
-        return ftc__seterr(FTC_EPROTO, "%s refused the connection: %s", c->name,
+    char text[FTC__PGW_TEXT_MAX + 1];
+    rc = ftc__sock_recv_all(c->fd, text, (size_t)h.len, dl, NULL);
+    if (rc != 0) {
+        return ftc__adderr(rc, "handshake with %s", c->name);
+    }
+    if (h.flags & FTC__PGW_F_REJECT) {
+        text[h.len] = '\0';
+        int code = -(int)h.op;
+        code = code == FTC_EAUTH ? FTC_EAUTH : FTC_EPROTO;
+        return ftc__seterr(code, "%s refused the connection: %s", c->name,
                            text);
+    }
+    bool mac = (h.flags & FTC__PGW_F_MAC) && h.len == FTC__AUTH_MAC;
+    if (g->auth
+            ? !mac || !ftc__auth_verify(g->key, b, sizeof(b), c->mac,
+                                        FTC__AUTH_MAC, (const uint8_t *)text)
+            : h.len != 0) {
+        return ftc__seterr(FTC_EAUTH,
+                           "%s did not prove it knows the token (FTC_TOKEN "
+                           "differs, or is set on one side only)",
+                           c->name);
     }
     return 0;
 }
@@ -89,21 +117,33 @@ static int read_ack(ftc__chan *c, ftc_deadline dl)
 typedef struct pending {
     int fd;
     size_t got;
-    uint8_t buf[FTC__PGW_HDR + FTC__PGW_HELLO_BODY];
+    size_t need; /* the header, then header + its length */
+    uint8_t buf[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
 } pending;
 
-/* Checks a complete HELLO; NULL with a reason, or the slot it fills. */
-static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap)
+/* Checks a complete HELLO; NULL with a reason and its code, or the slot it
+ * fills. */
+static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap,
+                        int *code)
 {
     ftc__pgw_hdr h;
     ftc__pgw_hello b;
-    if (ftc__pgw_decode(p->buf, &h) != 0 || h.kind != FTC__PGW_HELLO ||
-        h.len != FTC__PGW_HELLO_BODY) {
-        snprintf(why, cap, "not a handshake");
-        return NULL;
-    }
+    *code = FTC_EPROTO;
+    ftc__pgw_decode(p->buf, &h); /* checked when the header arrived */
     ftc__pgw_hello_decode(p->buf + FTC__PGW_HDR, &b);
-    if (h.group != g->group_id) {
+    bool mac = h.len == FTC__PGW_HELLO_BODY + FTC__AUTH_MAC &&
+               (h.flags & FTC__PGW_F_MAC);
+    if (g->auth != mac ||
+        (mac &&
+         !ftc__auth_verify(g->key, p->buf, FTC__PGW_HDR, p->buf + FTC__PGW_HDR,
+                           FTC__PGW_HELLO_BODY,
+                           p->buf + FTC__PGW_HDR + FTC__PGW_HELLO_BODY))) {
+        *code = FTC_EAUTH;
+        snprintf(why, cap,
+                 g->auth ? "authentication failed (FTC_TOKEN differs or is "
+                           "not set)"
+                         : "this group has no token but the dialer sent one");
+    } else if (h.group != g->group_id) {
         snprintf(why, cap, "group %016llx is not this group (%016llx)",
                  (unsigned long long)h.group, (unsigned long long)g->group_id);
     } else if (h.epoch != g->epoch) {
@@ -134,11 +174,24 @@ static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap)
 static int answer(ftc__tcp *g, pending *p, ftc_deadline dl)
 {
     char why[200];
-    ftc__chan *c = admit(g, p, why, sizeof(why));
-    size_t len = c == NULL ? strlen(why) : 0;
+    int code;
+    ftc__chan *c = admit(g, p, why, sizeof(why), &code);
     uint8_t msg[FTC__PGW_HDR + sizeof(why)];
-    hello_header(g, FTC__PGW_HELLO_ACK, len, msg);
-    memcpy(msg + FTC__PGW_HDR, why, len);
+    size_t len;
+    if (c == NULL) {
+        len = strlen(why);
+        hello_header(g, FTC__PGW_HELLO_ACK, len, FTC__PGW_F_REJECT, code, msg);
+        memcpy(msg + FTC__PGW_HDR, why, len);
+    } else if (g->auth) {
+        len = FTC__AUTH_MAC;
+        hello_header(g, FTC__PGW_HELLO_ACK, len, FTC__PGW_F_MAC, 0, msg);
+        ftc__auth_mac(g->key, msg, FTC__PGW_HDR,
+                      p->buf + FTC__PGW_HDR + FTC__PGW_HELLO_BODY,
+                      FTC__AUTH_MAC, msg + FTC__PGW_HDR);
+    } else {
+        len = 0;
+        hello_header(g, FTC__PGW_HELLO_ACK, 0, 0, 0, msg);
+    }
     /* A short deadline: a dialer that does not read must not stall us. */
     ftc_deadline short_dl = ftc__deadline_min(dl, ftc__deadline_in_ms(1000));
     int rc = ftc__sock_send_all(p->fd, msg, FTC__PGW_HDR + len, short_dl, NULL);
@@ -204,18 +257,29 @@ static int accept_all(ftc__tcp *g, int lfd, ftc_deadline dl)
                 continue;
             }
             pending *p = &pend[i];
-            ssize_t k = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got,
-                             MSG_DONTWAIT);
+            ssize_t k =
+                recv(p->fd, p->buf + p->got, p->need - p->got, MSG_DONTWAIT);
             if (k > 0) {
                 p->got += (size_t)k;
             }
             bool gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR);
+            if (!gone && p->got == FTC__PGW_HDR && p->need == FTC__PGW_HDR) {
+                /* The header says how much follows: a HELLO body, with or
+                 * without a MAC; anything else is not our dialer. */
+                ftc__pgw_hdr h;
+                gone = ftc__pgw_decode(p->buf, &h) != 0 ||
+                       h.kind != FTC__PGW_HELLO ||
+                       (h.len != FTC__PGW_HELLO_BODY &&
+                        h.len != FTC__PGW_HELLO_BODY + FTC__AUTH_MAC);
+                p->need += gone ? 0 : (size_t)h.len;
+            }
+            bool full = !gone && p->got == p->need && p->need > FTC__PGW_HDR;
             if (gone) {
                 close(p->fd);
-            } else if (p->got == sizeof(p->buf)) {
+            } else if (full) {
                 expected -= answer(g, p, dl);
             }
-            if (gone || p->got == sizeof(p->buf)) {
+            if (gone || full) {
                 pend[i] = pend[--npend];
             }
         }
@@ -227,7 +291,7 @@ static int accept_all(ftc__tcp *g, int lfd, ftc_deadline dl)
                     close(fd); /* more dialers than this group has */
                     continue;
                 }
-                pend[npend++] = (pending){.fd = fd};
+                pend[npend++] = (pending){.fd = fd, .need = FTC__PGW_HDR};
             }
         }
     }
@@ -265,10 +329,10 @@ int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
     }
     for (int p = 0; rc == 0 && p < g->rank; p++) {
         for (int s = 0; rc == 0 && s < g->streams; s++) {
-            rc = read_ack(&g->coll[ftc__chan_id(g, p, s)], dl);
+            rc = read_ack(g, &g->coll[ftc__chan_id(g, p, s)], dl);
         }
         if (rc == 0) {
-            rc = read_ack(&g->side[p], dl);
+            rc = read_ack(g, &g->side[p], dl);
         }
     }
     return rc;

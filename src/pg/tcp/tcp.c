@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pg/tcp/auth.h"
 #include "pg/tcp/tcp_int.h"
 
 static int check_device(void *impl, int device)
@@ -162,6 +163,7 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->streams = pg->opts.streams;
     g->group_id = group_id;
     g->epoch = pg->opts.epoch;
+    g->auth = pg->token != NULL;
     g->epfd = -1;
     g->doorbell.fd = -1;
     g->inbox_tail = &g->inbox;
@@ -182,6 +184,9 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     int rc = (g->coll && g->side && g->pong)
                  ? ftc__plan_init(&g->plan, nch)
                  : ftc__seterr(FTC_ENOMEM, "process group: out of memory");
+    if (rc == 0 && g->auth) {
+        rc = ftc__auth_key(pg->token, g->key);
+    }
     for (int i = 0; g->coll != NULL && i < nch; i++) {
         g->coll[i].fd = -1;
     }

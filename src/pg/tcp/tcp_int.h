@@ -126,6 +126,7 @@ typedef struct ftc__chan {
     ftc__op *rx_recv;   /* posted recv being filled */
     ftc__unexp *rx_unx; /* unexpected message being filled */
     uint64_t p2p_out;   /* p2p messages sent on this channel */
+    uint8_t mac[32];    /* set-up: the MAC of the HELLO we sent */
 } ftc__chan;
 
 /* ----------------------------------------------------------------- group */
@@ -136,6 +137,8 @@ typedef struct ftc__tcp {
     ftc_pg *pg;
     int rank, size, streams;
     uint64_t group_id, epoch;
+    bool auth;        /* a token is set: handshakes carry MACs */
+    uint8_t key[32];  /* derived from the token */
     int64_t spin_ns;  /* most polling before sleeping (0: never) */
     int64_t spin_cur; /* driver: the adaptive window, <= spin_ns */
     int spin_hits, spin_misses, spin_sleeps; /* driver */

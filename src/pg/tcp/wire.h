@@ -13,6 +13,9 @@
 #define FTC__PGW_HELLO_BODY 16
 /* The largest ABORT or handshake-reject text accepted. */
 #define FTC__PGW_TEXT_MAX 1024
+/* Handshake flags (header byte 7 of HELLO and HELLO_ACK). */
+#define FTC__PGW_F_MAC 1u    /* a 32-byte HMAC follows (token set) */
+#define FTC__PGW_F_REJECT 2u /* HELLO_ACK: refused; the reason follows */
 /* Handshake channel id of the side channel (p2p and control). */
 #define FTC__PGW_SIDE 0xffffu
 

@@ -92,6 +92,7 @@ typedef struct hs {
     const char **addrs;
     int rank;
     uint64_t id, epoch;
+    const char *token;
     int rc;
     char msg[512];
 } hs;
@@ -103,19 +104,23 @@ static void *hs_main(void *p)
     ftc_pg_opts_init(&o);
     o.connect_timeout_ms = tk_ms(1000);
     o.epoch = h->epoch;
+    o.token = h->token;
     ftc_pg *pg = NULL;
     h->rc = ftc__pg_create_from_peers(&pg, &h->l, h->addrs, h->rank, 2, h->id,
                                       NULL, &o);
+    if (h->rc == 0) {
+        ftc_work *w;
+        h->rc = ftc_pg_barrier(pg, NULL, &w);
+        h->rc = h->rc ? h->rc : pgt_wait(w);
+    }
     snprintf(h->msg, sizeof(h->msg), "%s", ftc_last_error());
     ftc_pg_destroy(pg);
     return NULL;
 }
 
-/* Rank 1 dials rank 0 with the wrong group id or epoch. */
-static void refused(uint64_t id1, uint64_t epoch1, const char *why)
+/* Both ranks build a group, each in its own thread. */
+static void handshake(hs h[2])
 {
-    hs h[2] = {{.rank = 0, .id = 1, .epoch = 1},
-               {.rank = 1, .id = id1, .epoch = epoch1}};
     const char *addrs[2];
     for (int i = 0; i < 2; i++) {
         TK_OK(ftc__pg_listen("127.0.0.1", &h[i].l));
@@ -129,9 +134,19 @@ static void refused(uint64_t id1, uint64_t epoch1, const char *why)
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
     }
-    assert_int_equal(h[1].rc, FTC_EPROTO);
-    assert_non_null(strstr(h[1].msg, "refused the connection"));
-    assert_non_null(strstr(h[1].msg, why));
+}
+
+/* Rank 1 dials rank 0 with the wrong group id, epoch or token. */
+static void refused(uint64_t id1, uint64_t epoch1, const char *tok0,
+                    const char *tok1, int code, const char *why)
+{
+    hs h[2] = {{.rank = 0, .id = 1, .epoch = 1, .token = tok0},
+               {.rank = 1, .id = id1, .epoch = epoch1, .token = tok1}};
+    handshake(h);
+    if (h[1].rc != code || !strstr(h[1].msg, "refused the connection") ||
+        !strstr(h[1].msg, why)) {
+        fail_msg("rank 1 got %s: %s", ftc_err_name(h[1].rc), h[1].msg);
+    }
     assert_int_equal(h[0].rc, FTC_ETIMEDOUT);
     assert_non_null(strstr(h[0].msg, "ranks 1 did not connect"));
 }
@@ -139,8 +154,31 @@ static void refused(uint64_t id1, uint64_t epoch1, const char *why)
 static void foreign_group_refused_at_handshake(void **state)
 {
     (void)state;
-    refused(2, 1, "is not this group");
-    refused(1, 7, "epoch 7 is not this group's epoch 1");
+    refused(2, 1, NULL, NULL, FTC_EPROTO, "is not this group");
+    refused(1, 7, NULL, NULL, FTC_EPROTO,
+            "epoch 7 is not this group's epoch 1");
+}
+
+static void tokens_authenticate_both_ways(void **state)
+{
+    (void)state;
+    unsetenv("FTC_TOKEN");
+    hs ok[2] = {{.rank = 0, .id = 5, .token = "s3cret"},
+                {.rank = 1, .id = 5, .token = "s3cret"}};
+    handshake(ok);
+    TK_OK(ok[0].rc);
+    TK_OK(ok[1].rc);
+    refused(1, 1, "s3cret", "guess", FTC_EAUTH, "authentication failed");
+    refused(1, 1, "s3cret", NULL, FTC_EAUTH, "authentication failed");
+    refused(1, 1, NULL, "s3cret", FTC_EAUTH, "has no token");
+    /* FTC_TOKEN is the default. */
+    setenv("FTC_TOKEN", "from-env", 1);
+    refused(1, 1, NULL, "other", FTC_EAUTH, "authentication failed");
+    hs env[2] = {{.rank = 0, .id = 6}, {.rank = 1, .id = 6}};
+    handshake(env);
+    unsetenv("FTC_TOKEN");
+    TK_OK(env[0].rc);
+    TK_OK(env[1].rc);
 }
 
 /* ----------------------------------------------- stale or foreign traffic */
@@ -631,6 +669,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(abort_from_another_thread),
         cmocka_unit_test(foreign_group_refused_at_handshake),
+        cmocka_unit_test(tokens_authenticate_both_ways),
         cmocka_unit_test(stale_and_foreign_messages_fail_the_op),
         cmocka_unit_test(wait_test_and_callbacks),
         cmocka_unit_test(callbacks_do_not_wait_for_the_queue),
