@@ -115,7 +115,7 @@ struct ftc_pg {
     int size;
     ftc_pg_opts opts; /* resolved defaults; host copied */
     char host[FTC_HOST_MAX];
-    char *token; /* opts.token (or FTC_TOKEN), owned; NULL: none */
+    char *token;       /* opts.token (or FTC_TOKEN), owned; NULL: none */
     int *parent_ranks; /* size entries */
     const ftc__pg_backend_ops *ops;
     void *impl;
