@@ -60,6 +60,9 @@ void ftc__op_free(ftc__op *op);
 
 /* ---------------------------------------------------------------- work */
 
+/* Longest failure message a group or work keeps. */
+#define FTC__PG_MSG_MAX 480
+
 #define FTC__WORK_MAGIC 0x574f524bU /* "WORK" */
 
 struct ftc_work {
@@ -69,7 +72,7 @@ struct ftc_work {
     int rc;
     int source; /* recv: the sender */
     int coll;
-    char msg[400];
+    char msg[FTC__PG_MSG_MAX];
     ftc_work_fn cb;
     void *cb_arg;
     ftc_pg *pg; /* for waiting; valid while not done */

@@ -12,6 +12,14 @@
 void ftc__chan_close(ftc__chan *c)
 {
     if (c->fd >= 0) {
+        /* Unread bytes would turn the close into a reset, and a reset can
+         * cost the peer what we sent last (our BYE): read them first. */
+        uint8_t sink[4096];
+        for (int i = 0; i < 256; i++) {
+            if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) {
+                break;
+            }
+        }
         close(c->fd);
         c->fd = -1;
     }

@@ -168,7 +168,7 @@ typedef struct ftc__tcp {
     atomic_bool cb_due; /* cbq is not empty */
     ftc_work **cbq_tail;
     int failed; /* mu (written by the driver) */
-    char fail_msg[480];
+    char fail_msg[FTC__PG_MSG_MAX];
 
     /* driver */
     ftc__op *queue; /* collectives after the current one */
