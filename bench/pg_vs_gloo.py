@@ -11,7 +11,7 @@ slowest rank; busbw nccl-tests style). Prints the median over repetitions
 for each system and the ratios, then checks the targets of issue 4.
 
 Systems:
-  ftc         build/tools/ftc/ftc bench-pg (this tree)
+  ftc         build/tools/ftc/ftc bench pg (this tree)
   gloo        raw Gloo C++ (Debian libgloo-dev), anchors/gloo_allreduce.cc
   torch-gloo  PyTorch 1.13 ProcessGroupGloo, anchors/torch_gloo_allreduce.py
   mpi-tcp     Open MPI ob1/tcp over lo, anchors/mpi_allreduce.c (if mpicc)
@@ -93,9 +93,9 @@ def norm(system, n, rows):
 
 
 def run_ftc(ftc, n):
-    rows = run([ftc, "bench-pg", "--ranks", str(n), "--json", "--op",
+    rows = run([ftc, "bench", "pg", "--ranks", str(n), "--json", "--op",
                 "allreduce", "--sizes", ",".join(map(str, ALLREDUCE_SIZES))])
-    rows += run([ftc, "bench-pg", "--ranks", str(n), "--json", "--op",
+    rows += run([ftc, "bench", "pg", "--ranks", str(n), "--json", "--op",
                  "broadcast,allgather", "--sizes",
                  ",".join(map(str, OTHER_SIZES))])
     return rows
