@@ -170,8 +170,10 @@ FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
  * Use a fresh prefix for every group you build (a rebuilt group included):
  * addresses under an old prefix belong to old members. Blocks up to the
  * connect timeout. Errors: FTC_EINVAL (arguments), FTC_ETIMEDOUT (a peer
- * never published or never connected: the message names it), FTC_EPEER,
- * FTC_EPROTO, FTC_ESYS, FTC_ENOMEM. On failure *out is NULL. */
+ * never published or never connected: the message names it), FTC_EAUTH
+ * (tokens differ), FTC_EPROTO (a peer refused: foreign group, other
+ * epoch, other size), FTC_EPEER, FTC_ESYS, FTC_ENOMEM. On failure *out is
+ * NULL. */
 FTC_API int ftc_pg_create(ftc_pg **out, ftc_store_client *store,
                           const char *prefix, int rank, int size,
                           const ftc_pg_opts *opts);
@@ -183,8 +185,10 @@ FTC_API void ftc_pg_destroy(ftc_pg *pg);
 
 /* Fails every pending and later operation of this group with
  * FTC_ECANCELED, from any thread, and tells the peers so their operations
- * fail at once too. Returns within milliseconds; threads blocked in
- * ftc_work_wait on this group return. The group must then be destroyed. */
+ * fail at once too (with FTC_EPEER naming this rank). Returns once that is
+ * done: within milliseconds (up to 1 s if another thread is inside one
+ * large reduction). Threads blocked in ftc_work_wait on this group return.
+ * The group must then be destroyed. */
 FTC_API void ftc_pg_abort(ftc_pg *pg);
 
 FTC_API int ftc_pg_rank(const ftc_pg *pg);
