@@ -26,12 +26,21 @@ void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
     ftc__pgw_encode(m->hdr, &h);
     m->payload = m->owned;
     m->len = len;
-    if (c->oq_tail != NULL) {
-        c->oq_tail->next = m;
+    /* Liveness frames go ahead of queued p2p data (after the frame being
+     * written, if any): a large send must not make this rank look hung. */
+    ftc__outmsg **at = &c->oq_head;
+    if (kind == FTC__PGW_PING || kind == FTC__PGW_PONG) {
+        if (c->oq_off > 0) {
+            at = &c->oq_head->next;
+        }
     } else {
-        c->oq_head = m;
+        at = c->oq_tail != NULL ? &c->oq_tail->next : &c->oq_head;
     }
-    c->oq_tail = m;
+    m->next = *at;
+    *at = m;
+    if (m->next == NULL) {
+        c->oq_tail = m;
+    }
 }
 
 /* Writes queued frames, several per system call. */
