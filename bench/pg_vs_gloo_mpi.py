@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""pg_vs_gloo.py - ftc process groups against Gloo (raw and through PyTorch)
+"""pg_vs_gloo_mpi.py - ftc process groups against Gloo (raw and through PyTorch)
 and Open MPI, side by side in one run, on this machine's loopback.
 
 For each repetition and each group size N, every system runs its benchmark
@@ -17,7 +17,7 @@ Systems:
   mpi-tcp     Open MPI ob1/tcp over lo, anchors/mpi_allreduce.c (if mpicc)
   mpi-vader   Open MPI shared memory (vader)
 
-usage: bench/pg_vs_gloo.py [--ranks 2,4] [--reps 3] [--systems ...]
+usage: bench/pg_vs_gloo_mpi.py [--ranks 2,4] [--reps 3] [--systems ...]
                            [--out FILE.jsonl]
 Needs /usr/bin/python3 (Debian's torch), g++ and libgloo-dev; Open MPI
 (openmpi-bin, libopenmpi-dev) is optional.
