@@ -12,7 +12,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,34 +25,6 @@
 static bool work_done(const ftc_work *w)
 {
     return atomic_load_explicit(&w->done, memory_order_acquire) != 0;
-}
-
-/* -------------------------------------------------- the progress thread */
-
-/* With mu held: wakes the progress thread now, if it sleeps. */
-static void pt_ring(ftc__tcp *g)
-{
-    if (g->kick_at == 0 || g->kick_at > 1) {
-        g->kick_at = 1; /* due at once */
-    }
-    if (g->pt_idle) {
-        ftc__event_signal(&g->pt_bell);
-    }
-}
-
-/* With mu held: the progress thread should drive in FTC__PT_GRACE_US
- * unless a waiter takes the work first. A kernel timer does the waking, so
- * a caller that submits and then waits (the common case) never wakes the
- * progress thread at all. */
-static void pt_kick_later(ftc__tcp *g)
-{
-    if (g->kick_at != 0) {
-        return; /* already due or scheduled */
-    }
-    g->kick_at = ftc__now_ns() + FTC__PT_GRACE_US * 1000;
-    struct itimerspec t = {.it_value = {.tv_sec = g->kick_at / 1000000000,
-                                        .tv_nsec = g->kick_at % 1000000000}};
-    timerfd_settime(g->pt_timer, TFD_TIMER_ABSTIME, &t, NULL);
 }
 
 /* ------------------------------------------------------------ completion */
@@ -95,8 +66,8 @@ static void settle(ftc__tcp *g)
     if (g->nwaiting > 0) {
         pthread_cond_broadcast(&g->user_cv);
     }
-    if (g->cbq != NULL) {
-        pt_ring(g);
+    if (g->cbq != NULL && g->pt_sleeping) {
+        pthread_cond_signal(&g->pt_cv);
     }
     pthread_mutex_unlock(&g->mu);
     while (list != NULL) {
@@ -458,59 +429,32 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc_deadline dl)
 /* ------------------------------------------------------ driver hand-over */
 
 /* Called with mu held after a driver let go: wakes whoever needs to run
- * next. Work left pending gets the progress thread, at once after a wait,
- * after the grace period after a submit (the caller is likely to wait). */
-static void released(ftc__tcp *g, bool submitted)
+ * next. */
+static void released(ftc__tcp *g)
 {
     g->driver = FTC__DRIVER_NONE;
     if (g->nwaiting > 0) {
         pthread_cond_broadcast(&g->user_cv);
     }
-    if (g->cbq != NULL) {
-        pt_ring(g);
-    }
-    if (atomic_load(&g->want) == 0 && g->npending > 0) {
-        if (submitted) {
-            pt_kick_later(g);
-        } else {
-            pt_ring(g);
-        }
+    if (g->pt_sleeping && atomic_load(&g->want) == 0 &&
+        (g->npending > 0 || g->cbq != NULL)) {
+        pthread_cond_signal(&g->pt_cv);
     }
 }
 
 /* With mu held: runs the engine once on this thread if nobody drives it,
  * else rings the driver's doorbell. */
-static void pump_here(ftc__tcp *g, bool submitted)
+static void pump_here(ftc__tcp *g)
 {
     if (g->driver == FTC__DRIVER_NONE) {
         g->driver = FTC__DRIVER_USER;
         pthread_mutex_unlock(&g->mu);
         pump(g);
         pthread_mutex_lock(&g->mu);
-        released(g, submitted);
+        released(g);
     } else {
         ftc__event_signal(&g->doorbell);
     }
-}
-
-/* With mu held: the progress thread sleeps until rung or its timer fires. */
-static void pt_sleep(ftc__tcp *g)
-{
-    struct epoll_event ev[2];
-    g->pt_idle = true;
-    pthread_mutex_unlock(&g->mu);
-    int n = epoll_wait(g->pt_ep, ev, 2, -1);
-    for (int i = 0; i < n; i++) {
-        if (ev[i].data.u32 == 0) {
-            ftc__event_clear(&g->pt_bell);
-        } else {
-            uint64_t ticks;
-            ssize_t r = read(g->pt_timer, &ticks, sizeof(ticks));
-            (void)r;
-        }
-    }
-    pthread_mutex_lock(&g->mu);
-    g->pt_idle = false;
 }
 
 static void *pt_main(void *arg)
@@ -535,20 +479,18 @@ static void *pt_main(void *arg)
             pthread_mutex_lock(&g->mu);
             continue;
         }
-        bool due = g->kick_at != 0 && ftc__now_ns() >= g->kick_at;
-        if (due) {
-            g->kick_at = 0;
-        }
-        if (due && g->driver == FTC__DRIVER_NONE &&
-            atomic_load(&g->want) == 0 && g->npending > 0) {
+        if (g->driver == FTC__DRIVER_NONE && atomic_load(&g->want) == 0 &&
+            g->npending > 0) {
             g->driver = FTC__DRIVER_PT;
             pthread_mutex_unlock(&g->mu);
             drive(g, true, NULL, FTC_DEADLINE_NEVER);
             pthread_mutex_lock(&g->mu);
-            released(g, false);
+            released(g);
             continue;
         }
-        pt_sleep(g);
+        g->pt_sleeping = true;
+        pthread_cond_wait(&g->pt_cv, &g->mu);
+        g->pt_sleeping = false;
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
@@ -584,7 +526,7 @@ int ftc__tcp_submit(void *impl, ftc__op *op)
     g->npending++;
     atomic_store(&g->npending_a, g->npending);
     /* Start it here: its first messages leave before this returns. */
-    pump_here(g, true);
+    pump_here(g);
     pthread_mutex_unlock(&g->mu);
     return 0;
 }
@@ -614,7 +556,7 @@ int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl)
             pthread_mutex_unlock(&g->mu);
             drive(g, false, w, dl);
             pthread_mutex_lock(&g->mu);
-            released(g, false);
+            released(g);
         } else {
             atomic_fetch_add(&g->want, 1);
             if (g->driver == FTC__DRIVER_PT) {
@@ -639,7 +581,7 @@ void ftc__tcp_abort(void *impl)
     atomic_store(&g->abort_req, true);
     pthread_mutex_lock(&g->mu);
     if (!g->stop) {
-        pump_here(g, false);
+        pump_here(g);
     }
     /* If another thread drives, wait (briefly) until it has failed the
      * works and told the peers, so both are done when abort returns. */
@@ -671,24 +613,6 @@ static int watch(ftc__tcp *g, int fd, uint64_t data, uint32_t events)
     return 0;
 }
 
-/* The progress thread's own wake-ups: a bell (eventfd) and a timer. */
-static int pt_setup(ftc__tcp *g)
-{
-    g->pt_ep = epoll_create1(EPOLL_CLOEXEC);
-    g->pt_timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (g->pt_ep < 0 || g->pt_timer < 0) {
-        return ftc__seterr_errno(errno, "progress thread set-up");
-    }
-    int rc = ftc__event_open(&g->pt_bell);
-    struct epoll_event b = {.events = EPOLLIN, .data.u32 = 0};
-    struct epoll_event t = {.events = EPOLLIN, .data.u32 = 1};
-    if (rc == 0 && (epoll_ctl(g->pt_ep, EPOLL_CTL_ADD, g->pt_bell.fd, &b) ||
-                    epoll_ctl(g->pt_ep, EPOLL_CTL_ADD, g->pt_timer, &t))) {
-        rc = ftc__seterr_errno(errno, "progress thread set-up");
-    }
-    return rc;
-}
-
 int ftc__tcp_engine_start(ftc__tcp *g)
 {
     g->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -712,9 +636,6 @@ int ftc__tcp_engine_start(ftc__tcp *g)
         }
     }
     if (rc == 0) {
-        rc = pt_setup(g);
-    }
-    if (rc == 0) {
         rc = ftc__thread_start(&g->pt, "ftc-pg", pt_main, g);
     }
     g->pt_started = rc == 0;
@@ -727,7 +648,7 @@ void ftc__tcp_engine_stop(ftc__tcp *g)
         pthread_mutex_lock(&g->mu);
         g->stop = true;
         atomic_store(&g->stop_req, true);
-        ftc__event_signal(&g->pt_bell);
+        pthread_cond_signal(&g->pt_cv);
         ftc__event_signal(&g->doorbell);
         pthread_mutex_unlock(&g->mu);
         pthread_join(g->pt, NULL);
@@ -758,13 +679,4 @@ void ftc__tcp_engine_stop(ftc__tcp *g)
         g->epfd = -1;
     }
     ftc__event_close(&g->doorbell);
-    ftc__event_close(&g->pt_bell);
-    if (g->pt_ep >= 0) {
-        close(g->pt_ep);
-        g->pt_ep = -1;
-    }
-    if (g->pt_timer >= 0) {
-        close(g->pt_timer);
-        g->pt_timer = -1;
-    }
 }

@@ -140,6 +140,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->scratch);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->user_cv);
+    pthread_cond_destroy(&g->pt_cv);
     ftc__free(g);
 }
 
@@ -165,8 +166,6 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->auth = pg->token != NULL;
     g->epfd = -1;
     g->doorbell.fd = -1;
-    g->pt_ep = g->pt_timer = -1;
-    g->pt_bell.fd = -1;
     g->inbox_tail = &g->inbox;
     g->queue_tail = &g->queue;
     g->cbq_tail = &g->cbq;
@@ -176,6 +175,7 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->user_cv, &ca);
+    pthread_cond_init(&g->pt_cv, &ca);
     pthread_condattr_destroy(&ca);
     int nch = g->size * g->streams;
     g->coll = ftc__calloc((size_t)nch, sizeof(*g->coll));

@@ -18,9 +18,6 @@
 /* How long a waiter polls before sleeping when spin_us is automatic and
  * every local rank has a core (docs/decisions.md). */
 #define FTC__SPIN_DEFAULT_US 50
-/* How long submitted work waits for its caller to wait (and drive it)
- * before the progress thread takes it on. */
-#define FTC__PT_GRACE_US 100
 /* Payloads at least this large are received straight into their
  * destination instead of through the staging buffer. */
 #define FTC__DIRECT_MIN (16 * 1024)
@@ -154,16 +151,13 @@ typedef struct ftc__tcp {
 
     pthread_mutex_t mu;
     pthread_cond_t user_cv; /* mu: work done, driver released */
-
-    int driver;           /* mu */
-    int nwaiting;         /* mu: threads in user_cv */
-    bool pt_idle;         /* mu: the progress thread sleeps */
-    int64_t kick_at;      /* mu: when it should drive; 0: not asked */
-    int pt_ep, pt_timer;  /* its epoll set and timerfd */
-    ftc_event pt_bell;    /* rings it awake */
-    bool stop;            /* mu */
-    atomic_bool stop_req; /* stop, for the driver's loop */
-    atomic_int want;      /* user threads that want to drive */
+    pthread_cond_t pt_cv;   /* mu: the progress thread is needed */
+    int driver;             /* mu */
+    int nwaiting;           /* mu: threads in user_cv */
+    bool pt_sleeping;       /* mu */
+    bool stop;              /* mu */
+    atomic_bool stop_req;   /* stop, for the driver's loop */
+    atomic_int want;        /* user threads that want to drive */
     atomic_bool abort_req;
     int npending;          /* mu: submitted and not finished */
     atomic_int npending_a; /* npending, for the driver's loop */
