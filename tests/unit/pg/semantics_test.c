@@ -622,6 +622,67 @@ static void unexpected_messages_are_bounded(void **state)
     pgt_run_threads(2, &o, flood_case, NULL);
 }
 
+/* ------------------------------------------------------------- destroy */
+
+typedef struct destroy_state {
+    atomic_int destroyed;
+    _Atomic(ftc_work *) orphan; /* rank 0's work, valid after its group */
+} destroy_state;
+
+/* Rank 0 destroys its group with an allreduce pending: the work fails with
+ * FTC_ECANCELED and stays valid until released; rank 1's next operation
+ * fails naming rank 0. */
+static int destroy_case(ftc_pg *pg, void *arg)
+{
+    destroy_state *s = arg;
+    static float x[2][8];
+    int r = ftc_pg_rank(pg);
+    ftc_tensor t = ftc_tensor_cpu(x[r], 8, FTC_DTYPE_F32);
+    if (r == 0) {
+        ftc_work *w = NULL;
+        int rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
+        atomic_store(&s->orphan, w);
+        return rc; /* the harness destroys the group on return */
+    }
+    TK_WAIT_UNTIL(atomic_load(&s->destroyed) != 0, 10000);
+    ftc_work *w;
+    int rc = ftc_pg_barrier(pg, NULL, &w);
+    rc = rc ? rc : pgt_wait(w);
+    if (rc != FTC_EPEER || !strstr(ftc_last_error(), "rank 0 (127.0.0.1:")) {
+        return ftc__seterr(FTC_EPROTO, "rank 1 got %s: %s", ftc_err_name(rc),
+                           ftc_last_error());
+    }
+    return 0;
+}
+
+static void *watch_destroy(void *p)
+{
+    destroy_state *s = p;
+    /* The orphaned work completes when rank 0's group is destroyed. */
+    while (atomic_load(&s->orphan) == NULL) {
+        tk_pause_ms(1);
+    }
+    TK_EXPECT(ftc_work_wait(atomic_load(&s->orphan), tk_ms(10000)),
+              FTC_ECANCELED);
+    assert_non_null(strstr(ftc_last_error(), "destroyed the group"));
+    atomic_store(&s->destroyed, 1);
+    return NULL;
+}
+
+static void destroy_fails_pending_work(void **state)
+{
+    (void)state;
+    destroy_state s = {0};
+    pthread_t t;
+    pthread_create(&t, NULL, watch_destroy, &s);
+    pgt_run_threads(2, NULL, destroy_case, &s);
+    pthread_join(t, NULL);
+    int done = 0;
+    TK_EXPECT(ftc_work_test(atomic_load(&s.orphan), &done), FTC_ECANCELED);
+    assert_int_equal(done, 1);
+    ftc_work_release(atomic_load(&s.orphan));
+}
+
 /* ---------------------------------------------------------------- split */
 
 static int split_case(ftc_pg *pg, void *arg)
@@ -679,6 +740,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(send_recv_do_not_wait_for_collectives),
         cmocka_unit_test(unexpected_messages_are_bounded),
         cmocka_unit_test(subgroups_run_beside_their_parent),
+        cmocka_unit_test(destroy_fails_pending_work),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
