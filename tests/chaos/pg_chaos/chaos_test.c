@@ -37,13 +37,13 @@ static bool is_ready(const char *dir, int rank)
 }
 
 /* Survivors rebuild without the failed rank on a fresh name. */
-static int rebuild(const char *dir, int rank, int n, int gone)
+static int rebuild(const char *store, int rank, int n, int gone)
 {
     int r = rank < gone ? rank : rank - 1;
     char name[64];
     snprintf(name, sizeof(name), "%s-rebuilt", scenario);
     ftc_pg *pg = NULL;
-    int rc = pgt_create_in_dir(dir, name, r, n - 1, NULL, &pg);
+    int rc = pgt_create(store, name, r, n - 1, NULL, &pg);
     if (rc == 0) {
         rc = pgt_check(pg, PGT_ALLREDUCE, FTC_DTYPE_F32, FTC_OP_SUM, 100000,
                        FTC_ALGO_AUTO, 0, 99);
@@ -55,14 +55,15 @@ static int rebuild(const char *dir, int rank, int n, int gone)
     return rc == 0 ? OK : REBUILD_FAILED;
 }
 
-/* Role: argv dir n rank victim. Loops allreduces until one fails, checks
- * the failure, then rebuilds. */
+/* Role: argv dir store n rank victim. Loops allreduces until one fails,
+ * checks the failure, then rebuilds. */
 static int member(int argc, char **argv)
 {
-    if (argc < 5) {
+    if (argc < 6) {
         return 2;
     }
-    const char *dir = argv[1];
+    const char *dir = argv[1], *store = argv[2];
+    argv++;
     int n = (int)strtol(argv[2], NULL, 10),
         rank = (int)strtol(argv[3], NULL, 10),
         victim = (int)strtol(argv[4], NULL, 10);
@@ -76,7 +77,7 @@ static int member(int argc, char **argv)
     o.timeout_ms = stop ? tk_ms(1500) : tk_ms(120000);
     o.connect_timeout_ms = tk_ms(20000);
     ftc_pg *pg = NULL;
-    if (pgt_create_in_dir(dir, scenario, rank, n, &o, &pg) != 0) {
+    if (pgt_create(store, scenario, rank, n, &o, &pg) != 0) {
         fprintf(stderr, "rank %d: create: %s\n", rank, ftc_last_error());
         return 1;
     }
@@ -120,7 +121,7 @@ static int member(int argc, char **argv)
     ftc_pg_destroy(pg);
     free(x);
     if (code == OK && !link) {
-        code = rebuild(dir, rank, n, victim);
+        code = rebuild(store, rank, n, victim);
     }
     return code;
 }
@@ -136,7 +137,8 @@ static void run(const char *name, int n, int victim, int signal_no,
     snprintf(vic, sizeof(vic), "%d", victim);
     for (int r = 0; r < n; r++) {
         snprintf(rank[r], sizeof(rank[r]), "%d", r);
-        char *args[] = {(char *)tk_tmpdir(), size, rank[r], vic, NULL};
+        char *args[] = {
+            (char *)tk_tmpdir(), (char *)pgt_store(), size, rank[r], vic, NULL};
         tk_spawn(&kids[r], "member", args, NULL);
     }
     for (int r = 0; r < n; r++) {

@@ -115,7 +115,7 @@ static int run_large(ftc_pg *pg)
     return 0;
 }
 
-/* Role: one member. argv: dir size rank mode */
+/* Role: one member. argv: store size rank mode */
 static int member(int argc, char **argv)
 {
     if (argc < 5) {
@@ -132,7 +132,7 @@ static int member(int argc, char **argv)
         o.segment_bytes = 2048; /* many segments at small sizes */
     }
     ftc_pg *pg = NULL;
-    int rc = pgt_create_in_dir(argv[1], "matrix", rank, n, &o, &pg);
+    int rc = pgt_create(argv[1], "matrix", rank, n, &o, &pg);
     if (rc != 0) {
         fprintf(stderr, "rank %d: create: %s\n", rank, ftc_last_error());
         return 1;
@@ -149,7 +149,7 @@ static void run_group(int n, const char *mode)
     snprintf(size, sizeof(size), "%d", n);
     for (int r = 0; r < n; r++) {
         snprintf(rank[r], sizeof(rank[r]), "%d", r);
-        char *args[] = {(char *)tk_tmpdir(), size, rank[r], (char *)mode, NULL};
+        char *args[] = {(char *)pgt_store(), size, rank[r], (char *)mode, NULL};
         tk_spawn(&kids[r], "member", args, NULL);
     }
     assert_int_equal(tk_reap(kids, n, 280000), 0);

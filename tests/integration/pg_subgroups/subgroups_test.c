@@ -91,7 +91,7 @@ static int member(int argc, char **argv)
     o.timeout_ms = tk_ms(30000);
     o.connect_timeout_ms = tk_ms(30000);
     ftc_pg *world = NULL;
-    int rc = pgt_create_in_dir(argv[1], "world", r, N, &o, &world);
+    int rc = pgt_create(argv[1], "world", r, N, &o, &world);
     /* Layouts 2x4, 4x2, 8x1 with devices per node given... */
     rc = rc ? rc : check_mesh(world, 4, 4);
     rc = rc ? rc : check_mesh(world, 2, 2);
@@ -144,7 +144,7 @@ static void layouts_of_eight(void **state)
     char *env[] = {"FTC_CPU_DEVICE_COUNT=4", NULL};
     for (int r = 0; r < N; r++) {
         snprintf(rank[r], sizeof(rank[r]), "%d", r);
-        char *args[] = {(char *)tk_tmpdir(), rank[r], NULL};
+        char *args[] = {(char *)pgt_store(), rank[r], NULL};
         tk_spawn(&kids[r], "member", args, env);
     }
     assert_int_equal(tk_reap(kids, N, 120000), 0);

@@ -1,7 +1,6 @@
 /* Test harness for process groups (see pg_harness.h). */
 #include "pg_harness.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +20,6 @@ typedef struct member {
     int rc;
     char err[256];
 } member;
-
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    }
-    return h;
-}
 
 static void *member_main(void *p)
 {
@@ -78,66 +68,38 @@ void pgt_run_threads(int n, const ftc_pg_opts *opts, pgt_fn fn, void *arg)
     free(ms);
 }
 
-/* Writes dir/name.rank atomically (write, then rename). */
-static int publish(const char *dir, const char *name, int rank,
-                   const char *addr)
+static ftc_store_server *server;
+static char server_addr[64];
+
+static void stop_store(void)
 {
-    char tmp[512], path[512];
-    snprintf(tmp, sizeof(tmp), "%s/%s.%d.tmp", dir, name, rank);
-    snprintf(path, sizeof(path), "%s/%s.%d", dir, name, rank);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        return FTC_ESYS;
-    }
-    fputs(addr, f);
-    fclose(f);
-    return rename(tmp, path) == 0 ? 0 : FTC_ESYS;
+    ftc_store_server_stop(server);
+    server = NULL;
 }
 
-static int read_addr(const char *dir, const char *name, int rank, char *out,
-                     size_t cap)
+const char *pgt_store(void)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s.%d", dir, name, rank);
-    int64_t end = tk_now_ms() + tk_ms(20000);
-    int pause = 1;
-    for (;;) {
-        FILE *f = fopen(path, "r");
-        if (f != NULL) {
-            char *got = fgets(out, (int)cap, f);
-            fclose(f);
-            return got != NULL ? 0 : FTC_EPROTO;
-        }
-        if (tk_now_ms() > end) {
-            return FTC_ETIMEDOUT;
-        }
-        tk_pause_ms(pause);
-        pause = pause < 20 ? pause * 2 : 20;
+    if (server == NULL) {
+        ftc_store_server_opts o;
+        ftc_store_server_opts_init(&o);
+        o.bind_host = "127.0.0.1";
+        TK_OK(ftc_store_server_start(&server, &o));
+        snprintf(server_addr, sizeof(server_addr), "127.0.0.1:%d",
+                 ftc_store_server_port(server));
+        atexit(stop_store);
     }
+    return server_addr;
 }
 
-int pgt_create_in_dir(const char *dir, const char *name, int rank, int n,
-                      const ftc_pg_opts *opts, ftc_pg **out)
+int pgt_create(const char *store_addr, const char *name, int rank, int n,
+               const ftc_pg_opts *opts, ftc_pg **out)
 {
-    ftc__pg_listener l;
-    int rc = ftc__pg_listen("127.0.0.1", &l);
+    ftc_store_client *c = NULL;
+    int rc = ftc_store_client_connect(&c, store_addr, NULL);
     if (rc == 0) {
-        rc = publish(dir, name, rank, l.addr);
+        rc = ftc_pg_create(out, c, name, rank, n, opts);
     }
-    char(*bufs)[FTC_HOST_MAX + 16] = calloc((size_t)n, sizeof(*bufs));
-    const char **addrs = calloc((size_t)n, sizeof(*addrs));
-    for (int i = 0; rc == 0 && i < n; i++) {
-        rc = read_addr(dir, name, i, bufs[i], sizeof(bufs[i]));
-        addrs[i] = bufs[i];
-    }
-    if (rc == 0) {
-        rc = ftc__pg_create_from_peers(out, &l, addrs, rank, n, hash_name(name),
-                                       NULL, opts);
-    } else {
-        ftc__pg_listener_close(&l);
-    }
-    free(bufs);
-    free(addrs);
+    ftc_store_client_close(c);
     return rc;
 }
 

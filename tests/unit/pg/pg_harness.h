@@ -14,10 +14,16 @@
 typedef int (*pgt_fn)(ftc_pg *pg, void *arg);
 void pgt_run_threads(int n, const ftc_pg_opts *opts, pgt_fn fn, void *arg);
 
-/* A member of group `name` of size n, rank `rank`, meeting the other
- * members (processes or threads) through files in dir. */
-int pgt_create_in_dir(const char *dir, const char *name, int rank, int n,
-                      const ftc_pg_opts *opts, ftc_pg **out);
+/* The address ("127.0.0.1:port") of a store server this process starts
+ * on first use and stops at exit; children get it as an argument. Call it
+ * first from the main thread (it is not synchronised). */
+const char *pgt_store(void);
+
+/* A member of group `name` (the store prefix) of size n, rank `rank`,
+ * meeting the other members (processes or threads) through the store at
+ * store_addr with ftc_pg_create. */
+int pgt_create(const char *store_addr, const char *name, int rank, int n,
+               const ftc_pg_opts *opts, ftc_pg **out);
 
 /* Deterministic test data: element i of rank r's input for case seed. */
 double pgt_value(int seed, int rank, size_t i, int dtype, int op);

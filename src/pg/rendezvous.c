@@ -1,0 +1,120 @@
+/* ftc_pg_create: rendezvous through a store. Every rank publishes
+ * "host:port|nonce" under "<prefix>/pg/rank/<r>", fetches all of them in
+ * one multi_get (which waits for the missing ones), and connects the mesh;
+ * the group id is rank 0's nonce, fresh for every group. */
+#include <stdlib.h>
+
+#include "pg/pg_int.h"
+#include "pg/tcp/tcp.h"
+
+#define KEY_MAX 512
+#define VALUE_MAX (FTC_HOST_MAX + 40)
+
+/* Parses "host:port|nonce"; the address is copied into addr. */
+static int parse(const ftc_store_value *v, int rank, char *addr, size_t cap,
+                 uint64_t *nonce)
+{
+    char text[VALUE_MAX + 1];
+    if (v->len == 0 || v->len > VALUE_MAX) {
+        return ftc__seterr(FTC_EPROTO, "rank %d published %zu bytes", rank,
+                           v->len);
+    }
+    memcpy(text, v->data, v->len);
+    text[v->len] = '\0';
+    char *bar = strrchr(text, '|');
+    char *end = NULL;
+    if (bar != NULL) {
+        *bar = '\0';
+        *nonce = strtoull(bar + 1, &end, 16);
+    }
+    if (bar == NULL || end == bar + 1 || *end != '\0' || strlen(text) >= cap) {
+        return ftc__seterr(FTC_EPROTO, "rank %d published '%.*s'", rank,
+                           (int)v->len, (const char *)v->data);
+    }
+    memcpy(addr, text, strlen(text) + 1);
+    return 0;
+}
+
+static void key_of(char *out, const char *prefix, int rank)
+{
+    snprintf(out, KEY_MAX, "%s/pg/rank/%d", prefix, rank);
+}
+
+int ftc_pg_create(ftc_pg **out, ftc_store_client *store, const char *prefix,
+                  int rank, int size, const ftc_pg_opts *opts)
+{
+    ftc__clearerr();
+    if (out == NULL) {
+        return ftc__seterr(FTC_EINVAL, "create: out is NULL");
+    }
+    *out = NULL;
+    if (store == NULL || prefix == NULL || prefix[0] == '\0' ||
+        strlen(prefix) > KEY_MAX - 32 || size < 1 || rank < 0 || rank >= size) {
+        return ftc__seterr(FTC_EINVAL,
+                           "create: needs a store, a prefix and 0 <= rank "
+                           "(%d) < size (%d)",
+                           rank, size);
+    }
+    ftc_pg_opts o;
+    if (opts != NULL) {
+        o = *opts;
+    } else {
+        ftc_pg_opts_init(&o);
+    }
+    int64_t ct = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 60000;
+    ftc_deadline dl = ftc__deadline_in_ms(ct);
+    ftc__pg_listener l;
+    int rc = ftc__pg_listen(o.host, &l);
+    if (rc != 0) {
+        return rc;
+    }
+    char(*keys)[KEY_MAX] = ftc__calloc((size_t)size, KEY_MAX);
+    const char **kp = ftc__calloc((size_t)size, sizeof(*kp));
+    char(*addrs)[FTC_HOST_MAX + 16] =
+        ftc__calloc((size_t)size, FTC_HOST_MAX + 16);
+    const char **ap = ftc__calloc((size_t)size, sizeof(*ap));
+    ftc_store_value *vals = ftc__calloc((size_t)size, sizeof(*vals));
+    if (!keys || !kp || !addrs || !ap || !vals) {
+        rc = ftc__seterr(FTC_ENOMEM, "create: out of memory");
+    }
+    for (int i = 0; rc == 0 && i < size; i++) {
+        key_of(keys[i], prefix, i);
+        kp[i] = keys[i];
+        ap[i] = addrs[i];
+    }
+    if (rc == 0) {
+        char value[VALUE_MAX + 1];
+        int n = snprintf(value, sizeof(value), "%s|%016llx", l.addr,
+                         (unsigned long long)ftc__rand_u64());
+        rc = ftc_store_client_set(store, keys[rank], value, (size_t)n,
+                                  ftc__deadline_left_ms(dl));
+    }
+    if (rc == 0) {
+        rc = ftc_store_client_multi_get(store, kp, (size_t)size, vals,
+                                        ftc__deadline_left_ms(dl));
+    }
+    uint64_t id = 0, nonce = 0;
+    for (int i = 0; rc == 0 && i < size; i++) {
+        rc = parse(&vals[i], i, addrs[i], FTC_HOST_MAX + 16, &nonce);
+        id = i == 0 ? nonce : id;
+    }
+    if (rc == 0) {
+        /* What is left of the connect timeout applies to connecting. */
+        o.connect_timeout_ms = ftc__deadline_left_ms(dl);
+        o.connect_timeout_ms =
+            o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 1;
+        rc = ftc__pg_create_from_peers(out, &l, ap, rank, size, id, NULL, &o);
+    } else {
+        ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
+        ftc__pg_listener_close(&l);
+    }
+    if (vals != NULL) {
+        ftc_store_values_free(vals, (size_t)size);
+    }
+    ftc__free(vals);
+    ftc__free(keys);
+    ftc__free(kp);
+    ftc__free(addrs);
+    ftc__free(ap);
+    return rc;
+}

@@ -1,0 +1,112 @@
+/* ftc_pg_create through a store: threads meet under a prefix; a missing
+ * rank times out naming its key; a malformed address is refused; bad
+ * arguments start nothing; a group rebuilt under a new prefix works. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pg_harness.h"
+
+typedef struct member {
+    pthread_t t;
+    int rank, n;
+    const char *prefix;
+    int64_t connect_ms;
+    int rc;
+    char msg[512];
+    int sum;
+} member;
+
+static void *member_main(void *p)
+{
+    member *m = p;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.host = "127.0.0.1";
+    o.connect_timeout_ms = m->connect_ms;
+    ftc_pg *pg = NULL;
+    m->rc = pgt_create(pgt_store(), m->prefix, m->rank, m->n, &o, &pg);
+    if (m->rc == 0) {
+        int v = m->rank + 1;
+        ftc_tensor t = ftc_tensor_cpu(&v, 1, FTC_DTYPE_I32);
+        ftc_work *w;
+        m->rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
+        m->rc = m->rc ? m->rc : pgt_wait(w);
+        m->sum = v;
+    }
+    snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
+    ftc_pg_destroy(pg);
+    return NULL;
+}
+
+/* Starts `present` of n ranks under prefix and joins them. */
+static void meet(member *ms, int n, int present, const char *prefix,
+                 int64_t connect_ms)
+{
+    pgt_store(); /* started here, before any thread asks for it */
+    for (int i = 0; i < present; i++) {
+        ms[i] = (member){
+            .rank = i, .n = n, .prefix = prefix, .connect_ms = connect_ms};
+        pthread_create(&ms[i].t, NULL, member_main, &ms[i]);
+    }
+    for (int i = 0; i < present; i++) {
+        pthread_join(ms[i].t, NULL);
+    }
+}
+
+static void ranks_meet_under_a_prefix(void **state)
+{
+    (void)state;
+    member ms[4];
+    const char *prefixes[] = {"job/pg0", "job/pg1"}; /* a rebuild */
+    for (int k = 0; k < 2; k++) {
+        meet(ms, 4, 4, prefixes[k], tk_ms(20000));
+        for (int i = 0; i < 4; i++) {
+            if (ms[i].rc != 0) {
+                fail_msg("rank %d: %s", i, ms[i].msg);
+            }
+            assert_int_equal(ms[i].sum, 10);
+        }
+    }
+}
+
+static void a_missing_rank_times_out_by_key(void **state)
+{
+    (void)state;
+    member ms[3];
+    meet(ms, 3, 2, "job/missing", tk_ms(500));
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ms[i].rc, FTC_ETIMEDOUT);
+        assert_non_null(strstr(ms[i].msg, "job/missing/pg/rank/2"));
+        assert_non_null(strstr(ms[i].msg, "rendezvous"));
+    }
+}
+
+static void a_malformed_address_is_refused(void **state)
+{
+    (void)state;
+    ftc_store_client *c;
+    TK_OK(ftc_store_client_connect(&c, pgt_store(), NULL));
+    TK_OK(ftc_store_client_set(c, "job/bad/pg/rank/1", "garbage", 7, 5000));
+    member m = {
+        .rank = 0, .n = 2, .prefix = "job/bad", .connect_ms = tk_ms(5000)};
+    member_main(&m);
+    assert_int_equal(m.rc, FTC_EPROTO);
+    assert_non_null(strstr(m.msg, "rank 1 published 'garbage'"));
+    ftc_pg *pg = (ftc_pg *)&m;
+    TK_EXPECT(ftc_pg_create(&pg, NULL, "p", 0, 1, NULL), FTC_EINVAL);
+    assert_null(pg);
+    TK_EXPECT(ftc_pg_create(&pg, c, "", 0, 1, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_pg_create(&pg, c, "p", 2, 2, NULL), FTC_EINVAL);
+    ftc_store_client_close(c);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ranks_meet_under_a_prefix),
+        cmocka_unit_test(a_missing_rank_times_out_by_key),
+        cmocka_unit_test(a_malformed_address_is_refused),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
