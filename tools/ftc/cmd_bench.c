@@ -15,6 +15,8 @@ static const struct {
      "key-value store ops/s and barrier latency (ftc client + server)"},
     {"control", ftc_cmd_bench_control,
      "barrier/all_gather/all_sum latency over the store"},
+    {"pg", bench_pg_main,
+     "process-group collectives between local ranks (nccl-tests style)"},
 };
 
 static void usage(FILE *out)

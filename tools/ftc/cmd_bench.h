@@ -74,5 +74,7 @@ int bench_worker_main(int argc, char **argv);
 
 /* ftc bench store */
 int bench_store_main(int argc, char **argv);
+/* `ftc bench pg` (cmd_bench_pg.c): process-group collectives. */
+int bench_pg_main(int argc, char **argv);
 
 #endif
