@@ -2,6 +2,8 @@
 #ifndef FTC_TOOLS_CMD_H
 #define FTC_TOOLS_CMD_H
 
+#include <stddef.h>
+
 typedef struct ftc_cmd {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
@@ -17,6 +19,10 @@ int ftc_cmd_lighthouse(int argc, char **argv);
 int ftc_cmd_status(int argc, char **argv);
 int ftc_cmd_bench(int argc, char **argv);
 int ftc_cmd_bench_control(int argc, char **argv);
+
+/* "64K" -> 65536 (K, M or G suffix, powers of 1024). Returns 0 or -1 for
+ * malformed text or a size that does not fit. */
+int ftc_cmd_parse_size(const char *text, size_t *out);
 
 /* True if argv has -h or --help. */
 int ftc_cmd_wants_help(int argc, char **argv);

@@ -82,24 +82,6 @@ static void usage(FILE *out)
             "  --streams K      connections per peer (default 1)\n");
 }
 
-/* "64K" -> 65536; false if malformed. */
-static bool parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    int shift = *end == 'K' || *end == 'k'   ? 10
-                : *end == 'M' || *end == 'm' ? 20
-                : *end == 'G' || *end == 'g' ? 30
-                                             : 0;
-    end += shift != 0;
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-') {
-        return false;
-    }
-    *out = (size_t)v << shift;
-    return true;
-}
-
 static bool parse_list(char *text, cfg *c, bool sizes)
 {
     if (sizes) {
@@ -111,7 +93,7 @@ static bool parse_list(char *text, cfg *c, bool sizes)
          t = strtok_r(NULL, ",", &save)) {
         if (sizes) {
             if (c->nsizes == MAX_SIZES ||
-                !parse_bytes(t, &c->sizes[c->nsizes++])) {
+                ftc_cmd_parse_size(t, &c->sizes[c->nsizes++]) != 0) {
                 return false;
             }
             continue;

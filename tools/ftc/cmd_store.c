@@ -45,33 +45,6 @@ static void usage(FILE *out)
             "docs/operations.md for sizing (ulimit -n for big jobs).\n");
 }
 
-/* "64K" -> 65536. Returns 0 or -1 for malformed text. */
-static int parse_size(const char *text, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-') {
-        return -1;
-    }
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k') {
-        shift = 10;
-    } else if (*end == 'M' || *end == 'm') {
-        shift = 20;
-    } else if (*end == 'G' || *end == 'g') {
-        shift = 30;
-    }
-    if (shift != 0) {
-        end++;
-    }
-    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
-        return -1;
-    }
-    *out = (size_t)v << shift;
-    return 0;
-}
-
 static int parse_int(const char *text, int min, int max, int *out)
 {
     char *end;
@@ -129,8 +102,8 @@ static int parse_args(int argc, char **argv, ftc_store_server_opts *o,
             known = 0;
             for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
                 if (strcmp(a, sizes[k].flag) == 0) {
-                    bad =
-                        parse_size(v, (size_t *)((char *)o + sizes[k].offset));
+                    bad = ftc_cmd_parse_size(
+                        v, (size_t *)((char *)o + sizes[k].offset));
                     known = 1;
                 }
             }

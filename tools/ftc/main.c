@@ -1,5 +1,8 @@
 /* ftc: the command-line tool. Dispatches to one handler per subcommand. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -13,7 +16,7 @@ static const ftc_cmd commands[] = {
      "and fault injection"},
     {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
     {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
-    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store)"},
+    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store, ftc bench pg)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -25,6 +28,32 @@ static void usage(FILE *out)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
     }
     fprintf(out, "\n'ftc <command> --help' describes a command.\n");
+}
+
+int ftc_cmd_parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-') {
+        return -1;
+    }
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') {
+        shift = 10;
+    } else if (*end == 'M' || *end == 'm') {
+        shift = 20;
+    } else if (*end == 'G' || *end == 'g') {
+        shift = 30;
+    }
+    if (shift != 0) {
+        end++;
+    }
+    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
+        return -1;
+    }
+    *out = (size_t)v << shift;
+    return 0;
 }
 
 int ftc_cmd_wants_help(int argc, char **argv)
