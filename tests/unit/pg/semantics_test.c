@@ -624,29 +624,23 @@ static void unexpected_messages_are_bounded(void **state)
 
 /* ------------------------------------------------------------- destroy */
 
-typedef struct destroy_state {
-    atomic_int destroyed;
-    _Atomic(ftc_work *) orphan; /* rank 0's work, valid after its group */
-} destroy_state;
-
-/* Rank 0 destroys its group with an allreduce pending: the work fails with
- * FTC_ECANCELED and stays valid until released; rank 1's next operation
- * fails naming rank 0. */
+/* Rank 0 destroys its group with a recv pending (the harness destroys it
+ * when this returns): the work fails with FTC_ECANCELED and stays valid
+ * until released; rank 1, waiting on a recv of its own, fails naming rank
+ * 0. No thread may wait on the work while destroy runs (destroy must not
+ * race with other calls), so the test reads it afterwards. */
 static int destroy_case(ftc_pg *pg, void *arg)
 {
-    destroy_state *s = arg;
+    _Atomic(ftc_work *) *orphan = arg;
     static float x[2][8];
     int r = ftc_pg_rank(pg);
     ftc_tensor t = ftc_tensor_cpu(x[r], 8, FTC_DTYPE_F32);
+    ftc_work *w = NULL;
+    int rc = ftc_pg_recv(pg, &t, 1 - r, 7, NULL, &w);
     if (r == 0) {
-        ftc_work *w = NULL;
-        int rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
-        atomic_store(&s->orphan, w);
-        return rc; /* the harness destroys the group on return */
+        atomic_store(orphan, w);
+        return rc;
     }
-    TK_WAIT_UNTIL(atomic_load(&s->destroyed) != 0, 10000);
-    ftc_work *w;
-    int rc = ftc_pg_barrier(pg, NULL, &w);
     rc = rc ? rc : pgt_wait(w);
     if (rc != FTC_EPEER || !strstr(ftc_last_error(), "rank 0 (127.0.0.1:")) {
         return ftc__seterr(FTC_EPROTO, "rank 1 got %s: %s", ftc_err_name(rc),
@@ -655,32 +649,18 @@ static int destroy_case(ftc_pg *pg, void *arg)
     return 0;
 }
 
-static void *watch_destroy(void *p)
-{
-    destroy_state *s = p;
-    /* The orphaned work completes when rank 0's group is destroyed. */
-    while (atomic_load(&s->orphan) == NULL) {
-        tk_pause_ms(1);
-    }
-    TK_EXPECT(ftc_work_wait(atomic_load(&s->orphan), tk_ms(10000)),
-              FTC_ECANCELED);
-    assert_non_null(strstr(ftc_last_error(), "destroyed the group"));
-    atomic_store(&s->destroyed, 1);
-    return NULL;
-}
-
 static void destroy_fails_pending_work(void **state)
 {
     (void)state;
-    destroy_state s = {0};
-    pthread_t t;
-    pthread_create(&t, NULL, watch_destroy, &s);
-    pgt_run_threads(2, NULL, destroy_case, &s);
-    pthread_join(t, NULL);
+    _Atomic(ftc_work *) orphan = NULL;
+    pgt_run_threads(2, NULL, destroy_case, &orphan);
+    ftc_work *w = atomic_load(&orphan);
+    TK_EXPECT(ftc_work_wait(w, 0), FTC_ECANCELED);
+    assert_non_null(strstr(ftc_last_error(), "destroyed the group"));
     int done = 0;
-    TK_EXPECT(ftc_work_test(atomic_load(&s.orphan), &done), FTC_ECANCELED);
+    TK_EXPECT(ftc_work_test(w, &done), FTC_ECANCELED);
     assert_int_equal(done, 1);
-    ftc_work_release(atomic_load(&s.orphan));
+    ftc_work_release(w);
 }
 
 /* ---------------------------------------------------------------- split */
