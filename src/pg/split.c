@@ -7,7 +7,7 @@
 #include "pg/tcp/tcp.h"
 
 /* One rank's entry in the split exchange, little-endian:
- * color i32 | key i32 | nonce u64 | listen error u32 | address, NUL
+ * color i32 | key i32 | nonce u64 | reserved u32 (0) | address, NUL
  * padded. A rank that could not listen sends color LISTEN_FAILED. */
 #define REC_ADDR 20
 #define REC_SIZE (REC_ADDR + FTC_HOST_MAX + 16)
