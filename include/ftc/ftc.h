@@ -5,7 +5,6 @@
 #include "ftc/base.h"
 #include "ftc/store.h"
 #include "ftc/control.h"
-
 #include "ftc/device.h"
 #include "ftc/pg.h"
 #include "ftc/algo.h"

@@ -16,7 +16,7 @@ static const ftc_cmd commands[] = {
      "and fault injection"},
     {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
     {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
-    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store, ftc bench pg)"},
+    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store|control|pg)"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
