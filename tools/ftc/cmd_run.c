@@ -84,8 +84,7 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
     run_out_note(&job->out, "run folder %s, seed %llu", run_dir,
                  (unsigned long long)o->seed);
     static const char *const modes[] = {"SIGKILL", "SIGSTOP",
-                                        "SIGKILL or "
-                                        "SIGSTOP"};
+                                        "SIGKILL or SIGSTOP"};
     if (o->kill_every_ms > 0) {
         run_out_note(&job->out,
                      "fault injection: %s a replica group every %.2f s, "
