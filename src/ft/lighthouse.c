@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ft/http_util.h"
 #include "ft/lighthouse.h"
 #include "ft/lighthouse_json.h"
 
@@ -231,17 +232,7 @@ enum MHD_Result ftc__lh_queue_ftc_error(ftc_lh_req *r, int rc)
 
 bool ftc__lh_has_token(const ftc_lighthouse *lh, struct MHD_Connection *c)
 {
-    const char *h =
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!lh->has_token || h == NULL || strncmp(h, "Bearer ", 7) != 0) {
-        return false;
-    }
-    /* Equal-length digests compared in constant time: neither the token
-     * nor its length leaks through timing. */
-    unsigned char got[sizeof(lh->token_hash)];
-    crypto_generichash(got, sizeof(got), (const unsigned char *)h + 7,
-                       strlen(h + 7), NULL, 0);
-    return sodium_memcmp(got, lh->token_hash, sizeof(got)) == 0;
+    return lh->has_token && ftc__http_bearer_ok(c, lh->token_hash);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -401,20 +392,6 @@ void ftc__lh_resume_all(ftc_lh_resume *rs)
     }
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && msg[n - 1] == '\n') {
-        msg[--n] = '\0';
-    }
-    FTC_LOG_INFO("lighthouse.http", "%s", msg);
-}
-
 /* ------------------------------------------------------ create/destroy */
 
 /* Listens on o->bind and records the address as bound. */
@@ -449,8 +426,8 @@ static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, lh, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, lh,
-        MHD_OPTION_END);
+        on_completed, lh, MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log,
+        (void *)"lighthouse.http", MHD_OPTION_END);
     if (lh->mhd == NULL) {
         /* MHD owns the listening socket from here on, even on failure. */
         return ftc__seterr(FTC_ESYS, "lighthouse: libmicrohttpd did not start "
@@ -493,9 +470,7 @@ int ftc_lighthouse_create(ftc_lighthouse **out, const ftc_lighthouse_opts *in)
     lh->keep_dropped = o.keep_dropped;
     lh->has_token = o.token != NULL;
     if (lh->has_token) {
-        crypto_generichash(lh->token_hash, sizeof(lh->token_hash),
-                           (const unsigned char *)o.token, strlen(o.token),
-                           NULL, 0);
+        ftc__http_token_hash(o.token, lh->token_hash);
     }
     pthread_mutex_init(&lh->mu, NULL);
     pthread_cond_init(&lh->cv, NULL);

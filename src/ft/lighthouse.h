@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/base_int.h"
+#include "ft/http_util.h"
 #include "ft/quorum.h"
 #include "ftc/ft.h"
 
@@ -137,7 +138,7 @@ struct ftc_lighthouse {
     uint32_t event_ring;
     int64_t job_idle_ms;
     bool has_token, auth_reads, keep_dropped;
-    unsigned char token_hash[32];
+    unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
     char address[FTC_HOST_MAX + 16];
     int port;
     struct MHD_Daemon *mhd;

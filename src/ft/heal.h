@@ -1,0 +1,153 @@
+/* The healing transport: a replica behind the quorum's max_step pulls the
+ * registered state of an up-to-date replica over HTTP (docs/protocol.md,
+ * "Healing transfer"). Three parts:
+ *   - the state: the registered buffers, and snapshots of them (copies
+ *     with per-chunk XXH3 checksums, reference counted), heal_state.c;
+ *   - the server: one per rank, serves its published snapshot,
+ *     heal_server.c (libmicrohttpd);
+ *   - the client: fetches metadata and chunks striped across several
+ *     sources, verifies every chunk, refetches a bad or lost one from
+ *     another source, heal_client.c (libcurl). */
+#ifndef FTC_FT_HEAL_H
+#define FTC_FT_HEAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base_int.h"
+#include "ft/heal_format.h"
+
+/* ----------------------------------------------------------------- state */
+
+/* The buffers registered for healing, in registration order. */
+typedef struct ftc_heal_state {
+    ftc_heal_buf *bufs;
+    void **data; /* borrowed from the registrant */
+    size_t n, cap;
+    uint64_t total; /* bytes */
+} ftc_heal_state;
+
+void ftc__heal_state_init(ftc_heal_state *s);
+void ftc__heal_state_fini(ftc_heal_state *s);
+/* Appends b (copied) with its memory. FTC_EEXIST if the name is taken,
+ * FTC_EINVAL if data is NULL with bytes to hold, FTC_EMSGSIZE if the total
+ * overflows, FTC_ENOMEM; s is unchanged on failure. */
+int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data);
+
+/* A copy of the state at one step, with its encoded metadata. Immutable
+ * once taken; shared by the server's readers through references. */
+typedef struct ftc_heal_snapshot {
+    atomic_int refs;
+    ftc_heal_meta meta;
+    uint8_t *data; /* meta.total_bytes bytes */
+    uint8_t *meta_bytes;
+    size_t meta_len;
+} ftc_heal_snapshot;
+
+/* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1).
+ * The caller guarantees nobody writes the buffers meanwhile. *out has one
+ * reference. FTC_ENOMEM, FTC_EINVAL. */
+int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
+                            int64_t batches_committed, uint64_t chunk_bytes,
+                            ftc_heal_snapshot **out);
+ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap);
+/* Drops a reference; the last frees. NULL is a no-op. */
+void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap);
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct ftc_heal_server ftc_heal_server;
+
+typedef struct ftc_heal_server_opts {
+    /* The address to bind and advertise: an explicit IP or name that the
+     * other replicas reach (never guessed from the hostname: torchft
+     * #329). NULL or "": 127.0.0.1. */
+    const char *host;
+    int port;                 /* 0: ephemeral */
+    unsigned threads;         /* serving threads; 0: 2 */
+    unsigned max_connections; /* 0: 256 */
+    int64_t idle_timeout_ms;  /* a stalled reader is cut; 0: 30000 */
+    const char *token;        /* NULL: none; else Bearer required */
+} ftc_heal_server_opts;
+
+/* Starts serving on its own threads. FTC_EINVAL, FTC_ESYS, FTC_ENOMEM. */
+int ftc__heal_server_start(ftc_heal_server **out,
+                           const ftc_heal_server_opts *opts);
+/* "host:port" as the other replicas reach it ("[v6]:port" for IPv6). */
+const char *ftc__heal_server_address(const ftc_heal_server *s);
+/* Serves snap (one reference taken) from now on, replacing the previous
+ * one; readers of the previous keep it alive until they finish. NULL
+ * stops serving. Never blocks on readers. Thread-safe. */
+void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap);
+/* Answers nothing more, closes every connection, frees. NULL is a no-op. */
+void ftc__heal_server_stop(ftc_heal_server *s);
+
+typedef struct ftc_heal_server_stats {
+    uint64_t meta_served, chunks_served, bytes_served, refused;
+} ftc_heal_server_stats;
+void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out);
+
+#ifdef FTC_TESTING
+/* Fault injection for the tests, applied to the next request of chunk
+ * `chunk` (any step): CORRUPT serves it with one byte flipped; CUT sends
+ * half of it, then closes the connection (a source dying mid-transfer);
+ * CUT_ALL does CUT to every chunk request from now on. */
+typedef enum ftc_heal_fault {
+    FTC__HEAL_FAULT_NONE = 0,
+    FTC__HEAL_FAULT_CORRUPT = 1,
+    FTC__HEAL_FAULT_CUT = 2,
+    FTC__HEAL_FAULT_CUT_ALL = 3,
+} ftc_heal_fault;
+void ftc__heal_server_inject(ftc_heal_server *s, ftc_heal_fault fault,
+                             uint32_t chunk);
+#endif
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct ftc_heal_client ftc_heal_client;
+
+typedef struct ftc_heal_fetch {
+    /* Sources ("host:port"), each serving the same state at step. The
+     * first is asked for the metadata; chunk i starts at source i % n. */
+    const char *const *sources;
+    size_t n_sources;
+    int64_t step;
+    /* Where each buffer of the local layout goes. */
+    const ftc_heal_state *layout;
+    void *const *dest;     /* layout->n pointers */
+    unsigned streams;      /* transfers in flight; 0: 4 */
+    size_t max_meta_bytes; /* 0: 64 MiB */
+    const char *token;     /* NULL: none */
+} ftc_heal_fetch;
+
+typedef struct ftc_heal_fetch_result {
+    int64_t step, batches_committed; /* from the metadata */
+    uint64_t bytes;                  /* chunk bytes received and kept */
+    uint32_t chunks;
+    uint32_t refetched;  /* chunks fetched again after a failure */
+    uint32_t bad_chunks; /* of those: checksum or length mismatches */
+} ftc_heal_fetch_result;
+
+int ftc__heal_client_create(ftc_heal_client **out);
+void ftc__heal_client_destroy(ftc_heal_client *c);
+/* Makes the fetch in progress (and every later one, until cleared) fail
+ * with FTC_ECANCELED at once. Any thread. */
+void ftc__heal_client_abort(ftc_heal_client *c);
+void ftc__heal_client_clear_abort(ftc_heal_client *c);
+
+/* Fetches the state into f->dest: metadata from the first source that
+ * has step (retrying "not yet" answers until dl), checked against
+ * f->layout; then every chunk, striped over the sources, verified against
+ * the metadata's checksum, and on any failure (checksum, length, a source
+ * that closed or died) fetched again from the next live source. Returns
+ * when every chunk is in place, or fails: FTC_ETIMEDOUT, FTC_ECANCELED,
+ * FTC_EPROTO (bad metadata, layout mismatch, a chunk bad at every source),
+ * FTC_EPEER (every source failed), FTC_EMSGSIZE, FTC_EAUTH. On failure
+ * the destination holds unspecified bytes. One fetch per client at a
+ * time. */
+int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
+                           ftc_deadline dl, ftc_heal_fetch_result *out);
+
+#endif

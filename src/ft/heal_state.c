@@ -1,0 +1,156 @@
+/* The registered state and its snapshots: a copy taken at a safe point,
+ * checksummed per chunk, shared by the healing server's readers. */
+#include <string.h>
+#include <xxhash.h>
+
+#include "ft/heal.h"
+
+void ftc__heal_state_init(ftc_heal_state *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void ftc__heal_state_fini(ftc_heal_state *s)
+{
+    ftc__free(s->bufs);
+    ftc__free(s->data);
+    memset(s, 0, sizeof(*s));
+}
+
+int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->bufs[i].name, b->name) == 0) {
+            return ftc__seterr(FTC_EEXIST, "buffer %s is registered already",
+                               b->name);
+        }
+    }
+    if (data == NULL && b->nbytes > 0) {
+        return ftc__seterr(FTC_EINVAL, "buffer %s: data is NULL", b->name);
+    }
+    uint64_t total;
+    if (__builtin_add_overflow(s->total, b->nbytes, &total) ||
+        total > SIZE_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE, "registered state overflows");
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap > 0 ? 2 * s->cap : 8;
+        ftc_heal_buf *bufs = ftc__realloc(s->bufs, cap * sizeof(*bufs));
+        if (bufs == NULL) {
+            return ftc__seterr(FTC_ENOMEM, "healing registry");
+        }
+        s->bufs = bufs;
+        void **d = ftc__realloc(s->data, cap * sizeof(*d));
+        if (d == NULL) {
+            return ftc__seterr(FTC_ENOMEM, "healing registry");
+        }
+        s->data = d;
+        s->cap = cap;
+    }
+    s->bufs[s->n] = *b;
+    s->data[s->n] = data;
+    s->n++;
+    s->total = total;
+    return 0;
+}
+
+/* Copies state bytes [off, off + len) into dst, crossing buffers. */
+static void gather(const ftc_heal_state *s, uint64_t off, uint8_t *dst,
+                   uint64_t len, size_t *cursor, uint64_t *cursor_off)
+{
+    size_t j = *cursor;
+    uint64_t base = *cursor_off;
+    while (len > 0) {
+        uint64_t end = base + s->bufs[j].nbytes;
+        if (off >= end) {
+            base = end;
+            j++;
+            continue;
+        }
+        uint64_t n = end - off < len ? end - off : len;
+        memcpy(dst, (const uint8_t *)s->data[j] + (off - base), n);
+        dst += n;
+        off += n;
+        len -= n;
+    }
+    *cursor = j;
+    *cursor_off = base;
+}
+
+int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
+                            int64_t batches_committed, uint64_t chunk_bytes,
+                            ftc_heal_snapshot **out)
+{
+    *out = NULL;
+    if (chunk_bytes == 0 || step < 0 || batches_committed < 0) {
+        return ftc__seterr(FTC_EINVAL, "snapshot: chunk_bytes %llu, step %lld",
+                           (unsigned long long)chunk_bytes, (long long)step);
+    }
+    uint64_t n_chunks = ftc__heal_chunk_count(s->total, chunk_bytes);
+    if (n_chunks > UINT32_MAX || s->n > UINT32_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE, "snapshot: %llu chunks",
+                           (unsigned long long)n_chunks);
+    }
+    ftc_heal_snapshot *snap = ftc__calloc(1, sizeof(*snap));
+    if (snap == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "snapshot");
+    }
+    atomic_init(&snap->refs, 1);
+    ftc_heal_meta *m = &snap->meta;
+    m->step = step;
+    m->batches_committed = batches_committed;
+    m->total_bytes = s->total;
+    m->chunk_bytes = chunk_bytes;
+    m->n_buffers = (uint32_t)s->n;
+    m->n_chunks = (uint32_t)n_chunks;
+    m->buffers = ftc__memdup(s->bufs, (s->n > 0 ? s->n : 1) * sizeof(*s->bufs));
+    m->chunk_hash = ftc__calloc(n_chunks > 0 ? n_chunks : 1, sizeof(uint64_t));
+    snap->data = ftc__malloc(s->total > 0 ? s->total : 1);
+    int rc = 0;
+    if (m->buffers == NULL || m->chunk_hash == NULL || snap->data == NULL) {
+        rc = ftc__seterr(FTC_ENOMEM, "snapshot of %llu B",
+                         (unsigned long long)s->total);
+    }
+    size_t cursor = 0;
+    uint64_t cursor_off = 0;
+    for (uint32_t i = 0; rc == 0 && i < m->n_chunks; i++) {
+        uint64_t off, len;
+        ftc__heal_chunk_range(m, i, &off, &len);
+        gather(s, off, snap->data + off, len, &cursor, &cursor_off);
+        m->chunk_hash[i] = XXH3_64bits(snap->data + off, len);
+    }
+    if (rc == 0) {
+        ftc_buf b;
+        ftc__buf_init(&b, SIZE_MAX);
+        rc = ftc__heal_meta_encode(m, &b);
+        snap->meta_bytes = ftc__buf_detach(&b, &snap->meta_len);
+        ftc__buf_free(&b);
+        if (rc == 0 && snap->meta_bytes == NULL) {
+            rc = ftc__seterr(FTC_ENOMEM, "snapshot metadata");
+        }
+    }
+    if (rc != 0) {
+        ftc__heal_snapshot_unref(snap);
+        return rc;
+    }
+    *out = snap;
+    return 0;
+}
+
+ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap)
+{
+    if (snap != NULL) {
+        atomic_fetch_add(&snap->refs, 1);
+    }
+    return snap;
+}
+
+void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap)
+{
+    if (snap != NULL && atomic_fetch_sub(&snap->refs, 1) == 1) {
+        ftc__heal_meta_fini(&snap->meta);
+        ftc__free(snap->data);
+        ftc__free(snap->meta_bytes);
+        ftc__free(snap);
+    }
+}

@@ -1,0 +1,27 @@
+/* What the ft layer's HTTP servers (lighthouse, healing) share: bearer
+ * token checks in constant time and libmicrohttpd's log lines. */
+#ifndef FTC_FT_HTTP_UTIL_H
+#define FTC_FT_HTTP_UTIL_H
+
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define FTC__TOKEN_HASH_BYTES 32
+
+/* The digest a server keeps instead of the token itself. */
+void ftc__http_token_hash(const char *token,
+                          unsigned char hash[FTC__TOKEN_HASH_BYTES]);
+
+/* Whether the request carries "Authorization: Bearer <token>" whose
+ * digest is hash. Digests of equal length are compared in constant time,
+ * so neither the token nor its length leaks through timing. */
+bool ftc__http_bearer_ok(struct MHD_Connection *c,
+                         const unsigned char hash[FTC__TOKEN_HASH_BYTES]);
+
+/* MHD_OPTION_EXTERNAL_LOGGER: one line at info level under the tag
+ * passed as cls (a static string such as "lighthouse.http"). */
+void ftc__http_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+#endif

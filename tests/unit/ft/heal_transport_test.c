@@ -1,0 +1,432 @@
+/* The healing transfer over real HTTP on loopback: striping over several
+ * sources, corrupt chunks and sources that die mid-transfer recovered from
+ * another source, "not yet" answers retried, and every refusal exact. */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base_int.h"
+#include "ft/heal.h"
+#include "testkit.h"
+
+#define NSRC 3
+#define NA 50000 /* floats in buffer "a" */
+#define NB 777   /* doubles in buffer "b" */
+
+/* One replica's state: two buffers and a counter. */
+typedef struct replica {
+    ftc_heal_state st;
+    float a[NA];
+    double b[NB];
+    int64_t c;
+    void *dest[3];
+} replica;
+
+static void replica_init(replica *r, float seed)
+{
+    ftc__heal_state_init(&r->st);
+    for (int i = 0; i < NA; i++) {
+        r->a[i] = seed + (float)i * 0.001f;
+    }
+    for (int i = 0; i < NB; i++) {
+        r->b[i] = (double)seed * 1e6 - i;
+    }
+    r->c = (int64_t)seed;
+    ftc_heal_buf buf;
+    int64_t da[] = {NA}, db[] = {7, 111};
+    TK_OK(ftc__heal_buf_set(&buf, "params", 0, da, 1, 4));
+    TK_OK(ftc__heal_state_add(&r->st, &buf, r->a));
+    TK_OK(ftc__heal_buf_set(&buf, "momentum", 1, db, 2, 8));
+    TK_OK(ftc__heal_state_add(&r->st, &buf, r->b));
+    TK_OK(ftc__heal_buf_set(&buf, "count", 7, NULL, 0, 8));
+    TK_OK(ftc__heal_state_add(&r->st, &buf, &r->c));
+    r->dest[0] = r->a;
+    r->dest[1] = r->b;
+    r->dest[2] = &r->c;
+}
+
+static void assert_same_state(const replica *x, const replica *y)
+{
+    assert_memory_equal(x->a, y->a, sizeof(x->a));
+    assert_memory_equal(x->b, y->b, sizeof(x->b));
+    assert_int_equal(x->c, y->c);
+}
+
+/* NSRC servers, each serving a snapshot of the same state at step 7. */
+typedef struct world {
+    replica src;
+    replica dst;
+    ftc_heal_server *srv[NSRC];
+    const char *addr[NSRC];
+    char addr_text[NSRC][64];
+    ftc_heal_snapshot *snap;
+    ftc_heal_client *cli;
+} world;
+
+static world *world_new(uint64_t chunk_bytes, const char *token)
+{
+    world *w = ftc__calloc(1, sizeof(*w));
+    replica_init(&w->src, 3.0f);
+    replica_init(&w->dst, -1.0f);
+    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, chunk_bytes, &w->snap));
+    for (int i = 0; i < NSRC; i++) {
+        ftc_heal_server_opts o = {0};
+        o.token = token;
+        TK_OK(ftc__heal_server_start(&w->srv[i], &o));
+        snprintf(w->addr_text[i], sizeof(w->addr_text[i]), "%s",
+                 ftc__heal_server_address(w->srv[i]));
+        w->addr[i] = w->addr_text[i];
+        ftc__heal_server_publish(w->srv[i], w->snap);
+    }
+    TK_OK(ftc__heal_client_create(&w->cli));
+    return w;
+}
+
+static void world_free(world *w)
+{
+    for (int i = 0; i < NSRC; i++) {
+        ftc__heal_server_stop(w->srv[i]);
+    }
+    ftc__heal_snapshot_unref(w->snap);
+    ftc__heal_client_destroy(w->cli);
+    ftc__heal_state_fini(&w->src.st);
+    ftc__heal_state_fini(&w->dst.st);
+    ftc__free(w);
+}
+
+static ftc_heal_fetch fetch_of(world *w, size_t n_sources)
+{
+    ftc_heal_fetch f;
+    memset(&f, 0, sizeof(f));
+    f.sources = w->addr;
+    f.n_sources = n_sources;
+    f.step = 7;
+    f.layout = &w->dst.st;
+    f.dest = w->dst.dest;
+    return f;
+}
+
+static int run_fetch(world *w, const ftc_heal_fetch *f, int64_t ms,
+                     ftc_heal_fetch_result *res)
+{
+    return ftc__heal_client_fetch(w->cli, f, ftc__deadline_in_ms(tk_ms(ms)),
+                                  res);
+}
+
+static void striped_over_every_source(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 10000, &res));
+    assert_same_state(&w->src, &w->dst);
+    assert_int_equal(res.step, 7);
+    assert_int_equal(res.batches_committed, 21);
+    assert_int_equal(res.bytes, w->src.st.total);
+    assert_int_equal(res.chunks, w->snap->meta.n_chunks);
+    assert_int_equal(res.refetched, 0);
+    /* Chunk i comes from source i % NSRC: every source served its share,
+     * and only the first the metadata. */
+    uint32_t n = w->snap->meta.n_chunks;
+    for (int i = 0; i < NSRC; i++) {
+        ftc_heal_server_stats st;
+        ftc__heal_server_stats(w->srv[i], &st);
+        assert_int_equal(st.chunks_served, n / NSRC + ((uint32_t)i < n % NSRC));
+        assert_int_equal(st.meta_served, i == 0 ? 1 : 0);
+    }
+    world_free(w);
+}
+
+static void corrupt_chunk_is_fetched_again(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc__heal_server_inject(w->srv[2], FTC__HEAL_FAULT_CORRUPT, 5);
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 10000, &res));
+    assert_same_state(&w->src, &w->dst);
+    assert_int_equal(res.bad_chunks, 1);
+    assert_int_equal(res.refetched, 1);
+    /* Chunk 5 was asked again, from the next source (0). */
+    ftc_heal_server_stats st;
+    ftc__heal_server_stats(w->srv[0], &st);
+    uint32_t n = w->snap->meta.n_chunks;
+    assert_int_equal(st.chunks_served, n / NSRC + (0 < n % NSRC) + 1);
+    world_free(w);
+}
+
+static void source_dying_mid_transfer(void **state)
+{
+    (void)state;
+    world *w = world_new(64 * 1024, NULL);
+    /* Source 1 closes every chunk answer half-way, as a process killed
+     * while sending would; the others take over its chunks. */
+    ftc__heal_server_inject(w->srv[1], FTC__HEAL_FAULT_CUT_ALL, 0);
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 10000, &res));
+    assert_same_state(&w->src, &w->dst);
+    assert_true(res.refetched >= 1);
+    assert_int_equal(res.bad_chunks, 0);
+    /* Once it failed it was not asked again. */
+    ftc_heal_server_stats st;
+    ftc__heal_server_stats(w->srv[1], &st);
+    assert_true(st.chunks_served <= 4); /* at most one per stream */
+    world_free(w);
+}
+
+static void source_stopped_before_the_fetch(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc__heal_server_stop(w->srv[1]);
+    w->srv[1] = NULL;
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 10000, &res));
+    assert_same_state(&w->src, &w->dst);
+    assert_true(res.refetched >= 1);
+    world_free(w);
+}
+
+/* The snapshot of one chunk differs from its checksum at every source:
+ * refused after each source was tried twice. */
+static void chunk_bad_everywhere(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    w->snap->data[16 * 1024 * 3 + 5] ^= 0xff;
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 10000, &res), FTC_EPROTO);
+    assert_non_null(strstr(ftc_last_error(), "chunk 3"));
+    assert_int_equal(res.bad_chunks, 2 * NSRC + 1);
+    world_free(w);
+}
+
+static void every_source_dead(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    for (int i = 0; i < NSRC; i++) {
+        ftc__heal_server_inject(w->srv[i], FTC__HEAL_FAULT_CUT_ALL, 0);
+    }
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 10000, &res), FTC_EPEER);
+    assert_non_null(strstr(ftc_last_error(), "every source failed"));
+    world_free(w);
+}
+
+static void wrong_step_times_out_with_reason(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc_heal_fetch f = fetch_of(w, 2);
+    f.step = 8;
+    ftc_heal_fetch_result res;
+    int64_t t0 = tk_now_ms();
+    TK_EXPECT(run_fetch(w, &f, 300, &res), FTC_ETIMEDOUT);
+    assert_true(tk_now_ms() - t0 < tk_ms(3000));
+    assert_non_null(strstr(ftc_last_error(), "no snapshot of step 8"));
+    world_free(w);
+}
+
+static void layout_mismatch_is_refused(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc_heal_state other;
+    ftc__heal_state_init(&other);
+    ftc_heal_buf buf;
+    int64_t d[] = {NA};
+    TK_OK(ftc__heal_buf_set(&buf, "params", 0, d, 1, 4));
+    TK_OK(ftc__heal_state_add(&other, &buf, w->dst.a));
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    f.layout = &other;
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EPROTO);
+    assert_non_null(strstr(ftc_last_error(), "layout differs"));
+    ftc__heal_state_fini(&other);
+    world_free(w);
+}
+
+static void metadata_over_the_limit(void **state)
+{
+    (void)state;
+    world *w = world_new(64, NULL); /* many chunks: a long metadata */
+    ftc_heal_fetch f = fetch_of(w, 1);
+    f.max_meta_bytes = 4096;
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EMSGSIZE);
+    world_free(w);
+}
+
+static void token_required(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, "s3cret");
+    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EAUTH);
+    f.token = "wrong";
+    TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EAUTH);
+    f.token = "s3cret";
+    TK_OK(run_fetch(w, &f, 5000, &res));
+    assert_same_state(&w->src, &w->dst);
+    world_free(w);
+}
+
+/* A source that has not taken its snapshot yet answers 404; the client
+ * asks again until it is there. */
+typedef struct bg_fetch {
+    world *w;
+    ftc_heal_fetch f;
+    ftc_heal_fetch_result res;
+    int rc;
+} bg_fetch;
+
+static void *bg_run(void *arg)
+{
+    bg_fetch *b = arg;
+    b->rc = run_fetch(b->w, &b->f, 10000, &b->res);
+    return NULL;
+}
+
+static uint64_t refused(ftc_heal_server *s)
+{
+    ftc_heal_server_stats st;
+    ftc__heal_server_stats(s, &st);
+    return st.refused;
+}
+
+static void snapshot_published_later(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    for (int i = 0; i < NSRC; i++) {
+        ftc__heal_server_publish(w->srv[i], NULL);
+    }
+    bg_fetch b = {w, fetch_of(w, NSRC), {0}, -1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, bg_run, &b), 0);
+    TK_WAIT_UNTIL(refused(w->srv[2]) >= 1, 5000);
+    for (int i = 0; i < NSRC; i++) {
+        ftc__heal_server_publish(w->srv[i], w->snap);
+    }
+    pthread_join(t, NULL);
+    TK_OK(b.rc);
+    assert_same_state(&w->src, &w->dst);
+    world_free(w);
+}
+
+static void abort_from_another_thread(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    ftc__heal_server_publish(w->srv[0], NULL);
+    bg_fetch b = {w, fetch_of(w, 1), {0}, -1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, bg_run, &b), 0);
+    TK_WAIT_UNTIL(refused(w->srv[0]) >= 1, 5000);
+    int64_t t0 = tk_now_ms();
+    ftc__heal_client_abort(w->cli);
+    pthread_join(t, NULL);
+    assert_int_equal(b.rc, FTC_ECANCELED);
+    assert_true(tk_now_ms() - t0 < tk_ms(1000));
+    /* Sticky until cleared; then the client works again. */
+    ftc__heal_server_publish(w->srv[0], w->snap);
+    ftc_heal_fetch f = fetch_of(w, 1);
+    ftc_heal_fetch_result res;
+    TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_ECANCELED);
+    ftc__heal_client_clear_abort(w->cli);
+    TK_OK(run_fetch(w, &f, 5000, &res));
+    world_free(w);
+}
+
+/* Hostile or wrong requests get exact statuses and change nothing. */
+static long http_status(const char *addr, const char *path, bool post)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "http://%s%s", addr, path);
+    CURL *e = curl_easy_init();
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
+    FILE *sink = fopen("/dev/null", "w");
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, sink);
+    if (post) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "x");
+    }
+    long status = 0;
+    if (curl_easy_perform(e) == CURLE_OK) {
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    }
+    fclose(sink);
+    curl_easy_cleanup(e);
+    return status;
+}
+
+static void hostile_requests(void **state)
+{
+    (void)state;
+    world *w = world_new(16 * 1024, NULL);
+    const char *a = w->addr[0];
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", false), 200);
+    assert_int_equal(http_status(a, "/v1/heal/7/chunk/0", false), 200);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", true), 405);
+    assert_int_equal(http_status(a, "/", false), 404);
+    assert_int_equal(http_status(a, "/v1/heal/-7/meta", false), 404);
+    assert_int_equal(http_status(a, "/v1/heal/7/chunk/99999", false), 404);
+    assert_int_equal(http_status(a, "/v1/heal/7/chunk/1x", false), 404);
+    assert_int_equal(
+        http_status(a, "/v1/heal/99999999999999999999999/meta", false), 404);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta/", false), 404);
+    assert_int_equal(http_status(a, "/v1/heal/6/meta", false), 404);
+    /* The server still serves a whole transfer. */
+    ftc_heal_fetch f = fetch_of(w, 1);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 5000, &res));
+    assert_same_state(&w->src, &w->dst);
+    world_free(w);
+}
+
+static void bad_server_options(void **state)
+{
+    (void)state;
+    ftc_heal_server *s = (ftc_heal_server *)1;
+    ftc_heal_server_opts o = {0};
+    o.port = 70000;
+    TK_EXPECT(ftc__heal_server_start(&s, &o), FTC_EINVAL);
+    assert_null(s);
+    o.port = 0;
+    o.token = "";
+    TK_EXPECT(ftc__heal_server_start(&s, &o), FTC_EINVAL);
+    o.token = NULL;
+    o.host = "203.0.113.1"; /* not an address of this host */
+    assert_int_not_equal(ftc__heal_server_start(&s, &o), 0);
+    assert_null(s);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(striped_over_every_source),
+        cmocka_unit_test(corrupt_chunk_is_fetched_again),
+        cmocka_unit_test(source_dying_mid_transfer),
+        cmocka_unit_test(source_stopped_before_the_fetch),
+        cmocka_unit_test(chunk_bad_everywhere),
+        cmocka_unit_test(every_source_dead),
+        cmocka_unit_test(wrong_step_times_out_with_reason),
+        cmocka_unit_test(layout_mismatch_is_refused),
+        cmocka_unit_test(metadata_over_the_limit),
+        cmocka_unit_test(token_required),
+        cmocka_unit_test(snapshot_published_later),
+        cmocka_unit_test(abort_from_another_thread),
+        cmocka_unit_test(hostile_requests),
+        cmocka_unit_test(bad_server_options),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
