@@ -128,6 +128,8 @@ typedef struct ftc_heal_fetch_result {
     uint32_t chunks;
     uint32_t refetched;  /* chunks fetched again after a failure */
     uint32_t bad_chunks; /* of those: checksum or length mismatches */
+    uint32_t sources;    /* sources that had the step (chunks came from
+                            those whose copy of a chunk matched) */
 } ftc_heal_fetch_result;
 
 int ftc__heal_client_create(ftc_heal_client **out);
@@ -137,11 +139,13 @@ void ftc__heal_client_destroy(ftc_heal_client *c);
 void ftc__heal_client_abort(ftc_heal_client *c);
 void ftc__heal_client_clear_abort(ftc_heal_client *c);
 
-/* Fetches the state into f->dest: metadata from the first source that
- * has step (retrying "not yet" answers until dl), checked against
- * f->layout; then every chunk, striped over the sources, verified against
- * the metadata's checksum, and on any failure (checksum, length, a source
- * that closed or died) fetched again from the next live source. Returns
+/* Fetches the state into f->dest: the reference metadata from the first
+ * source that has step (retrying "not yet" answers until dl), checked
+ * against f->layout, and the other sources' metadata (one request each);
+ * then every chunk, striped over the sources whose checksum for it equals
+ * the reference's (replicas may differ in part of their state), verified
+ * as it arrives, and on any failure (checksum, length, a source that
+ * closed or died) fetched again from the next such live source. Returns
  * when every chunk is in place, or fails: FTC_ETIMEDOUT, FTC_ECANCELED,
  * FTC_EPROTO (bad metadata, layout mismatch, a chunk bad at every source),
  * FTC_EPEER (every source failed), FTC_EMSGSIZE, FTC_EAUTH. On failure

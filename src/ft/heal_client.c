@@ -40,6 +40,13 @@ typedef struct fetch {
     uint32_t *attempts; /* per chunk */
     bool *dead;         /* per source */
     size_t n_dead;
+    /* Per source, the chunk checksums of its own metadata (NULL: it has
+     * none of this step). A chunk is asked only of sources whose checksum
+     * for it equals the reference's: replicas may legitimately differ in
+     * part of their state (DiLoCo's local parameters), and a chunk from
+     * such a source would only fail its check. */
+    uint64_t **hashes;
+    size_t ref; /* the source whose metadata is the reference */
     uint32_t done;
     char url[FTC_HOST_MAX + 96];
     struct curl_slist *headers;
@@ -197,45 +204,51 @@ static int get_meta_once(fetch *ft, CURL *e, size_t s, ftc_buf *body,
     return 0;
 }
 
-/* The metadata of f->step from the first source that has it; sources
- * that do not have it yet (they snapshot inside their own quorum) are
- * asked again with backoff until dl. */
-static int get_meta(fetch *ft, CURL *e, ftc_deadline dl)
+/* Decodes a metadata from source s and checks it against what was asked:
+ * the step and the local layout. */
+static int decode_meta(fetch *ft, size_t s, const ftc_buf *body,
+                       ftc_heal_meta *m)
 {
     const ftc_heal_fetch *f = ft->f;
-    ftc_buf body;
-    ftc__buf_init(&body,
-                  f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
+    ftc_heal_limits lim = {
+        (uint32_t)f->layout->n,
+        (uint32_t)ftc__heal_chunk_count(f->layout->total, 1) + 1,
+        f->layout->total};
+    int rc = ftc__heal_meta_decode(ftc__buf_begin(body), ftc__buf_size(body),
+                                   &lim, m);
+    if (rc == FTC_EMSGSIZE) {
+        /* The limits are the local layout's own sizes. */
+        rc = ftc__seterr(FTC_EPROTO, "state layout differs: %s",
+                         ftc_last_error());
+    }
+    if (rc == 0 && m->step != f->step) {
+        rc = ftc__seterr(FTC_EPROTO, "%s sent step %lld, asked %lld",
+                         f->sources[s], (long long)m->step, (long long)f->step);
+    }
+    rc =
+        rc != 0 ? rc : ftc__heal_layout_check(m, f->layout->bufs, f->layout->n);
+    if (rc != 0) {
+        ftc__heal_meta_fini(m);
+        return ftc__adderr(rc, "metadata from %s", f->sources[s]);
+    }
+    return 0;
+}
+
+/* The reference metadata of f->step: from the first source that has it;
+ * sources that do not have it yet (they snapshot inside their own quorum)
+ * are asked again with backoff until dl. */
+static int get_meta(fetch *ft, CURL *e, ftc_buf *body, ftc_deadline dl)
+{
+    const ftc_heal_fetch *f = ft->f;
     ftc_backoff bo;
     ftc__backoff_init(&bo, 2, 100);
     char why[256] = "";
     int rc;
     for (size_t s = 0;; s = (s + 1) % f->n_sources) {
-        rc = get_meta_once(ft, e, s, &body, dl);
+        rc = get_meta_once(ft, e, s, body, dl);
         if (rc == 0) {
-            ftc_heal_limits lim = {
-                (uint32_t)f->layout->n,
-                (uint32_t)ftc__heal_chunk_count(f->layout->total, 1) + 1,
-                f->layout->total};
-            rc = ftc__heal_meta_decode(ftc__buf_begin(&body),
-                                       ftc__buf_size(&body), &lim, &ft->meta);
-            if (rc == FTC_EMSGSIZE) {
-                /* The limits are the local layout's own sizes. */
-                rc = ftc__seterr(FTC_EPROTO, "state layout differs: %s",
-                                 ftc_last_error());
-            }
-            if (rc == 0 && ft->meta.step != f->step) {
-                rc = ftc__seterr(FTC_EPROTO, "%s sent step %lld, asked %lld",
-                                 f->sources[s], (long long)ft->meta.step,
-                                 (long long)f->step);
-            }
-            rc = rc != 0 ? rc
-                         : ftc__heal_layout_check(&ft->meta, f->layout->bufs,
-                                                  f->layout->n);
-            if (rc != 0) {
-                ftc__heal_meta_fini(&ft->meta);
-                rc = ftc__adderr(rc, "metadata from %s", f->sources[s]);
-            }
+            rc = decode_meta(ft, s, body, &ft->meta);
+            ft->ref = s;
             break;
         }
         if (rc != FTC_ENOENT && rc != FTC_EPEER) {
@@ -262,8 +275,33 @@ static int get_meta(fetch *ft, CURL *e, ftc_deadline dl)
                          "by the deadline: %s",
                          (long long)f->step, why);
     }
-    ftc__buf_free(&body);
     return rc;
+}
+
+/* The other sources' checksums, one request each: a source that has no
+ * snapshot of the step, or another layout, is not used. */
+static int peer_metas(fetch *ft, CURL *e, ftc_buf *body, ftc_deadline dl)
+{
+    ft->hashes[ft->ref] = ft->meta.chunk_hash;
+    for (size_t s = 0; s < ft->f->n_sources; s++) {
+        if (s == ft->ref) {
+            continue;
+        }
+        ftc_heal_meta m;
+        int rc = get_meta_once(ft, e, s, body, dl);
+        if (rc == 0 && decode_meta(ft, s, body, &m) == 0) {
+            ft->hashes[s] = m.chunk_hash; /* taken over */
+            m.chunk_hash = NULL;
+            ftc__heal_meta_fini(&m);
+        } else if (rc == FTC_ECANCELED || rc == FTC_ETIMEDOUT ||
+                   rc == FTC_EAUTH) {
+            return rc;
+        } else {
+            FTC_LOG_INFO("heal.source_skipped", "%s: %s", ft->f->sources[s],
+                         ftc_last_error());
+        }
+    }
+    return 0;
 }
 
 /* -------------------------------------------------------------- chunks */
@@ -323,12 +361,14 @@ static size_t buffer_at(const fetch *ft, uint64_t off)
     return lo;
 }
 
-/* The next live source from s on, or SIZE_MAX if none is left. */
-static size_t live_from(const fetch *ft, size_t s)
+/* The next source from s on that is alive and holds this chunk as the
+ * reference does, or SIZE_MAX if none is left. */
+static size_t source_for(const fetch *ft, uint32_t chunk, size_t s)
 {
     for (size_t k = 0; k < ft->f->n_sources; k++) {
         size_t i = (s + k) % ft->f->n_sources;
-        if (!ft->dead[i]) {
+        if (!ft->dead[i] && ft->hashes[i] != NULL &&
+            ft->hashes[i][chunk] == ft->meta.chunk_hash[chunk]) {
             return i;
         }
     }
@@ -337,7 +377,7 @@ static size_t live_from(const fetch *ft, size_t s)
 
 static int start_chunk(fetch *ft, xfer *x, uint32_t chunk, ftc_deadline dl)
 {
-    size_t s = live_from(ft, ft->next_src[chunk]);
+    size_t s = source_for(ft, chunk, ft->next_src[chunk]);
     if (s == SIZE_MAX) {
         return ftc__seterr(FTC_EPEER,
                            "healing: every source failed (last: "
@@ -483,6 +523,12 @@ static void fetch_free(fetch *ft, xfer *xs, unsigned nx)
     ftc__free(ft->next_src);
     ftc__free(ft->attempts);
     ftc__free(ft->dead);
+    for (size_t s = 0; ft->hashes != NULL && s < ft->f->n_sources; s++) {
+        if (s != ft->ref || ft->hashes[s] != ft->meta.chunk_hash) {
+            ftc__free(ft->hashes[s]);
+        }
+    }
+    ftc__free(ft->hashes);
     curl_slist_free_all(ft->headers);
     ftc__heal_meta_fini(&ft->meta);
 }
@@ -527,13 +573,25 @@ int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
             rc = ftc__seterr(FTC_ENOMEM, "heal client transfers");
         }
     }
-    rc = rc != 0 ? rc : get_meta(&ft, xs[0].easy, dl);
+    ft.hashes = ftc__calloc(f->n_sources, sizeof(*ft.hashes));
+    if (rc == 0 && ft.hashes == NULL) {
+        rc = ftc__seterr(FTC_ENOMEM, "healing sources");
+    }
+    ftc_buf body;
+    ftc__buf_init(&body,
+                  f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
+    rc = rc != 0 ? rc : get_meta(&ft, xs[0].easy, &body, dl);
+    rc = rc != 0 ? rc : peer_metas(&ft, xs[0].easy, &body, dl);
+    ftc__buf_free(&body);
     rc = rc != 0 ? rc : prepare(&ft);
     rc = rc != 0 ? rc : run_chunks(&ft, xs, nx, dl);
     if (rc == 0) {
         out->step = ft.meta.step;
         out->batches_committed = ft.meta.batches_committed;
         out->chunks = ft.meta.n_chunks;
+        for (size_t s = 0; s < f->n_sources; s++) {
+            out->sources += ft.hashes[s] != NULL;
+        }
     }
     fetch_free(&ft, xs, nx);
     return rc;
