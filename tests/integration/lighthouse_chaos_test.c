@@ -18,20 +18,7 @@
 
 static int log_fd = -1;
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-    va_end(ap);
-    n = n < (int)sizeof(line) - 1 ? n : (int)sizeof(line) - 2;
-    line[n++] = '\n';
-    /* One write per line on an O_APPEND file: lines never interleave. */
-    ssize_t w = write(log_fd, line, (size_t)n);
-    (void)w;
-}
+#define say(...) tk_write_line(log_fd, __VA_ARGS__)
 
 typedef struct beat {
     ftc_lighthouse_client *c;

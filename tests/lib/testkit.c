@@ -2,6 +2,7 @@
 #include "testkit.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,19 @@ int64_t tk_ms(int64_t ms)
     const char *m = getenv("FTC_TEST_TIMEOUT_MULTIPLIER");
     long k = m != NULL ? strtol(m, NULL, 10) : 1;
     return ms * (k > 0 ? k : 1);
+}
+
+void tk_write_line(int fd, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    n = n < (int)sizeof(line) - 1 ? n : (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w;
 }
 
 void tk_pause_ms(int ms)

@@ -78,6 +78,11 @@ int tk_exit_code(const tk_child *c);
 /* Sends a signal to one child. */
 void tk_signal(tk_child *c, int sig);
 
+/* Appends one formatted line ('\n' added) to fd in a single write, so
+ * the lines of processes sharing an O_APPEND file never interleave. */
+void tk_write_line(int fd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* A fresh scratch directory removed at exit. */
 const char *tk_tmpdir(void);
 
