@@ -254,7 +254,11 @@ static int get_meta(fetch *ft, CURL *e, ftc_buf *body, ftc_deadline dl)
         if (rc != FTC_ENOENT && rc != FTC_EPEER) {
             break;
         }
-        snprintf(why, sizeof(why), "%s", ftc_last_error());
+        /* Say why no source had it: "not yet" outranks a request that the
+         * deadline cut short. */
+        if (rc == FTC_ENOENT || why[0] == '\0') {
+            snprintf(why, sizeof(why), "%s", ftc_last_error());
+        }
         /* After a round over every source, back off before the next. */
         if (s + 1 == f->n_sources) {
             int64_t wait = ftc__backoff_next_ms(&bo);

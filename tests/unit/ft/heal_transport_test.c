@@ -114,14 +114,37 @@ static int run_fetch(world *w, const ftc_heal_fetch *f, int64_t ms,
                                   res);
 }
 
+/* A fetch from the first n sources that must succeed with the source's
+ * state in place. */
+static ftc_heal_fetch_result fetch_ok(world *w, size_t n)
+{
+    ftc_heal_fetch f = fetch_of(w, n);
+    ftc_heal_fetch_result res;
+    TK_OK(run_fetch(w, &f, 10000, &res));
+    assert_same_state(&w->src, &w->dst);
+    return res;
+}
+
+/* Chunks served by source i of NSRC when chunk c starts at source c %
+ * NSRC. */
+static uint32_t share(const world *w, uint32_t i)
+{
+    uint32_t n = w->snap->meta.n_chunks;
+    return n / NSRC + (i < n % NSRC);
+}
+
+static uint64_t chunks_served(ftc_heal_server *s)
+{
+    ftc_heal_server_stats st;
+    ftc__heal_server_stats(s, &st);
+    return st.chunks_served;
+}
+
 static void striped_over_every_source(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
-    TK_OK(run_fetch(w, &f, 10000, &res));
-    assert_same_state(&w->src, &w->dst);
+    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.step, 7);
     assert_int_equal(res.batches_committed, 21);
     assert_int_equal(res.bytes, w->src.st.total);
@@ -129,11 +152,10 @@ static void striped_over_every_source(void **state)
     assert_int_equal(res.refetched, 0);
     /* Chunk i comes from source i % NSRC: every source served its share
      * and its metadata once. */
-    uint32_t n = w->snap->meta.n_chunks;
-    for (int i = 0; i < NSRC; i++) {
+    for (uint32_t i = 0; i < NSRC; i++) {
         ftc_heal_server_stats st;
         ftc__heal_server_stats(w->srv[i], &st);
-        assert_int_equal(st.chunks_served, n / NSRC + ((uint32_t)i < n % NSRC));
+        assert_int_equal(st.chunks_served, share(w, i));
         assert_int_equal(st.meta_served, 1);
     }
     world_free(w);
@@ -144,17 +166,11 @@ static void corrupt_chunk_is_fetched_again(void **state)
     (void)state;
     world *w = world_new(16 * 1024, NULL);
     ftc__heal_server_inject(w->srv[2], FTC__HEAL_FAULT_CORRUPT, 5);
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
-    TK_OK(run_fetch(w, &f, 10000, &res));
-    assert_same_state(&w->src, &w->dst);
+    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.bad_chunks, 1);
     assert_int_equal(res.refetched, 1);
     /* Chunk 5 was asked again, from the next source (0). */
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(w->srv[0], &st);
-    uint32_t n = w->snap->meta.n_chunks;
-    assert_int_equal(st.chunks_served, n / NSRC + (0 < n % NSRC) + 1);
+    assert_int_equal(chunks_served(w->srv[0]), share(w, 0) + 1);
     world_free(w);
 }
 
@@ -165,16 +181,11 @@ static void source_dying_mid_transfer(void **state)
     /* Source 1 closes every chunk answer half-way, as a process killed
      * while sending would; the others take over its chunks. */
     ftc__heal_server_inject(w->srv[1], FTC__HEAL_FAULT_CUT_ALL, 0);
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
-    TK_OK(run_fetch(w, &f, 10000, &res));
-    assert_same_state(&w->src, &w->dst);
+    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     assert_true(res.refetched >= 1);
     assert_int_equal(res.bad_chunks, 0);
     /* Once it failed it was not asked again. */
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(w->srv[1], &st);
-    assert_true(st.chunks_served <= 4); /* at most one per stream */
+    assert_true(chunks_served(w->srv[1]) <= 4); /* at most one per stream */
     world_free(w);
 }
 
@@ -184,10 +195,7 @@ static void source_stopped_before_the_fetch(void **state)
     world *w = world_new(16 * 1024, NULL);
     ftc__heal_server_stop(w->srv[1]);
     w->srv[1] = NULL;
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
-    TK_OK(run_fetch(w, &f, 10000, &res));
-    assert_same_state(&w->src, &w->dst);
+    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     /* It did not answer its metadata request, so no chunk was asked of
      * it. */
     assert_int_equal(res.sources, NSRC - 1);
@@ -209,18 +217,11 @@ static void partly_different_source(void **state)
     TK_OK(ftc__heal_snapshot_take(&other.st, 7, 21, 16 * 1024, &snap));
     ftc__heal_server_publish(w->srv[2], snap);
     ftc__heal_snapshot_unref(snap);
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
-    TK_OK(run_fetch(w, &f, 10000, &res));
-    assert_same_state(&w->src, &w->dst);
+    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.bad_chunks, 0);
     assert_int_equal(res.refetched, 0);
     assert_int_equal(res.sources, NSRC);
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(w->srv[2], &st);
-    uint32_t n = w->snap->meta.n_chunks;
-    assert_int_equal(st.chunks_served, n / NSRC + (2 < n % NSRC) - 1);
-    assert_int_equal(st.meta_served, 1);
+    assert_int_equal(chunks_served(w->srv[2]), share(w, 2) - 1);
     ftc__heal_state_fini(&other.st);
     world_free(w);
 }
