@@ -1,6 +1,9 @@
 /* ftc/ft.h: fault tolerance across replica groups. The lighthouse decides
  * which replica groups train each step together (a quorum) and pushes
- * membership changes; its client serves the manager and `ftc status`.
+ * membership changes; its client serves the manager and `ftc status`. The
+ * manager (one per rank) runs each step's quorum, rebuilds the
+ * cross-replica process group when the quorum changes, heals a replica
+ * that is behind, and decides whether a step commits.
  *
  * The lighthouse speaks HTTP/JSON (docs/protocol.md, "Lighthouse HTTP API
  * v1"). Quorum rules are torchft's (docs/operations.md, "Quorum semantics
@@ -14,6 +17,7 @@
 #include <stdint.h>
 
 #include "ftc/base.h"
+#include "ftc/pg.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -278,6 +282,310 @@ FTC_API int ftc_lighthouse_client_status(ftc_lighthouse_client *client,
 
 /* Frees what a result holds (NULL ok); the struct can be reused. */
 FTC_API void ftc_lighthouse_quorum_fini(ftc_lighthouse_quorum *q);
+
+/* ---------------------------------------------------------------- manager
+ *
+ * One manager per rank of a replica group (group rank 0 is the group's
+ * leader). Each training step:
+ *
+ *   ftc_manager_start_quorum(m, NULL);    returns at once; the quorum runs
+ *   ... forward pass ...                  on the manager's thread
+ *   ftc_manager_allreduce(m, &grads, FTC_OP_AVG, &w);  (waits the quorum)
+ *   ftc_manager_work_wait(w, t); ftc_manager_work_release(w);
+ *   ftc_manager_should_commit(m, &commit, t);
+ *   if (commit) optimizer_step();
+ *
+ * The quorum: every rank of the group writes its arrival (with its step)
+ * to the group's store; the leader, once all arrived, asks the lighthouse
+ * to join the next quorum and writes the answer (or the failure) back to
+ * the store, where every rank reads it. When the quorum id changed, each
+ * rank rebuilds its cross-replica process group (its group rank's peers in
+ * the other replica groups) on the primary's store. A replica whose step is
+ * behind the quorum's max_step heals: it pulls the registered state from
+ * up-to-date replicas over HTTP, striped across several of them, each chunk
+ * checked by its XXH3 checksum. The leader heartbeats the lighthouse every
+ * heartbeat_interval_ms from its first join; every rank keeps a watch open
+ * on the lighthouse, so a pushed membership change (a member of this
+ * quorum lost, or this replica killed) aborts the rank's in-flight
+ * collectives at once and makes the step vote no.
+ *
+ * Errors of collectives, of healing and pushed aborts are latched (see
+ * ftc_manager_errored), never returned from the training calls they
+ * happened under: the step then votes no. should_commit is an AND vote of
+ * every rank of the group, carrying the step; on commit the step advances
+ * by one, otherwise the group keeps its step and heals next time if the
+ * others moved on. docs/architecture.md walks through one step;
+ * docs/protocol.md has the group store keys and the healing format.
+ *
+ * Threads: a manager runs a quorum thread, a watch thread, the leader's
+ * heartbeat thread, its healing server's threads, and its process group's.
+ * The calls below are made from one training thread, except those marked
+ * "any thread". Destroy must not race with any other call. */
+
+typedef struct ftc_manager ftc_manager;
+typedef struct ftc_manager_work ftc_manager_work;
+
+/* How many replicas average together (torchft WorldSizeMode). */
+typedef enum ftc_world_size_mode {
+    /* Every up-to-date replica of the quorum participates. */
+    FTC_WORLD_DYNAMIC = 0,
+    /* At most min_replica_size participate; up-to-date replicas beyond
+     * that are spares: they run the step on zeros and stay healed, ready
+     * to replace a lost participant. */
+    FTC_WORLD_FIXED_WITH_SPARES = 1,
+} ftc_world_size_mode;
+
+/* max_retries value: the first failed commit is already an error. */
+#define FTC_MANAGER_NO_RETRY ((int64_t)-1)
+
+/* Options of a manager. ftc_manager_opts_init fills the defaults given
+ * here; a zero field also means its default. Strings are copied. */
+typedef struct ftc_manager_opts {
+    /* The lighthouse, "host:port" (or an http:// URL). Required. */
+    const char *lighthouse;
+    const char *job; /* the lighthouse job; NULL: "default" */
+    /* The replica group's name, the same on every rank of the group and
+     * across restarts (e.g. "replica_1"). The leader appends ":" and 8
+     * random hex digits per incarnation, so a restarted group is a new
+     * member (as torchft's uuid): ftc_manager_replica_id() returns it.
+     * Required; at most 200 bytes, no ':'. */
+    const char *replica_id;
+    int group_rank; /* 0 .. group_size - 1; rank 0 leads */
+    int group_size; /* ranks in the replica group; 0: 1 */
+    /* The replica group's key-value store "host:port", shared by its
+     * ranks; it is also where the cross-replica process groups of this
+     * replica meet when it is a primary, so other replica groups must
+     * reach it at this address. Required. */
+    const char *store_addr;
+    /* Prefix of every key this incarnation of the group writes to its
+     * store; it must differ between incarnations (the launcher's
+     * FTC_STORE_PREFIX). NULL: replica_id. */
+    const char *store_prefix;
+    /* A step commits only with at least this many participants; in
+     * FIXED_WITH_SPARES also the number of participants. 0: 1. */
+    int64_t min_replica_size;
+    int world_size_mode; /* ftc_world_size_mode */
+    /* Collectives, votes and group store calls (FTC_TIMEOUT_DEFAULT of
+     * wait and should_commit); 60000. */
+    int64_t timeout_ms;
+    /* A quorum round: the lighthouse's answer and the healing transfer;
+     * 60000. When it passes, the round fails on every rank with
+     * FTC_ETIMEDOUT. */
+    int64_t quorum_timeout_ms;
+    /* Store connections and process-group rendezvous; 60000. */
+    int64_t connect_timeout_ms;
+    int64_t heartbeat_interval_ms; /* 100 */
+    /* Failed commits in a row tolerated: one more makes should_commit
+     * fail with FTC_EPEER (torchft max_retries). 0: unlimited;
+     * FTC_MANAGER_NO_RETRY: none. */
+    int64_t max_retries;
+    /* torchft init_sync (default on): at step 0 every replica but the
+     * primary heals from it, so all start from identical state. Turn it
+     * off only when every replica initialises identically. */
+    bool skip_init_sync;
+    /* The address this rank's healing server binds to and advertises to
+     * the other replicas: an explicit IP (or name) on the network the
+     * replicas share, never guessed from the hostname (torchft #329).
+     * NULL: the environment variable FTC_ADVERTISE_HOST, else 127.0.0.1.
+     * When given (either way) it is the process group's host too, unless
+     * pg_opts sets one; otherwise the process group keeps its default. */
+    const char *advertise_host;
+    int heal_port; /* 0: ephemeral */
+    /* Up-to-date replicas a healing rank pulls from at once, chunks
+     * striped across them; 2. */
+    int heal_sources;
+    int heal_streams;        /* transfers in flight while healing; 4 */
+    size_t heal_chunk_bytes; /* 4 MiB */
+    int heal_threads;        /* healing server threads; 2 */
+    /* Shared secret for the lighthouse, healing and process-group
+     * connections; NULL: the environment variable FTC_TOKEN, else none. */
+    const char *token;
+    /* Options of the cross-replica process group (algorithms, streams,
+     * buffers); NULL: defaults. The manager sets its epoch (the quorum
+     * id), timeouts and, unless given, host. Copied. */
+    const ftc_pg_opts *pg_opts;
+} ftc_manager_opts;
+
+FTC_API void ftc_manager_opts_init(ftc_manager_opts *opts);
+
+/* Fills opts from the environment of a rank started by `ftc run`
+ * (docs/operations.md, "Launcher contract"): FTC_LIGHTHOUSE, FTC_JOB,
+ * FTC_REPLICA_ID, FTC_GROUP_RANK, FTC_GROUP_SIZE, FTC_STORE_ADDR,
+ * FTC_STORE_PREFIX; and, when set, FTC_MIN_REPLICA_SIZE,
+ * FTC_QUORUM_TIMEOUT_MS, FTC_TIMEOUT_MS, FTC_ADVERTISE_HOST, FTC_TOKEN.
+ * Other fields are left as they are (call ftc_manager_opts_init first).
+ * The strings point into the environment: valid until it changes.
+ * FTC_EINVAL names a missing required variable or a malformed value; opts
+ * is then unchanged. */
+FTC_API int ftc_manager_opts_from_env(ftc_manager_opts *opts);
+
+/* Creates this rank's manager: connects to the group's store (up to
+ * connect_timeout_ms) and starts the healing server and the manager's
+ * threads. Neither talks to the lighthouse nor waits for the other ranks
+ * (the first start_quorum does). Errors: FTC_EINVAL (an option, message
+ * names it), FTC_ETIMEDOUT (store unreachable), FTC_ESYS (healing
+ * address), FTC_ENOMEM. On failure *out is NULL. */
+FTC_API int ftc_manager_create(ftc_manager **out, const ftc_manager_opts *opts);
+
+/* Stops the threads (a quorum in progress is abandoned), tells the
+ * lighthouse this replica leaves (the leader, bounded by 1 s), destroys
+ * the process group and frees everything. Works not yet released are
+ * released. NULL is a no-op. */
+FTC_API void ftc_manager_destroy(ftc_manager *m);
+
+/* Registers a buffer of the state a healing replica receives: name
+ * (1..255 printable ASCII characters, unique), dtype (FTC_DTYPE_*), shape
+ * (ndim 0..8 dimensions; ndim 0 is one element) and the memory, borrowed
+ * until the manager is destroyed. Every replica must register the same
+ * buffers in the same order (healing checks names, dtypes and shapes).
+ * The manager reads the buffers inside a quorum round (to serve a copy)
+ * and writes them when this replica heals; see start_quorum for when.
+ * Call between steps (FTC_EMISUSE while a quorum is in flight). Errors:
+ * FTC_EINVAL, FTC_EEXIST (name taken), FTC_ENOMEM. */
+FTC_API int ftc_manager_register(ftc_manager *m, const char *name, int dtype,
+                                 const int64_t *shape, int ndim, void *data);
+
+typedef struct ftc_manager_quorum_opts {
+    /* Ask the lighthouse to admit no new member into this quorum (long
+     * LocalSGD/DiLoCo intervals). */
+    bool shrink_only;
+    /* Do not heal in this round even if behind (torchft allow_heal =
+     * False); the replica then does not participate. */
+    bool no_heal;
+    /* Receive a healed state straight into the registered buffers (no
+     * staging copy): only when the caller does not read them until
+     * wait_quorum returns. */
+    bool heal_in_place;
+    /* The round's deadline; FTC_TIMEOUT_DEFAULT: quorum_timeout_ms. */
+    int64_t timeout_ms;
+} ftc_manager_quorum_opts;
+
+FTC_API void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *opts);
+
+/* Starts the quorum round of the next step on the manager's thread and
+ * returns at once (opts NULL: defaults). Until wait_quorum returns, the
+ * caller may read the registered buffers (the forward pass) but must not
+ * write them: the manager may copy them to serve a healing replica, and
+ * with heal_in_place may write them. Errors: FTC_EMISUSE (a round is in
+ * flight: wait for it first; or the last successful round was not voted
+ * on: should_commit first), FTC_ECANCELED (the lighthouse killed this
+ * replica). A latched error is cleared here: each step starts clean
+ * (allreduces of an earlier step still unwaited are finished first, their
+ * errors going with that step). */
+FTC_API int ftc_manager_start_quorum(ftc_manager *m,
+                                     const ftc_manager_quorum_opts *opts);
+
+/* Waits until the round is done: the quorum decided, the process group
+ * ready, this replica healed if it was behind (the healed state is in the
+ * registered buffers and current_step() is the source's when this
+ * returns) and a copy taken if it is a source. timeout_ms
+ * FTC_TIMEOUT_DEFAULT waits for the round's end, which its own deadlines
+ * bound (quorum_timeout_ms for the quorum, again for healing, and
+ * connect_timeout_ms for the process group); a shorter wait that expires
+ * returns FTC_ETIMEDOUT and leaves the round running. Returns the round's
+ * result; it may be called again (it returns the same). Errors: FTC_ETIMEDOUT
+ * (the lighthouse did not answer in quorum_timeout_ms: every rank of the group
+ * gets it), FTC_EPEER (lighthouse or group store unreachable, message
+ * says which), FTC_EPROTO (the ranks of the group are at different
+ * steps), FTC_ECANCELED (killed, or destroyed meanwhile), FTC_EMISUSE (no
+ * round started). A failed round: call start_quorum again for a new one.
+ * A failure to build the process group or to heal is not an error here:
+ * it is latched and the step votes no. */
+FTC_API int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms);
+
+/* Starts an allreduce of buf across the replicas of the current quorum:
+ * FTC_OP_SUM, or FTC_OP_AVG (the sum divided by num_participants, f32
+ * and f64 only). A replica that does not participate (healing, spare)
+ * contributes zeros and still receives the result. Waits for the
+ * quorum round first (wait_quorum, with timeout_ms). Never fails because
+ * of a peer: a failure now or later is latched and reported by the work's
+ * wait; after a latched error the collective is still run when the
+ * replica does not participate (so that peers are not held up), and
+ * otherwise the group is aborted (so that peers fail at once instead of
+ * waiting). buf->data is lent until the work's wait returns. Errors:
+ * FTC_EINVAL (dtype, op, count), FTC_EMISUSE (no round started),
+ * FTC_ENOMEM; then *out is NULL. */
+FTC_API int ftc_manager_allreduce(ftc_manager *m, const ftc_tensor *buf, int op,
+                                  int64_t timeout_ms, ftc_manager_work **out);
+
+/* Waits for the allreduce (FTC_TIMEOUT_DEFAULT: timeout_ms of the
+ * manager) and, for AVG, divides. 0: buf holds the result. On failure
+ * buf holds unspecified values and the error is latched. When this
+ * returns, the manager no longer touches buf, even after a timeout (the
+ * process group is aborted then). Call once per work. */
+FTC_API int ftc_manager_work_wait(ftc_manager_work *w, int64_t timeout_ms);
+/* Releases a work (waited or not: an unwaited one is waited for by
+ * should_commit). NULL is a no-op. */
+FTC_API void ftc_manager_work_release(ftc_manager_work *w);
+
+/* Latches an error for this step (the first one is kept) and makes the
+ * step vote no. Any thread. message may be NULL. */
+FTC_API void ftc_manager_report_error(ftc_manager *m, int code,
+                                      const char *message);
+/* The latched error code of this step (0 if none), its message copied
+ * into msg (cap bytes, may be NULL). Any thread. */
+FTC_API int ftc_manager_errored(ftc_manager *m, char *msg, size_t cap);
+
+/* Votes on the step: yes if this rank has no latched error (every failed
+ * collective of the step latches one) and num_participants >=
+ * min_replica_size. Blocks until every rank of the group voted (at most
+ * timeout_ms): *commit is 1 only if all voted yes, and is the same on
+ * every rank of the group. On commit current_step advances by one (from
+ * the healed step if this replica healed) and batches_committed by
+ * num_participants. Otherwise the step and batches go back to what they
+ * were before the round, unless every rank of the group healed (then they
+ * keep the healed step). Works of the step not yet waited for are waited
+ * for first. Errors (then *commit is 0 and the step counts as failed):
+ * FTC_ETIMEDOUT (a rank of the group did not vote), FTC_EPROTO (the ranks
+ * voted for different steps), FTC_EPEER (more than max_retries failures
+ * in a row), FTC_EMISUSE (no successful round, or voted already). */
+FTC_API int ftc_manager_should_commit(ftc_manager *m, int *commit,
+                                      int64_t timeout_ms);
+
+/* State of the manager. Any thread; never block. Values of the current
+ * round are those of the last finished wait_quorum. */
+FTC_API int64_t ftc_manager_current_step(const ftc_manager *m);
+FTC_API int64_t ftc_manager_batches_committed(const ftc_manager *m);
+/* Replicas whose data the averages count (0 before the first quorum). */
+FTC_API int64_t ftc_manager_num_participants(const ftc_manager *m);
+FTC_API bool ftc_manager_is_participating(const ftc_manager *m);
+/* Whether this replica healed in the current round. */
+FTC_API bool ftc_manager_is_healing(const ftc_manager *m);
+FTC_API int64_t ftc_manager_replica_rank(const ftc_manager *m);
+FTC_API int64_t ftc_manager_replica_world_size(const ftc_manager *m);
+FTC_API int64_t ftc_manager_quorum_id(const ftc_manager *m);
+/* This replica's id as the lighthouse knows it ("replica_1:0a9d4c2e");
+ * "" on a non-leader rank before its first quorum. Copied into buf. */
+FTC_API int ftc_manager_replica_id(const ftc_manager *m, char *buf, size_t cap);
+/* This rank's healing server, "host:port". Copied into buf. */
+FTC_API int ftc_manager_heal_address(const ftc_manager *m, char *buf,
+                                     size_t cap);
+
+/* Counters since create (any thread). */
+typedef struct ftc_manager_stats {
+    int64_t quorums;          /* rounds finished */
+    int64_t reconfigurations; /* process groups built */
+    int64_t commits, failed_commits;
+    int64_t heals;          /* rounds in which this rank healed */
+    int64_t heal_bytes;     /* bytes received by healing */
+    double last_heal_ms;    /* duration of the last healing transfer */
+    int64_t last_heal_step; /* the step it healed to */
+    int64_t snapshots;      /* copies taken to serve healing replicas */
+    int64_t pushed_aborts;  /* collectives aborted on a pushed change */
+    double last_quorum_ms;  /* start_quorum to round done, last round */
+    char last_heal_source[FTC_LIGHTHOUSE_STR_MAX]; /* replica_id */
+} ftc_manager_stats;
+
+FTC_API int ftc_manager_get_stats(const ftc_manager *m, ftc_manager_stats *out);
+
+/* The algo layer's comm over this manager (include/ftc/algo.h): its
+ * start_quorum is start_quorum + wait_quorum with heal_in_place (healed
+ * before it returns), allreduce_avg is an FTC_OP_AVG allreduce of f32,
+ * should_commit(local_ok) reports an error first when local_ok is 0,
+ * current_step is ftc_manager_current_step. m must outlive every handle
+ * using the table. */
+struct ftc_algo_comm;
+FTC_API int ftc_manager_algo_comm(ftc_manager *m, struct ftc_algo_comm *out);
 
 #ifdef __cplusplus
 }
