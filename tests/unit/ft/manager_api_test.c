@@ -1,0 +1,364 @@
+/* The manager's API in one process (a lighthouse and a store embedded, one
+ * replica group of one rank): option checks, the call order each call
+ * enforces, one step end to end, latched errors, max_retries, the
+ * environment of `ftc run`, and the algo comm's table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftc/algo.h"
+#include "testkit.h"
+
+typedef struct env {
+    ftc_lighthouse *lh;
+    ftc_store_server *store;
+    char lh_addr[64], store_addr[64];
+} env;
+
+static env *env_new(void)
+{
+    env *e = calloc(1, sizeof(*e));
+    ftc_lighthouse_opts lo;
+    ftc_lighthouse_opts_init(&lo);
+    lo.bind = "127.0.0.1:0";
+    TK_OK(ftc_lighthouse_create(&e->lh, &lo));
+    TK_OK(ftc_lighthouse_address(e->lh, e->lh_addr, sizeof(e->lh_addr)));
+    ftc_store_server_opts so;
+    ftc_store_server_opts_init(&so);
+    so.bind_host = "127.0.0.1";
+    TK_OK(ftc_store_server_start(&e->store, &so));
+    snprintf(e->store_addr, sizeof(e->store_addr), "127.0.0.1:%d",
+             ftc_store_server_port(e->store));
+    return e;
+}
+
+static void env_free(env *e)
+{
+    ftc_lighthouse_destroy(e->lh);
+    ftc_store_server_stop(e->store);
+    free(e);
+}
+
+static ftc_manager_opts opts_of(const env *e, const char *id)
+{
+    ftc_manager_opts o;
+    ftc_manager_opts_init(&o);
+    o.lighthouse = e->lh_addr;
+    o.replica_id = id;
+    o.store_addr = e->store_addr;
+    o.quorum_timeout_ms = tk_ms(10000);
+    o.timeout_ms = tk_ms(10000);
+    return o;
+}
+
+static void bad_options(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    ftc_manager *m = (ftc_manager *)1;
+    ftc_manager_opts o = opts_of(e, "r");
+    o.lighthouse = NULL;
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    assert_null(m);
+    assert_non_null(strstr(ftc_last_error(), "lighthouse is required"));
+    o = opts_of(e, "has:colon");
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    assert_non_null(strstr(ftc_last_error(), "':'"));
+    o = opts_of(e, "r");
+    o.group_size = 2;
+    o.group_rank = 2;
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    o = opts_of(e, "r");
+    o.heal_sources = 17;
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    o = opts_of(e, "r");
+    o.world_size_mode = 7;
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    o = opts_of(e, "r");
+    o.store_addr = "127.0.0.1:1";
+    o.connect_timeout_ms = 200;
+    TK_EXPECT(ftc_manager_create(&m, &o), FTC_ETIMEDOUT);
+    TK_EXPECT(ftc_manager_create(NULL, &o), FTC_EMISUSE);
+    ftc_manager_destroy(NULL);
+    env_free(e);
+}
+
+static void call_order(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    ftc_manager_opts o = opts_of(e, "solo");
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&m, &o));
+    int commit = 7;
+    TK_EXPECT(ftc_manager_wait_quorum(m, 0), FTC_EMISUSE);
+    TK_EXPECT(ftc_manager_should_commit(m, &commit, 1000), FTC_EMISUSE);
+    assert_int_equal(commit, 0);
+    float x[4] = {1, 2, 3, 4};
+    ftc_tensor t = ftc_tensor_cpu(x, 4, FTC_DTYPE_F32);
+    ftc_manager_work *w = (ftc_manager_work *)1;
+    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_AVG, 1000, &w), FTC_EMISUSE);
+    int64_t shape[1] = {4};
+    TK_OK(ftc_manager_register(m, "x", FTC_DTYPE_F32, shape, 1, x));
+    TK_EXPECT(ftc_manager_register(m, "x", FTC_DTYPE_F32, shape, 1, x),
+              FTC_EEXIST);
+    TK_EXPECT(ftc_manager_register(m, "y", 99, shape, 1, x), FTC_EINVAL);
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_EXPECT(ftc_manager_start_quorum(m, NULL), FTC_EMISUSE);
+    TK_EXPECT(ftc_manager_register(m, "z", FTC_DTYPE_F32, shape, 1, x),
+              FTC_EMISUSE);
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    TK_OK(ftc_manager_wait_quorum(m, 0)); /* the same result again */
+    /* The next round waits for this one's vote. */
+    TK_EXPECT(ftc_manager_start_quorum(m, NULL), FTC_EMISUSE);
+    int32_t ints[2] = {1, 2};
+    ftc_tensor ti = ftc_tensor_cpu(ints, 2, FTC_DTYPE_I32);
+    TK_EXPECT(ftc_manager_allreduce(m, &ti, FTC_OP_AVG, 1000, &w), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_MAX, 1000, &w), FTC_EINVAL);
+    TK_OK(ftc_manager_allreduce(m, &ti, FTC_OP_SUM, 1000, &w));
+    TK_OK(ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT));
+    TK_EXPECT(ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT), FTC_EMISUSE);
+    ftc_manager_work_release(w);
+    assert_int_equal(ints[0], 1);
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 1);
+    TK_EXPECT(ftc_manager_should_commit(m, &commit, 1000), FTC_EMISUSE);
+    ftc_manager_destroy(m);
+    env_free(e);
+}
+
+/* One replica, several steps: averages over one participant are the
+ * values themselves; step and batches advance on each commit; a reported
+ * error makes the step vote no and is cleared by the next round. */
+static void steps_and_errors(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    ftc_manager_opts o = opts_of(e, "solo");
+    o.max_retries = 2;
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&m, &o));
+    double x[3] = {1.5, -2.0, 8.0};
+    for (int s = 0; s < 3; s++) {
+        TK_OK(ftc_manager_start_quorum(m, NULL));
+        ftc_tensor t = ftc_tensor_cpu(x, 3, FTC_DTYPE_F64);
+        ftc_manager_work *w;
+        TK_OK(
+            ftc_manager_allreduce(m, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT, &w));
+        /* Released unwaited: should_commit waits for it. */
+        ftc_manager_work_release(w);
+        int commit;
+        TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+        assert_int_equal(commit, 1);
+    }
+    assert_true(x[0] == 1.5 && x[1] == -2.0 && x[2] == 8.0);
+    assert_int_equal(ftc_manager_current_step(m), 3);
+    assert_int_equal(ftc_manager_batches_committed(m), 3);
+    assert_int_equal(ftc_manager_num_participants(m), 1);
+    assert_true(ftc_manager_is_participating(m));
+    assert_false(ftc_manager_is_healing(m));
+    assert_int_equal(ftc_manager_replica_rank(m), 0);
+    assert_int_equal(ftc_manager_replica_world_size(m), 1);
+    assert_true(ftc_manager_quorum_id(m) > 0);
+    char id[64], addr[64];
+    TK_OK(ftc_manager_replica_id(m, id, sizeof(id)));
+    assert_int_equal(strncmp(id, "solo:", 5), 0);
+    assert_int_equal(strlen(id), 13);
+    TK_EXPECT(ftc_manager_replica_id(m, id, 4), FTC_EMSGSIZE);
+    TK_OK(ftc_manager_heal_address(m, addr, sizeof(addr)));
+    assert_int_equal(strncmp(addr, "127.0.0.1:", 10), 0);
+    /* Errors: two failures are tolerated (max_retries 2), the third is
+     * returned. */
+    char msg[128];
+    for (int k = 1; k <= 3; k++) {
+        TK_OK(ftc_manager_start_quorum(m, NULL));
+        TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+        assert_int_equal(ftc_manager_errored(m, msg, sizeof(msg)), 0);
+        ftc_manager_report_error(m, FTC_ETIMEDOUT, "bad batch");
+        ftc_manager_report_error(m, FTC_EPEER, "second: not kept");
+        assert_int_equal(ftc_manager_errored(m, msg, sizeof(msg)),
+                         FTC_ETIMEDOUT);
+        assert_string_equal(msg, "bad batch");
+        int commit = 1;
+        int rc = ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT);
+        assert_int_equal(commit, 0);
+        assert_int_equal(rc, k <= 2 ? 0 : FTC_EPEER);
+        assert_int_equal(ftc_manager_current_step(m), 3);
+    }
+    assert_non_null(strstr(ftc_last_error(), "max_retries 2"));
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_get_stats(m, &st));
+    assert_int_equal(st.commits, 3);
+    assert_int_equal(st.failed_commits, 3);
+    assert_int_equal(st.quorums, 6);
+    assert_true(st.reconfigurations >= 1);
+    /* Failed commits change the quorum id (torchft: commit_failures). */
+    int64_t q = ftc_manager_quorum_id(m);
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    assert_true(ftc_manager_quorum_id(m) != q);
+    int commit;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 1);
+    ftc_manager_destroy(m);
+    env_free(e);
+}
+
+/* A quorum never forms (min_replicas 2, one replica): every rank gets
+ * FTC_ETIMEDOUT with the lighthouse's reason, and may start again. */
+static void quorum_timeout(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=2"));
+    ftc_manager_opts o = opts_of(e, "solo");
+    o.job = "lonely";
+    o.quorum_timeout_ms = 300;
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&m, &o));
+    for (int k = 0; k < 2; k++) {
+        TK_OK(ftc_manager_start_quorum(m, NULL));
+        TK_EXPECT(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT),
+                  FTC_ETIMEDOUT);
+        assert_non_null(strstr(ftc_last_error(), "need min_replicas 2"));
+        int commit;
+        TK_EXPECT(ftc_manager_should_commit(m, &commit, 100), FTC_EMISUSE);
+    }
+    /* An allreduce of a failed round fails without a collective; released
+     * unwaited, its error stays with that round: once the job can form a
+     * quorum, the next step commits. */
+    float x[2] = {1, 2};
+    ftc_tensor t = ftc_tensor_cpu(x, 2, FTC_DTYPE_F32);
+    ftc_manager_work *w;
+    TK_OK(ftc_manager_allreduce(m, &t, FTC_OP_SUM, 1000, &w));
+    ftc_manager_work_release(w);
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=1"));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    int commit;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 1);
+    ftc_manager_destroy(m);
+    env_free(e);
+}
+
+/* The leader of a group of two finds its other rank at another step (the
+ * test writes that rank's arrival record itself, docs/protocol.md): the
+ * round fails with FTC_EPROTO, and the other rank reads the same failure
+ * from the group store. */
+static void group_step_mismatch(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    ftc_manager_opts o = opts_of(e, "pair");
+    o.group_size = 2;
+    o.store_prefix = "pair/0";
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&m, &o));
+    ftc_store_client *c, *v;
+    TK_OK(ftc_store_client_connect(&c, e->store_addr, NULL));
+    TK_OK(ftc_store_client_prefix(&v, c, "pair/0"));
+    const char *arrival = "{\"step\":5,\"commit_failures\":0,"
+                          "\"shrink_only\":false,\"heal\":\"127.0.0.1:1\"}";
+    TK_OK(
+        ftc_store_client_set(v, "ftc/r/1/a/1", arrival, strlen(arrival), 1000));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_EXPECT(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT), FTC_EPROTO);
+    assert_non_null(strstr(ftc_last_error(), "rank 0 at 0, rank 1 at 5"));
+    void *answer;
+    size_t len;
+    TK_OK(ftc_store_client_get(v, "ftc/r/1/q", &answer, &len, 1000));
+    assert_non_null(strstr((char *)answer, "\"ok\":false"));
+    assert_non_null(strstr((char *)answer, "rank 1 at 5"));
+    ftc_free(answer);
+    ftc_store_client_close(v);
+    ftc_store_client_close(c);
+    ftc_manager_destroy(m);
+    env_free(e);
+}
+
+static void options_from_env(void **state)
+{
+    (void)state;
+    ftc_manager_opts o;
+    ftc_manager_opts_init(&o);
+    setenv("FTC_LIGHTHOUSE", "10.0.0.1:29510", 1);
+    setenv("FTC_REPLICA_ID", "replica_3", 1);
+    setenv("FTC_STORE_ADDR", "10.0.0.2:5000", 1);
+    setenv("FTC_STORE_PREFIX", "replica_3/2", 1);
+    setenv("FTC_GROUP_RANK", "1", 1);
+    setenv("FTC_GROUP_SIZE", "4", 1);
+    setenv("FTC_JOB", "big", 1);
+    setenv("FTC_MIN_REPLICA_SIZE", "2", 1);
+    TK_OK(ftc_manager_opts_from_env(&o));
+    assert_string_equal(o.lighthouse, "10.0.0.1:29510");
+    assert_string_equal(o.replica_id, "replica_3");
+    assert_string_equal(o.store_addr, "10.0.0.2:5000");
+    assert_string_equal(o.store_prefix, "replica_3/2");
+    assert_string_equal(o.job, "big");
+    assert_int_equal(o.group_rank, 1);
+    assert_int_equal(o.group_size, 4);
+    assert_int_equal(o.min_replica_size, 2);
+    assert_int_equal(o.quorum_timeout_ms, 60000);
+    /* A bad value changes nothing and names the variable. */
+    setenv("FTC_GROUP_RANK", "4", 1);
+    ftc_manager_opts before = o;
+    TK_EXPECT(ftc_manager_opts_from_env(&o), FTC_EINVAL);
+    assert_non_null(strstr(ftc_last_error(), "FTC_GROUP_RANK='4'"));
+    assert_memory_equal(&o, &before, sizeof(o));
+    setenv("FTC_GROUP_RANK", "1x", 1);
+    TK_EXPECT(ftc_manager_opts_from_env(&o), FTC_EINVAL);
+    setenv("FTC_GROUP_RANK", "1", 1);
+    unsetenv("FTC_STORE_ADDR");
+    TK_EXPECT(ftc_manager_opts_from_env(&o), FTC_EINVAL);
+    assert_non_null(strstr(ftc_last_error(), "FTC_STORE_ADDR is not set"));
+    TK_EXPECT(ftc_manager_opts_from_env(NULL), FTC_EMISUSE);
+}
+
+static void algo_comm_table(void **state)
+{
+    (void)state;
+    env *e = env_new();
+    ftc_manager_opts o = opts_of(e, "solo");
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&m, &o));
+    ftc_algo_comm c;
+    TK_EXPECT(ftc_manager_algo_comm(NULL, &c), FTC_EMISUSE);
+    TK_OK(ftc_manager_algo_comm(m, &c));
+    assert_ptr_equal(c.ctx, m);
+    /* DDP through it: one replica's average is its own gradient. */
+    ftc_ddp *d;
+    TK_OK(ftc_ddp_create(&d, &c, NULL));
+    float g[5] = {1, 2, 3, 4, 5};
+    for (int s = 0; s < 2; s++) {
+        TK_OK(ftc_ddp_begin_step(d, FTC_TIMEOUT_DEFAULT));
+        TK_OK(ftc_ddp_sync_grads(d, g, 5, FTC_TIMEOUT_DEFAULT));
+        int commit;
+        TK_OK(ftc_ddp_commit(d, &commit, FTC_TIMEOUT_DEFAULT));
+        assert_int_equal(commit, 1);
+    }
+    assert_true(g[4] == 5.0f);
+    assert_int_equal(c.current_step(c.ctx), 2);
+    /* local_ok 0 votes no. */
+    TK_OK(c.start_quorum(c.ctx, FTC_TIMEOUT_DEFAULT));
+    int commit = 1;
+    TK_OK(c.should_commit(c.ctx, 0, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 0);
+    ftc_ddp_destroy(d);
+    ftc_manager_destroy(m);
+    env_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_options),
+        cmocka_unit_test(call_order),
+        cmocka_unit_test(steps_and_errors),
+        cmocka_unit_test(quorum_timeout),
+        cmocka_unit_test(group_step_mismatch),
+        cmocka_unit_test(options_from_env),
+        cmocka_unit_test(algo_comm_table),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
