@@ -1,0 +1,295 @@
+/* The manager across real processes on loopback: replica groups of
+ * several ranks training in lockstep, a commit failure on one replica, a
+ * lighthouse restarted under them, a lighthouse that never answers,
+ * shrink_only keeping a newcomer out, and a new replica joining mid-run.
+ * Each ends with every replica's state bit-identical and every step
+ * committed exactly once per replica line (ft_kit.c). */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ft_kit.h"
+#include "lighthouse_util.h"
+
+static void healthy_3x2(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 3, 2, 30, 3);
+    for (int g = 0; g < 3; g++) {
+        ftk_spawn(&j, g, NULL);
+    }
+    ftk_finish(&j, 120000);
+    /* Every replica committed every step, none failed; at step 0 the
+     * replicas that did not hold the primary's state healed from it. */
+    for (int g = 0; g < 3; g++) {
+        for (int r = 0; r < 2; r++) {
+            assert_int_equal(ftk_count(&j, g, 0, r, "commit "), 30);
+            assert_int_equal(ftk_count(&j, g, 0, r, "fail "), 0);
+        }
+    }
+    int heals = 0;
+    for (int g = 0; g < 3; g++) {
+        heals += ftk_count(&j, g, 0, 0, "heal 0 ");
+    }
+    assert_int_equal(heals, 2);
+    int64_t t1 = ftk_first_commit_after(&j, 0, 1, 0);
+    int64_t t29 = ftk_first_commit_after(&j, 0, 29, 0);
+    printf("healthy 3x2: steps 1-29 took %.2f ms each (quorum, allreduce "
+           "of %d floats, vote)\n",
+           (double)(t29 - t1) / 28 / 1e6, j.floats);
+    ftk_stop(&j);
+}
+
+/* A replica that reports an error before the step's allreduce aborts
+ * it for every replica (its data may be bad): all vote no and the step is
+ * retried. One that reports it after the allreduce only fails its own
+ * commit: the others commit, and it heals from them. */
+static void commit_failures(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 3, 2, 16, 3);
+    char *before[] = {"FTK_FAIL_AT=5", NULL};
+    char *after[] = {"FTK_FAIL_AFTER=10", NULL};
+    ftk_spawn(&j, 0, NULL);
+    ftk_spawn(&j, 1, before);
+    ftk_spawn(&j, 2, after);
+    ftk_finish(&j, 120000);
+    for (int g = 0; g < 3; g++) {
+        for (int r = 0; r < 2; r++) {
+            assert_int_equal(ftk_count(&j, g, 0, r, "fail 5 5 "), 1);
+            assert_int_equal(ftk_count(&j, g, 0, r, "commit 5 "), 1);
+            assert_int_equal(ftk_count(&j, g, 0, r, "fail 10 10 "), g == 2);
+            assert_int_equal(ftk_count(&j, g, 0, r, "heal 11 "), g == 2);
+        }
+    }
+    ftk_stop(&j);
+}
+
+/* The lighthouse is replaced while training runs: a new epoch, new
+ * quorum ids, and every step still committed exactly once. */
+static void lighthouse_restart(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 2, 2, 40, 2);
+    ftk_spawn(&j, 0, NULL);
+    ftk_spawn(&j, 1, NULL);
+    ftk_wait_commit(&j, 0, 10, 60000);
+    int64_t t0 = ftk_now_ns();
+    ftk_restart_lighthouse(&j);
+    ftk_finish(&j, 120000);
+    int64_t t1 = ftk_first_commit_after(&j, 0, 0, t0);
+    printf("lighthouse restart: next commit %.1f ms after the restart\n",
+           (double)(t1 - t0) / 1e6);
+    ftk_stop(&j);
+}
+
+/* No lighthouse at the address: the leader's call fails at the quorum
+ * timeout, and both ranks of the group get the error (torchft's other
+ * ranks hang there). */
+static void lighthouse_call_failing(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 1, 2, 5, 1);
+    char *env[] = {"FTC_LIGHTHOUSE=127.0.0.1:1", "FTK_QUORUM_TIMEOUT_MS=1500",
+                   "FTK_EXPECT_QUORUM_TIMEOUT=1", NULL};
+    int64_t t0 = tk_now_ms();
+    ftk_spawn(&j, 0, env);
+    tk_reap(j.child[0][0], 2, 60000);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(tk_exit_code(&j.child[0][0][r]), 0);
+        assert_int_equal(ftk_count(&j, 0, 0, r, "expected FTC_ETIMEDOUT "), 1);
+    }
+    printf("lighthouse unreachable: both ranks failed the round after %lld "
+           "ms (quorum timeout 1500 ms)\n",
+           (long long)(tk_now_ms() - t0));
+    ftk_stop(&j);
+}
+
+/* While the members ask shrink_only (until step 12), a newcomer waits;
+ * then it is admitted, heals and trains. */
+static void shrink_only_keeps_newcomers_out(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 3, 1, 24, 2);
+    /* The members wait at step 6 until the newcomer asked to join, so
+     * that it is there while they still ask shrink_only. */
+    char *members[] = {"FTK_SHRINK_UNTIL=12", "FTK_GATE_AT=6", NULL};
+    ftk_spawn(&j, 0, members);
+    ftk_spawn(&j, 1, members);
+    ftk_wait_commit(&j, 0, 5, 60000);
+    ftk_spawn(&j, 2, NULL);
+    ftk_wait_participant(&j, 2, 60000);
+    ftk_open_gate(&j);
+    ftk_finish(&j, 120000);
+    /* Its first heal is to a step the others reached once they stopped
+     * asking shrink_only. */
+    char path[256];
+    ftk_log_path(&j, 2, 0, 0, path, sizeof(path));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long long healed = -1;
+    char line[512];
+    while (healed < 0 && fgets(line, sizeof(line), f) != NULL) {
+        sscanf(line, "heal %lld", &healed);
+    }
+    fclose(f);
+    assert_int_equal(healed, 12);
+    ftk_stop(&j);
+}
+
+/* A third replica joins a running job: it heals from the others and from
+ * then on commits with them. */
+static void upscale(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 3, 2, 30, 2);
+    char *members[] = {"FTK_GATE_AT=10", NULL};
+    ftk_spawn(&j, 0, members);
+    ftk_spawn(&j, 1, members);
+    ftk_wait_commit(&j, 0, 9, 60000);
+    ftk_spawn(&j, 2, NULL);
+    ftk_wait_participant(&j, 2, 60000);
+    ftk_open_gate(&j);
+    ftk_finish(&j, 120000);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(ftk_count(&j, 2, 0, r, "heal 10 "), 1);
+        assert_int_equal(ftk_count(&j, 2, 0, r, "commit "), 30 - 10);
+    }
+    ftk_stop(&j);
+}
+
+/* Fixed world size with spares: of three up-to-date replicas two
+ * participate (min_replica_size 2); the third runs every step on zeros,
+ * commits it and ends identical, ready to replace a lost one. */
+static void spares(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 3, 1, 12, 3);
+    char *env[] = {"FTK_SPARES=1", "FTC_MIN_REPLICA_SIZE=2", NULL};
+    for (int g = 0; g < 3; g++) {
+        ftk_spawn(&j, g, env);
+    }
+    ftk_finish(&j, 120000);
+    for (int g = 0; g < 3; g++) {
+        assert_int_equal(ftk_count(&j, g, 0, 0, "commit "), 12);
+    }
+    /* Every commit counted two participants: "commit s q 2 t". */
+    char path[256], line[512];
+    ftk_log_path(&j, 2, 0, 0, path, sizeof(path));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long long s, q, p;
+        if (sscanf(line, "commit %lld %lld %lld", &s, &q, &p) == 3) {
+            assert_int_equal(p, 2);
+        }
+    }
+    fclose(f);
+    ftk_stop(&j);
+}
+
+/* With a token, the lighthouse's operator can kill a replica: both its
+ * ranks learn it from their own watch and stop (start_quorum returns
+ * FTC_ECANCELED), the other trains on alone. The token also guards the
+ * lighthouse calls, the healing servers and the process groups. */
+static void operator_kill_with_token(void **state)
+{
+    (void)state;
+    ftk_job j;
+    /* Both start together (min_replicas 2); once the victim is gone the
+     * other must go on alone. */
+    ftk_start(&j, 2, 2, 30, 2);
+    j.token = "s3cret-token";
+    ftk_restart_lighthouse(&j);
+    char *tok[] = {"FTC_TOKEN=s3cret-token", "FTK_GATE_AT=10", NULL};
+    ftk_spawn(&j, 0, tok);
+    ftk_spawn(&j, 1, tok);
+    ftk_wait_commit(&j, 1, 9, 60000);
+    TK_OK(ftc_lighthouse_configure_job(j.lh, "ftk:min_replicas=1"));
+    char id[256], path[512];
+    ftk_replica_id(&j, 1, id, sizeof(id), 10000);
+    snprintf(path, sizeof(path), "/v1/jobs/ftk/replicas/%s/kill", id);
+    assert_int_equal(lt_http(j.lh_addr, "POST", path, "", NULL, NULL), 401);
+    assert_int_equal(lt_http(j.lh_addr, "POST", path, "", "s3cret-token", NULL),
+                     200);
+    ftk_open_gate(&j);
+    ftk_reap_dead(&j, 1, 60000);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(tk_exit_code(&j.child[1][0][r]), 0);
+        assert_int_equal(ftk_count(&j, 1, 0, r, "killed "), 1);
+    }
+    ftk_finish(&j, 120000);
+    ftk_stop(&j);
+}
+
+/* The launcher and the manager together: `ftc run` starts 3 groups of 2
+ * ranks of this test's trainer (it takes everything from the launcher's
+ * environment), kills a group at two committed steps and restarts it; the
+ * job finishes with every rank's final checksum identical across the
+ * groups (the launcher compares the ranks' "result" events). */
+static void launched_by_ftc_run(void **state)
+{
+    (void)state;
+    char summary[512];
+    snprintf(summary, sizeof(summary), "%s/summary.json", tk_tmpdir());
+    /* Long enough for a restarted group to be back before the others
+     * finish (nothing holds them back here). */
+    char *argv[] = {FTC_CLI_PATH,      "run",
+                    "--replicas",      "3",
+                    "--ranks",         "2",
+                    "--min-replicas",  "2",
+                    "--kill-at-steps", "50,150",
+                    "--seed",          "7",
+                    "--env",           "FTK_STEPS=400",
+                    "--env",           "FTK_FLOATS=100000",
+                    "--quiet",         "--summary-json",
+                    summary,           "--",
+                    (char *)tk_self(), "--tk-role",
+                    "ftk-rank",        NULL};
+    tk_child c;
+    tk_spawn_cmd(&c, argv, NULL);
+    assert_int_equal(tk_reap(&c, 1, 180000), 0);
+    assert_int_equal(tk_exit_code(&c), 0);
+    json_error_t e;
+    json_t *j = json_load_file(summary, 0, &e);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "outcome")),
+                        "finished");
+    assert_int_equal(json_integer_value(json_object_get(j, "steps_committed")),
+                     400);
+    assert_int_equal(
+        json_integer_value(json_object_get(j, "failures_injected")), 2);
+    assert_true(json_is_true(json_object_get(j, "checksums_identical")));
+    json_t *groups = json_object_get(j, "replica_groups");
+    int heals = 0;
+    for (size_t g = 0; g < json_array_size(groups); g++) {
+        heals += (int)json_integer_value(
+            json_object_get(json_array_get(groups, g), "heals"));
+    }
+    assert_true(heals >= 2); /* each restarted incarnation healed */
+    json_decref(j);
+}
+
+int main(int argc, char **argv)
+{
+    static const tk_role roles[] = {FTK_ROLES};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(healthy_3x2),
+        cmocka_unit_test(commit_failures),
+        cmocka_unit_test(lighthouse_restart),
+        cmocka_unit_test(lighthouse_call_failing),
+        cmocka_unit_test(shrink_only_keeps_newcomers_out),
+        cmocka_unit_test(upscale),
+        cmocka_unit_test(spares),
+        cmocka_unit_test(operator_kill_with_token),
+        cmocka_unit_test(launched_by_ftc_run),
+    };
+    return tk_main(argc, argv, roles, 1, tests);
+}
