@@ -19,6 +19,7 @@ int ftc_cmd_lighthouse(int argc, char **argv);
 int ftc_cmd_status(int argc, char **argv);
 int ftc_cmd_bench(int argc, char **argv);
 int ftc_cmd_bench_control(int argc, char **argv);
+int ftc_cmd_bench_ft(int argc, char **argv);
 
 /* "64K" -> 65536 (K, M or G suffix, powers of 1024). Returns 0 or -1 for
  * malformed text or a size that does not fit. */

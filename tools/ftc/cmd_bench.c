@@ -17,6 +17,8 @@ static const struct {
      "barrier/all_gather/all_sum latency over the store"},
     {"pg", bench_pg_main,
      "process-group collectives between local ranks (nccl-tests style)"},
+    {"ft", ftc_cmd_bench_ft,
+     "manager step latency per replica groups, healing throughput"},
 };
 
 static void usage(FILE *out)
