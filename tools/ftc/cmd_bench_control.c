@@ -147,7 +147,9 @@ static int run_procs(const bench_cfg *cfg, rank_run *runs, int n)
     snprintf(bytes, sizeof(bytes), "%zu", cfg->bytes);
     for (int i = 0; !failed && i < n; i++) {
         snprintf(rank, sizeof(rank), "%d", i);
-        char *args[] = {"bench-control-worker",
+        char *args[] = {"bench",
+                        "control",
+                        "--worker",
                         (char *)cfg->addr,
                         (char *)cfg->prefix,
                         (char *)op_names[cfg->op],

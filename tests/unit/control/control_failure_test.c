@@ -71,7 +71,12 @@ static void missing_rank_fails_everyone_in_bound(void **state)
             strstr(m[i].err, "missing ranks 3") == NULL) {
             fail_msg("rank %d: %s %s", i, ftc_err_name(m[i].rc), m[i].err);
         }
-        assert_true(m[i].took_ms >= 290);
+        /* A rank that timed out waited its whole timeout; one woken by an
+         * earlier rank's abandonment returns sooner. None waits long past
+         * the timeout. */
+        if (m[i].rc == FTC_ETIMEDOUT) {
+            assert_true(m[i].took_ms >= 290);
+        }
         assert_true(m[i].took_ms < 300 + tk_ms(1500));
         leave(&m[i]);
     }
