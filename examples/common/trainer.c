@@ -256,13 +256,15 @@ float *trainer_own_params(const trainer *t)
     return t->params + t->shard * (size_t)t->group_rank;
 }
 
-static int run(ftc_pg *pg, int rc, ftc_work *w, const char *what)
+/* Waits for the work a collective call just started (rc is the call's
+ * result; *w is read only after the call returned it). */
+static int run(int rc, ftc_work **w, const char *what)
 {
-    (void)pg;
     if (rc == 0) {
-        rc = ftc_work_wait(w, TIMEOUT_MS);
+        rc = ftc_work_wait(*w, TIMEOUT_MS);
     }
-    ftc_work_release(w);
+    ftc_work_release(*w);
+    *w = NULL;
     if (rc != 0) {
         fprintf(stderr, "trainer: %s: %s\n", what, ftc_last_error());
     }
@@ -279,8 +281,8 @@ int trainer_gather_params(trainer *t)
     ftc_tensor out = ftc_tensor_cpu(t->params, t->shard * (size_t)t->group_size,
                                     FTC_DTYPE_F32);
     ftc_work *w = NULL;
-    return run(t->intra, ftc_pg_allgather(t->intra, &in, &out, NULL, &w), w,
-               "in-group allgather");
+    int rc = ftc_pg_allgather(t->intra, &in, &out, NULL, &w);
+    return run(rc, &w, "in-group allgather");
 }
 
 int trainer_local_gradient(trainer *t, int64_t step)
@@ -298,16 +300,14 @@ int trainer_local_gradient(trainer *t, int64_t step)
                                    FTC_DTYPE_F32);
     ftc_tensor out = ftc_tensor_cpu(t->mine, t->shard, FTC_DTYPE_F32);
     ftc_work *w = NULL;
-    int rc =
-        run(t->intra,
-            ftc_pg_reduce_scatter(t->intra, &in, &out, FTC_OP_AVG, NULL, &w), w,
-            "in-group reduce_scatter");
+    int rc = ftc_pg_reduce_scatter(t->intra, &in, &out, FTC_OP_AVG, NULL, &w);
+    rc = run(rc, &w, "in-group reduce_scatter");
     if (rc != 0) {
         return rc;
     }
     ftc_tensor l = ftc_tensor_cpu(&loss, 1, FTC_DTYPE_F32);
-    rc = run(t->intra, ftc_pg_allreduce(t->intra, &l, &l, FTC_OP_AVG, NULL, &w),
-             w, "in-group loss average");
+    rc = ftc_pg_allreduce(t->intra, &l, &l, FTC_OP_AVG, NULL, &w);
+    rc = run(rc, &w, "in-group loss average");
     t->last_loss = loss;
     return rc;
 }

@@ -36,6 +36,7 @@ typedef struct plan {
     int child;
     int distinct_checksum;
     int chatter;
+    int finish_alone; /* exit after the last step without waiting */
 } plan;
 
 static long env_long(const char *name)
@@ -69,6 +70,9 @@ static int parse(plan *p, int argc, char **argv)
             continue;
         } else if (strcmp(a, "--chatter") == 0) {
             p->chatter = 1;
+            continue;
+        } else if (strcmp(a, "--finish-alone") == 0) {
+            p->finish_alone = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -179,29 +183,58 @@ static void record(long replica, long rank, long incarnation, pid_t child)
     }
 }
 
-/* Waits (bounded) until every rank of this group's incarnation has
- * recorded itself, as a trainer's rendezvous would: so a rank that fails
- * on purpose never takes a peer down before the peer's record exists. */
-static void await_group(long replica, long incarnation)
+/* Waits (bounded) until every file "<run dir>/<kind>-<replica>-<rank>
+ * <suffix>" exists for the given replicas and every group rank. */
+static void await_records(const char *kind, long first, long last,
+                          const char *suffix, const char *what)
 {
     const char *dir = getenv("FTC_RUN_DIR");
     long size = env_long("FTC_GROUP_SIZE");
-    for (int tries = 0; tries < 5000; tries++) {
+    for (int tries = 0; tries < 15000; tries++) {
         long seen = 0;
-        for (long r = 0; r < size; r++) {
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/seen-%ld-%ld-%ld", dir, replica, r,
-                     incarnation);
-            seen += access(path, F_OK) == 0;
+        for (long g = first; g <= last; g++) {
+            for (long r = 0; r < size; r++) {
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/%s-%ld-%ld%s", dir, kind, g, r,
+                         suffix);
+                seen += access(path, F_OK) == 0;
+            }
         }
-        if (seen == size) {
+        if (seen == size * (last - first + 1)) {
             return;
         }
         struct timespec ts = {.tv_nsec = 2000000};
         nanosleep(&ts, NULL);
     }
-    fprintf(stderr, "fake trainer: the group's other ranks never came\n");
+    fprintf(stderr, "fake trainer: %s never came\n", what);
     exit(93);
+}
+
+/* Every rank of this group's incarnation has recorded itself, as a
+ * trainer's rendezvous would: so a rank that fails on purpose never takes
+ * a peer down before the peer's record exists. */
+static void await_group(long replica, long incarnation)
+{
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "-%ld", incarnation);
+    await_records("seen", replica, replica, suffix, "the group's other ranks");
+}
+
+/* Replicas of a real job finish together (their last step is committed by
+ * one quorum): each rank marks its last step done and waits for every
+ * replica group's ranks to have done theirs. */
+static void finish_together(long replica, long rank, long replicas)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/trained-%ld-%ld", getenv("FTC_RUN_DIR"),
+             replica, rank);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "fake trainer: %s: %s\n", path, strerror(errno));
+        exit(94);
+    }
+    fclose(f);
+    await_records("trained", 0, replicas - 1, "", "the other replica groups");
 }
 
 static void pause_ms(long ms)
@@ -291,6 +324,9 @@ int main(int argc, char **argv)
                "\"participants\":%ld,\"committed\":true}\n",
                step, loss, replicas);
         fflush(stdout);
+    }
+    if (!p.finish_alone) {
+        finish_together(replica, rank, replicas);
     }
     /* Same steps, same checksum: what replicas that stay in sync report. */
     uint64_t h = 1469598103934665603ull;

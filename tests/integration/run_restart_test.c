@@ -124,12 +124,57 @@ static void max_restarts_exceeded(void **state)
     rk_free(&p);
 }
 
+/* Once a group finished training, a group that is down is not restarted
+ * (it would train alone from a stale state) and the job still finishes;
+ * only the groups that finished are compared. */
+static void no_restart_after_training_finished(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("winddown", dir, sizeof(dir));
+    char *launcher[] = {T("--replicas"), T("2"), T("--max-restarts"), T("50"),
+                        NULL};
+    char *trainer[] = {T("--steps"),
+                       T("10"),
+                       T("--interval-ms"),
+                       T("50"),
+                       T("--finish-alone"),
+                       T("--fail-replica"),
+                       T("1"),
+                       T("--fail-at"),
+                       T("2"),
+                       T("--fail-incarnations"),
+                       T("-1"),
+                       T("--fail-how"),
+                       T("exit:4"),
+                       NULL};
+    rk_run p;
+    rk_start_job(&p, dir, launcher, trainer, NULL);
+    assert_int_equal(rk_wait(&p, 30000), 0);
+    assert_non_null(
+        strstr(p.text, "replica_1 is not restarted: training finished"));
+    json_t *s = rk_job_summary(dir);
+    assert_string_equal(rk_str(s, "outcome"), "finished");
+    assert_string_equal(rk_str(rk_group(s, 0), "status"), "finished");
+    assert_string_equal(rk_str(rk_group(s, 1), "status"), "ended");
+    assert_int_equal(rk_int(s, "groups_finished"), 1);
+    assert_true(json_is_true(json_object_get(s, "checksums_identical")));
+    /* the last incarnation of replica 1 that ran is gone, and no later
+     * one was started */
+    json_int_t inc = rk_int(rk_group(s, 1), "incarnation");
+    char v[64];
+    assert_int_equal(rk_seen(dir, 1, 0, (int)inc + 1, "pid", v, sizeof(v)), -1);
+    json_decref(s);
+    rk_free(&p);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exit_code_restarts),
         cmocka_unit_test(crash_restarts),
         cmocka_unit_test(max_restarts_exceeded),
+        cmocka_unit_test(no_restart_after_training_finished),
     };
     int left = rk_init(argc, argv);
     if (left < 0) {

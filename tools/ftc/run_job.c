@@ -17,6 +17,10 @@
  * injection restarts after the first delay. */
 #define RUN_RESTART_FIRST_MS 100
 #define RUN_RESTART_MAX_MS 5000
+/* Once a group finished training, the others have this long to finish
+ * too (they are normally in the same quorum and finish with it); then
+ * they are stopped. */
+#define RUN_WIND_DOWN_MS 10000
 /* A live terminal status line is refreshed this often (its clock). */
 #define RUN_STATUS_TICK_MS 250
 /* Malformed FTC_EVENT lines noted per group; later ones are counted. */
@@ -41,6 +45,7 @@ int run_job_init(run_job *job, const run_opts *opts, const run_launch *l)
     job->t0_ms = ftc__now_ms();
     job->end_at_ms = opts->duration_ms > 0 ? opts->duration_ms : INT64_MAX;
     job->kill_at_ms = INT64_MAX;
+    job->wind_down_at_ms = INT64_MAX;
     job->progress_at_ms = opts->progress_ms;
     run_out_init(&job->out, opts->quiet);
     run_inject_init(&job->inject, opts, 0);
@@ -371,9 +376,53 @@ static void inject(run_job *job, int64_t now)
 
 /* --------------------------------------------------------------- tick */
 
+/* Once a group finished, the training is over: no more failures are
+ * injected and a group that is down is not restarted (it would train
+ * alone from a stale state), and the others get RUN_WIND_DOWN_MS to
+ * finish. */
+static int wind_down(run_job *job, int64_t now)
+{
+    int finished = 0, ended = 0;
+    for (int g = 0; g < job->n; g++) {
+        finished += job->groups[g].state == RUN_GROUP_FINISHED;
+    }
+    if (finished == 0) {
+        return 0;
+    }
+    if (job->wind_down_at_ms == INT64_MAX) {
+        job->wind_down_at_ms = now + RUN_WIND_DOWN_MS;
+        if (finished < job->n) {
+            run_out_note(&job->out,
+                         "training finished: no more failures or restarts; "
+                         "the other groups have %.0f s to finish",
+                         secs(RUN_WIND_DOWN_MS));
+        }
+    }
+    for (int g = 0; g < job->n; g++) {
+        run_group *grp = &job->groups[g];
+        if (grp->state == RUN_GROUP_WAITING) {
+            grp->state = RUN_GROUP_ENDED;
+            run_out_note(&job->out, "%s is not restarted: training finished",
+                         grp->id);
+        }
+        ended += grp->state == RUN_GROUP_ENDED;
+    }
+    if (finished + ended == job->n) {
+        job->phase = RUN_PHASE_DONE;
+        job->outcome = RUN_OUTCOME_FINISHED;
+        job->stopped_at_ms = now;
+    } else if (now >= job->wind_down_at_ms) {
+        stop(job, RUN_OUTCOME_FINISHED,
+             "training finished but some groups did not");
+    }
+    return 1;
+}
+
 static void run_groups(run_job *job, int64_t now)
 {
-    int finished = 0;
+    if (wind_down(job, now)) {
+        return;
+    }
     for (int g = 0; g < job->n; g++) {
         run_group *grp = &job->groups[g];
         if (grp->state == RUN_GROUP_WAITING && grp->restart_at_ms <= now) {
@@ -385,16 +434,9 @@ static void run_groups(run_job *job, int64_t now)
             run_stats_resumed(&job->stats, g, now);
             run_out_note(&job->out, "%s continued (SIGCONT)", grp->id);
         }
-        finished += grp->state == RUN_GROUP_FINISHED;
         if (job->phase != RUN_PHASE_RUNNING) {
             return; /* a group that cannot start failed the job */
         }
-    }
-    if (finished == job->n) {
-        job->phase = RUN_PHASE_DONE;
-        job->outcome = RUN_OUTCOME_FINISHED;
-        job->stopped_at_ms = now;
-        return;
     }
     inject(job, now);
 }
@@ -436,6 +478,7 @@ static int64_t next_wake(const run_job *job, int64_t now)
         int64_t inject_at = run_inject_wake_ms(&job->inject);
         wake = inject_at < wake ? inject_at : wake;
         wake = job->end_at_ms < wake ? job->end_at_ms : wake;
+        wake = job->wind_down_at_ms < wake ? job->wind_down_at_ms : wake;
     } else if (job->phase == RUN_PHASE_STOPPING) {
         wake = job->kill_at_ms;
     }

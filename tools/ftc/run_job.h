@@ -40,6 +40,8 @@ typedef struct run_job {
     run_outcome outcome;
     int64_t end_at_ms;  /* --duration */
     int64_t kill_at_ms; /* stopping: SIGKILL whatever is left then */
+    /* A group finished: the others are stopped then if still running. */
+    int64_t wind_down_at_ms;
     int64_t progress_at_ms;
     int64_t stopped_at_ms; /* when the job ended */
 } run_job;

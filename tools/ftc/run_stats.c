@@ -202,13 +202,20 @@ void run_stats_recovery(const run_stats *s, run_recovery_summary *out)
     }
 }
 
-int run_stats_checksums_identical(const run_stats *s)
+int run_stats_checksums_identical(const run_stats *s, const int *counted)
 {
+    int first = -1;
+    for (int g = 0; g < s->n && first < 0; g++) {
+        first = counted[g] ? g : -1;
+    }
+    if (first < 0) {
+        return 0;
+    }
     for (int r = 0; r < s->m; r++) {
-        for (int g = 0; g < s->n; g++) {
-            const run_rank_result *a = &s->replicas[0].results[r];
+        const run_rank_result *a = &s->replicas[first].results[r];
+        for (int g = first; g < s->n; g++) {
             const run_rank_result *b = &s->replicas[g].results[r];
-            if (!b->have || strcmp(a->checksum, b->checksum) != 0) {
+            if (counted[g] && (!b->have || strcmp(a->checksum, b->checksum))) {
                 return 0;
             }
         }

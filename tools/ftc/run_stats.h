@@ -81,8 +81,8 @@ typedef struct run_recovery_summary {
 } run_recovery_summary;
 void run_stats_recovery(const run_stats *s, run_recovery_summary *out);
 
-/* 1 if every group reported a result on every rank and, for each group
- * rank, the checksums of all groups are equal. */
-int run_stats_checksums_identical(const run_stats *s);
+/* 1 if every group g with counted[g] set (at least one) reported a result
+ * on every rank and, for each group rank, their checksums are equal. */
+int run_stats_checksums_identical(const run_stats *s, const int *counted);
 
 #endif

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/base_int.h"
+
 static const char *group_status(run_group_state s)
 {
     static const char *const names[] = {"waiting", "running",  "stopped",
@@ -27,6 +29,24 @@ static double final_loss(const run_replica_stats *rs)
 {
     return !isnan(rs->results[0].final_loss) ? rs->results[0].final_loss
                                              : rs->last_loss;
+}
+
+/* Whether the groups that finished (every rank exited 0) ended with the
+ * same parameters; groups stopped or failed have none to compare. *n_out:
+ * how many finished. */
+static int finished_identical(const run_job *job, int *n_out)
+{
+    int *counted = ftc__calloc((size_t)job->n, sizeof(int));
+    int n = 0;
+    for (int g = 0; counted != NULL && g < job->n; g++) {
+        counted[g] = job->groups[g].state == RUN_GROUP_FINISHED;
+        n += counted[g];
+    }
+    int same =
+        counted != NULL && run_stats_checksums_identical(&job->stats, counted);
+    ftc__free(counted);
+    *n_out = n;
+    return same;
 }
 
 static double secs(int64_t ms)
@@ -89,10 +109,16 @@ void run_summary_print(const run_job *job)
                (long long)rs->last_step, loss,
                rs->results[0].have ? rs->results[0].checksum : "-");
     }
-    printf("  checksums: %s\n",
-           run_stats_checksums_identical(s)
-               ? "identical across replica groups"
-               : "NOT identical (or not reported by every rank)");
+    int n_finished = 0;
+    if (finished_identical(job, &n_finished)) {
+        printf("  checksums: identical across the %d replica groups that "
+               "finished\n",
+               n_finished);
+    } else {
+        printf("  checksums: NOT identical across the %d replica groups that "
+               "finished (or not reported by every rank)\n",
+               n_finished);
+    }
     fflush(stdout);
 }
 
@@ -154,6 +180,8 @@ static json_t *group_json(const run_job *job, int g)
 
 static json_t *summary_json(const run_job *job)
 {
+    int n_finished = 0;
+    int identical = finished_identical(job, &n_finished);
     const run_opts *o = job->opts;
     run_recovery_summary rec;
     run_stats_recovery(&job->stats, &rec);
@@ -173,7 +201,7 @@ static json_t *summary_json(const run_job *job)
         "victim_max_ms", (json_int_t)rec.victim_max_ms);
     return json_pack(
         "{s:s, s:o, s:i, s:i, s:s, s:I, s:s, s:i, s:I, s:I, s:I, s:I, s:o, "
-        "s:o, s:o, s:b}",
+        "s:o, s:o, s:b, s:i}",
         "job", o->job, "command", command, "replicas", o->replicas, "ranks",
         o->ranks, "lighthouse", job->launch.lighthouse, "seed",
         (json_int_t)o->seed, "outcome", run_job_outcome_name(job->outcome),
@@ -183,7 +211,7 @@ static json_t *summary_json(const run_job *job)
         (json_int_t)job->stats.injected, "failures_total",
         (json_int_t)job->stats.failed, "failures", failures_json(job),
         "recovery", recovery, "replica_groups", groups, "checksums_identical",
-        run_stats_checksums_identical(&job->stats));
+        identical, "groups_finished", n_finished);
 }
 
 int run_summary_write_json(const run_job *job, const char *path)
