@@ -57,18 +57,24 @@ int main(int argc, char **argv)
             rc = 1;
         }
     }
-    /* Inner steps are counted locally for the data; the committed step
-     * (syncs) is the manager's. */
-    int64_t inner = 0;
+    /* The batch follows the position in the run: the committed syncs (the
+     * manager's step) times the inner steps between syncs, plus those
+     * since the last sync. A healed replica thus draws the batches the
+     * others draw, not the ones at the start of the run again. */
+    int64_t period =
+        t.cfg.sync_every / (t.cfg.fragments > 0 ? t.cfg.fragments : 1);
+    int64_t since_sync = 0;
     int failed_syncs = 0;
     while (rc == 0 && ftc_manager_current_step(t.manager) < t.cfg.steps) {
+        int64_t position =
+            ftc_manager_current_step(t.manager) * period + since_sync;
         if (trainer_gather_params(&t) != 0 ||
-            trainer_local_gradient(&t, inner) != 0) {
+            trainer_local_gradient(&t, position) != 0) {
             rc = 1;
             break;
         }
         trainer_sgd_update(&t, trainer_own_params(&t), t.mine);
-        inner++;
+        since_sync++;
         int outcome = 0;
         if (ftc_diloco_step(dl, &outcome, TIMEOUT_MS) != 0) {
             trainer_event_error(&t, "diloco sync");
@@ -76,6 +82,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (outcome != FTC_ALGO_LOCAL) {
+            since_sync = 0;
             failed_syncs = 0;
             trainer_event_step(&t, outcome == FTC_ALGO_COMMITTED);
         }

@@ -20,7 +20,7 @@ static void usage(FILE *out, const char *name)
             "  --batch B          examples per rank per step (32)\n"
             "  --inputs D --hidden H --classes K   model shape (32 64 8)\n"
             "  --lr X --momentum M  SGD (0.05 0.9)\n"
-            "  --noise S --seed S   the synthetic task (1.0 1)\n"
+            "  --noise S --seed S   the synthetic task (2.0 1)\n"
             "  --step-sleep-ms T  extra time per step, for demos (0)\n"
             "  DiLoCo: --sync-every H (20) --fragments F (2) --delay D (1)\n"
             "          --alpha A (0) --outer-lr X (0.7) --outer-momentum M "
@@ -54,7 +54,7 @@ static int parse_args(trainer_cfg *c, int argc, char **argv, const char *name)
                        .shape = {.inputs = 32, .hidden = 64, .classes = 8},
                        .lr = 0.05f,
                        .momentum = 0.9f,
-                       .noise = 1.0f,
+                       .noise = 2.0f,
                        .seed = 1,
                        .sync_every = 20,
                        .fragments = 2,

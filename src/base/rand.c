@@ -29,6 +29,14 @@ uint64_t ftc__rand_below(uint64_t n)
     return ftc__rand_u64() % n;
 }
 
+uint64_t ftc__splitmix64(uint64_t *seq)
+{
+    uint64_t z = (*seq += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 void ftc__backoff_init(ftc_backoff *b, int64_t initial_ms, int64_t max_ms)
 {
     b->step_ms = initial_ms > 0 ? initial_ms : 1;

@@ -8,6 +8,9 @@
 uint64_t ftc__rand_u64(void);
 /* Uniform in [0, n); n > 0. */
 uint64_t ftc__rand_below(uint64_t n);
+/* SplitMix64: the next value of a seeded, reproducible sequence whose
+ * state is *seq (any value; replays of a seed give the same values). */
+uint64_t ftc__splitmix64(uint64_t *seq);
 
 /* Exponential backoff with jitter: each delay is the current step scaled by
  * a random factor in [1 - jitter, 1], and the step grows by factor up to

@@ -43,6 +43,12 @@ const char *rk_trainer(void)
 
 void rk_start(rk_run *p, char *const args[], char *const env[])
 {
+    rk_start_cli(p, "run", args, env);
+}
+
+void rk_start_cli(rk_run *p, const char *command, char *const args[],
+                  char *const env[])
+{
     static int serial;
     memset(p, 0, sizeof(*p));
     snprintf(p->out_path, sizeof(p->out_path), "%s/launcher-%d.out",
@@ -50,7 +56,7 @@ void rk_start(rk_run *p, char *const args[], char *const env[])
     char *argv[128];
     int n = 0;
     argv[n++] = (char *)ftc_bin;
-    argv[n++] = "run";
+    argv[n++] = (char *)command;
     for (int i = 0; args[i] != NULL && n < 127; i++) {
         argv[n++] = args[i];
     }

@@ -27,6 +27,9 @@ typedef struct rk_run {
 /* Starts "ftc run ARGS..." (args NULL-terminated) with extra environment
  * "K=V" entries (NULL-terminated, may be NULL). It dies with the test. */
 void rk_start(rk_run *p, char *const args[], char *const env[]);
+/* The same for "ftc COMMAND ARGS...". */
+void rk_start_cli(rk_run *p, const char *command, char *const args[],
+                  char *const env[]);
 /* Starts "ftc run LAUNCHER... --lighthouse 127.0.0.1:1 --run-dir DIR
  * --summary-json DIR/summary.json -- FAKE_TRAINER TRAINER..." (both lists
  * NULL-terminated; the fake trainer never calls the lighthouse). */

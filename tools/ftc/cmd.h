@@ -20,10 +20,15 @@ int ftc_cmd_status(int argc, char **argv);
 int ftc_cmd_bench(int argc, char **argv);
 int ftc_cmd_bench_control(int argc, char **argv);
 int ftc_cmd_bench_ft(int argc, char **argv);
+int ftc_cmd_demo(int argc, char **argv);
 
 /* "64K" -> 65536 (K, M or G suffix, powers of 1024). Returns 0 or -1 for
  * malformed text or a size that does not fit. */
 int ftc_cmd_parse_size(const char *text, size_t *out);
+
+/* Removes a folder and everything in it (best effort: temporary run
+ * folders). */
+void ftc_cmd_remove_tree(const char *dir);
 
 /* True if argv has -h or --help. */
 int ftc_cmd_wants_help(int argc, char **argv);

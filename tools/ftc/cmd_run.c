@@ -49,16 +49,6 @@ static int make_run_dir(const run_opts *o, char *dir, size_t cap,
     return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type,
-                        struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* Two descriptors per rank plus the stores': lift the soft limit to the
  * hard one, as big jobs need more than the usual 1024. */
 static void raise_fd_limit(void)
@@ -143,7 +133,7 @@ static int run(const run_opts *o, const char *path)
     ftc__free(job);
     run_lighthouse_stop(lh);
     if (temporary) {
-        nftw(run_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        ftc_cmd_remove_tree(run_dir);
     }
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     return code;

@@ -1,5 +1,6 @@
 /* ftc: the command-line tool. Dispatches to one handler per subcommand. */
 #include <errno.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@ static const ftc_cmd commands[] = {
      "and fault injection"},
     {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
     {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
-    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store|control|pg)"},
+    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store|control|pg|ft)"},
+    {"demo", ftc_cmd_demo,
+     "train an example model while replica groups are killed"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -54,6 +57,21 @@ int ftc_cmd_parse_size(const char *text, size_t *out)
     }
     *out = (size_t)v << shift;
     return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void ftc_cmd_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int ftc_cmd_wants_help(int argc, char **argv)

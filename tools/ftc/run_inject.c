@@ -2,13 +2,7 @@
  * in mixed mode, its action) when an injection falls due. */
 #include "run_inject.h"
 
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "base/base_int.h"
 
 void run_inject_init(run_inject *in, const run_opts *o, int64_t now_ms)
 {
@@ -41,10 +35,10 @@ static void draw(run_inject *in, const run_health *health, int n)
         candidates += health[i] != RUN_HEALTH_GONE;
     }
     while (candidates > 0 && in->victim < 0) {
-        int v = (int)(next_u64(&in->rng) % (uint64_t)n);
+        int v = (int)(ftc__splitmix64(&in->rng) % (uint64_t)n);
         /* Drawn every time, so the victims of one seed do not depend on
          * the mode. */
-        int coin = (int)(next_u64(&in->rng) >> 63);
+        int coin = (int)(ftc__splitmix64(&in->rng) >> 63);
         if (health[v] != RUN_HEALTH_GONE) {
             in->victim = v;
             in->stop = in->mode == RUN_KILL_SIGSTOP ||

@@ -1,0 +1,8 @@
+# `ftc demo` with the real example trainers under injected kills (both
+# algorithms): the training loop end to end.
+ftc_add_test(demo_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/demo_test.c
+                     ${CMAKE_CURRENT_LIST_DIR}/run_kit.c
+             ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:train_ddp>
+             LABELS integration TIMEOUT 600)
+add_dependencies(demo_test ftc_cli train_ddp train_diloco)
