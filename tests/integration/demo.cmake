@@ -5,4 +5,4 @@ ftc_add_test(demo_test
                      ${CMAKE_CURRENT_LIST_DIR}/run_kit.c
              ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:train_ddp>
              LABELS integration TIMEOUT 600)
-add_dependencies(demo_test ftc_cli train_ddp train_diloco)
+add_dependencies(demo_test ftc_cli train_ddp train_diloco ft_minimal)

@@ -111,15 +111,38 @@ static void ddp_survives_kills(void **state)
     survives_kills("ddp", rk_trainer(), "500", "8", "6", 0.05);
 }
 
+/* Another example binary, next to train_ddp. */
+static void sibling(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s", rk_trainer());
+    char *at = strstr(path, "train_ddp");
+    assert_non_null(at);
+    snprintf(at, cap - (size_t)(at - path), "%s", name);
+}
+
 static void diloco_survives_kills(void **state)
 {
     (void)state;
     char diloco[4096];
-    snprintf(diloco, sizeof(diloco), "%s", rk_trainer());
-    char *name = strstr(diloco, "train_ddp");
-    assert_non_null(name);
-    memcpy(name, "train_diloco", sizeof("train_diloco"));
+    sibling("train_diloco", diloco, sizeof(diloco));
     survives_kills("diloco", diloco, "120", "3", "5", 0.15);
+}
+
+/* The README's example trains to its target on every replica. */
+static void readme_example_trains(void **state)
+{
+    (void)state;
+    char minimal[4096];
+    sibling("ft_minimal", minimal, sizeof(minimal));
+    char *args[] = {
+        T("--replicas"), T("3"), T("--min-replicas"), T("3"), T("--"),
+        minimal,         NULL};
+    rk_run p;
+    rk_start(&p, args, NULL);
+    assert_int_equal(rk_wait(&p, 60000), 0);
+    assert_int_equal(
+        rk_count(p.text, "w = 1.000 2.000 3.000 4.000 after 100 steps"), 3);
+    rk_free(&p);
 }
 
 static void bad_options(void **state)
@@ -137,6 +160,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_options),
+        cmocka_unit_test(readme_example_trains),
         cmocka_unit_test(ddp_survives_kills),
         cmocka_unit_test(diloco_survives_kills),
     };
