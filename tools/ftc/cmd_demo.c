@@ -320,6 +320,17 @@ static void build_job(demo_job *j, const demo_opts *o, const char *trainer,
     }
 }
 
+/* `ftc run` stopped by Ctrl-C or SIGTERM (passed on by forward()): the
+ * demo ends with the same code, without a verdict. */
+static int interrupted(int rc)
+{
+    if (rc == 128 + SIGINT || rc == 128 + SIGTERM) {
+        fprintf(stderr, "ftc demo: interrupted\n");
+        return 1;
+    }
+    return 0;
+}
+
 static int demo(const demo_opts *o, const char *trainer, const char *dir)
 {
     char ref_json[PATH_MAX], ft_json[PATH_MAX], kill_at[1024] = "";
@@ -337,6 +348,9 @@ static int demo(const demo_opts *o, const char *trainer, const char *dir)
     demo_job job;
     build_job(&job, o, trainer, ref_json, kill_at, 0);
     int rc = run_job(job.argv);
+    if (interrupted(rc)) {
+        return rc;
+    }
     if (rc != 0) {
         fprintf(stderr, "ftc demo: the reference run failed (exit %d)\n", rc);
         return rc > 0 ? rc : 1;
@@ -353,7 +367,7 @@ static int demo(const demo_opts *o, const char *trainer, const char *dir)
     fflush(stdout);
     build_job(&job, o, trainer, ft_json, kill_at, 1);
     rc = run_job(job.argv);
-    if (rc == 128 + SIGINT || rc == 128 + SIGTERM) {
+    if (interrupted(rc)) {
         return rc;
     }
     demo_report_in in = {.title = title,
