@@ -110,8 +110,15 @@ void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    FTC_LOG_WARN("pg.failed", "group %016llx rank %d: %s",
-                 (unsigned long long)g->group_id, g->rank, msg);
+    /* This rank's own ftc_pg_abort (a manager dropping a group it no
+     * longer needs, or shutting down) is not a fault worth a warning. */
+    if (code == FTC_ECANCELED) {
+        FTC_LOG_INFO("pg.failed", "group %016llx rank %d: %s",
+                     (unsigned long long)g->group_id, g->rank, msg);
+    } else {
+        FTC_LOG_WARN("pg.failed", "group %016llx rank %d: %s",
+                     (unsigned long long)g->group_id, g->rank, msg);
+    }
     pthread_mutex_lock(&g->mu);
     g->failed = code;
     memcpy(g->fail_msg, msg, sizeof(msg));
