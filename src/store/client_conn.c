@@ -36,6 +36,7 @@ static void drop(ftc__store_conn *c)
     c->broken = 0;
     c->held_replies = 0;
     c->cancel_owed = 0;
+    c->recv_first = 0;
     c->server = FTC__STORE_SERVER_UNKNOWN;
     ftc__buf_reset(&c->in);
     ftc__store_req_reset(&c->req);
@@ -71,11 +72,13 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
         }
     }
     ftc__store_req_reset(&c->req);
+    c->recv_first = 0;
     atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
     return rc != 0 ? broken(c, rc) : 0;
 }
 
-/* Receives until at least need bytes are buffered. */
+/* Receives until at least need bytes are buffered: poll, then recv (or
+ * recv first when the last one filled its buffer; see recv_first). */
 static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl,
                 const ftc_event *cancel)
 {
@@ -85,9 +88,16 @@ static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl,
         if (rc != 0) {
             return rc;
         }
+        if (!c->recv_first) {
+            rc = ftc__sock_wait(c->fd, POLLIN, dl, cancel);
+            if (rc != 0) {
+                return rc;
+            }
+        }
         ssize_t r = recv(c->fd, c->in.data + c->in.len, want, 0);
         if (r > 0) {
             c->in.len += (size_t)r;
+            c->recv_first = (size_t)r == want;
             continue;
         }
         if (r == 0) {
@@ -101,10 +111,7 @@ static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl,
             return ftc__seterr_errno(errno, "recv from %s:%d", c->host,
                                      c->port);
         }
-        rc = ftc__sock_wait(c->fd, POLLIN, dl, cancel);
-        if (rc != 0) {
-            return rc;
-        }
+        c->recv_first = 0;
     }
     return 0;
 }

@@ -33,7 +33,12 @@ typedef struct ftc__store_conn {
     int64_t connect_timeout_ms;
     size_t max_value_bytes;
     size_t recv_chunk; /* most bytes one recv asks for (tests shrink it) */
-    ftc_buf in;        /* received bytes not yet consumed */
+    /* The last recv filled all it asked for, so more bytes may be waiting:
+     * the next read tries recv before poll. Otherwise (and after every
+     * send, when the reply cannot be there yet) it polls first, which
+     * saves a recv that would fail with EAGAIN. */
+    int recv_first;
+    ftc_buf in; /* received bytes not yet consumed */
     ftc__store_req req;
     /* Counters for tests and diagnostics, readable from any thread. */
     _Atomic uint64_t connects; /* successful TCP connects */
