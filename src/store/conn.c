@@ -81,7 +81,11 @@ static void set_reading(store_conn *c, int on);
 void ftc__conn_unpark(store_conn *c, uint8_t reply)
 {
     c->parked = 0;
-    ftc__out_u8(c, reply);
+    if (reply == FTC__WAIT_STOP_WAITING) {
+        ftc__store_reply_done(c);
+    } else {
+        ftc__out_u8(c, reply);
+    }
     if (c->closing) {
         return;
     }

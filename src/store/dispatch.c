@@ -32,13 +32,27 @@ static int failed(store_conn *c, int rc, const char *op)
     return 1;
 }
 
+void ftc__store_reply_done(store_conn *c)
+{
+    ftc__out_u8(c, FTC__WAIT_STOP_WAITING);
+    if (!c->kv.control) {
+        return;
+    }
+    /* CONTROL_BARRIER: i64 arrived, str value of last_members. */
+    ftc__out_i64(c, c->kv.arrived);
+    ftc__out_value(c, c->kv.outcome);
+    ftc__kv_value_unref(c->kv.outcome);
+    c->kv.outcome = NULL;
+    c->kv.control = 0;
+}
+
 static void park_or_reply(store_conn *c, int rc, const char *op)
 {
     if (failed(c, rc, op)) {
         return;
     }
     if (rc == 1) {
-        ftc__out_u8(c, FTC__WAIT_STOP_WAITING);
+        ftc__store_reply_done(c);
     } else {
         c->parked = 1;
     }
@@ -127,6 +141,11 @@ void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r)
     case FTC__OP_BARRIER:
         park_or_reply(c, ftc__kv_barrier(kv, &c->kv, r->key, r->num),
                       "barrier");
+        break;
+    case FTC__OP_CONTROL_BARRIER:
+        park_or_reply(
+            c, ftc__kv_control_barrier(kv, &c->kv, r->key, r->num2, r->num),
+            "control_barrier");
         break;
     case FTC__OP_GETNUMKEYS:
         ftc__out_i64(c, (int64_t)ftc__kv_num_keys(kv));

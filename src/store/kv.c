@@ -164,6 +164,9 @@ uint64_t ftc__kv_overhead(const ftc_kv *kv)
 void ftc__kv_client_init(ftc_kv_client *c)
 {
     c->awaited = 0;
+    c->control = 0;
+    c->arrived = 0;
+    c->outcome = NULL;
     ftc__list_init(&c->waits);
     ftc__list_init(&c->watches);
 }
@@ -268,12 +271,17 @@ static int add_reg(ftc_kv *kv, ftc_kv_slot **sp, ftc_wire_str key,
     return 0;
 }
 
-/* The key arrived for the waiter r: one less to wait for. */
+/* The key arrived for the waiter r: one less to wait for. A
+ * CONTROL_BARRIER (one key: last_members) takes that key's value along. */
 static int satisfy(ftc_kv *kv, kv_reg *r)
 {
     ftc_kv_client *c = r->client;
+    ftc_kv_value *v = r->slot->value;
     release_reg(kv, r);
     if (--c->awaited == 0) {
+        if (c->control) {
+            c->outcome = v != NULL ? ftc__kv_value_ref(v) : NULL;
+        }
         kv->hooks.ready(kv->ctx, c);
         return 1;
     }
@@ -656,11 +664,81 @@ int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
     return 0;
 }
 
+/* c10d's names and values for its barrier (StoreCollectives). */
+#define RANK_JOINED "joined"
+#define LAST_MEMBERS_DONE "<val_ignored>"
+
+/* key + suffix in buf, which holds key's bytes at its start. */
+static ftc_wire_str derived(uint8_t *buf, ftc_wire_str key, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    memcpy(buf + key.len, suffix, n);
+    ftc_wire_str s = {buf, key.len + n};
+    return s;
+}
+
+int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
+                            int64_t rank, int64_t world_size)
+{
+    if (FTC_NEVER(c->awaited != 0)) {
+        ftc__kv_cancel_wait(kv, c);
+    }
+    char rank_suffix[24];
+    snprintf(rank_suffix, sizeof(rank_suffix), "/%" PRId64, rank);
+    uint8_t *buf = ftc__malloc(key.len + 32);
+    if (buf == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "barrier key of %zu B", key.len);
+    }
+    if (key.len > 0) {
+        memcpy(buf, key.p, key.len);
+    }
+    /* Nothing changes unless the counter is a number. */
+    int64_t count;
+    int rc = counter(kv, derived(buf, key, "/num_members"), &count);
+    if (rc == 0) {
+        ftc_wire_str joined = {(const uint8_t *)RANK_JOINED,
+                               strlen(RANK_JOINED)};
+        rc = ftc__kv_set(kv, derived(buf, key, rank_suffix), joined);
+    }
+    if (rc == 0) {
+        count = (int64_t)((uint64_t)count + 1);
+        rc = store_number(kv, derived(buf, key, "/num_members"), count, NULL);
+    }
+    ftc_wire_str last_key = derived(buf, key, "/last_members");
+    if (rc == 0 && count == world_size) {
+        ftc_wire_str none = {(const uint8_t *)"", 0};
+        ftc_wire_str done = {(const uint8_t *)LAST_MEMBERS_DONE,
+                             strlen(LAST_MEMBERS_DONE)};
+        ftc_wire_str reply;
+        rc = ftc__kv_compare_set(kv, last_key, none, done, &reply);
+    }
+    ftc_kv_slot *s = NULL;
+    if (rc == 0) {
+        s = ftc__kv_table_find(&kv->table, last_key);
+        c->control = 1;
+        c->arrived = count;
+    }
+    if (rc == 0 && ((s != NULL && s->value != NULL) || count > world_size)) {
+        c->outcome =
+            s != NULL && s->value != NULL ? ftc__kv_value_ref(s->value) : NULL;
+        rc = 1;
+    } else if (rc == 0) {
+        rc = add_reg(kv, &s, last_key, c, REG_WAIT);
+        c->awaited = rc == 0 ? 1 : 0;
+        c->control = rc == 0;
+    }
+    ftc__free(buf);
+    return rc;
+}
+
 int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c)
 {
     int pending = c->awaited > 0;
     release_all(kv, &c->waits);
     c->awaited = 0;
+    if (pending) {
+        c->control = 0;
+    }
     return pending;
 }
 
@@ -673,6 +751,9 @@ int ftc__kv_watch(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key)
 void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c)
 {
     ftc__kv_cancel_wait(kv, c);
+    ftc__kv_value_unref(c->outcome);
+    c->outcome = NULL;
+    c->control = 0;
     release_all(kv, &c->watches);
 }
 

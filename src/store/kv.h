@@ -29,6 +29,14 @@ typedef struct ftc_kv_client {
     size_t awaited;   /* keys its pending WAIT or BARRIER still needs */
     ftc_list waits;   /* its wait registrations */
     ftc_list watches; /* its watch registrations (1.13 WATCH_KEY) */
+    /* Set by ftc__kv_control_barrier: its wait is a CONTROL_BARRIER's,
+     * arrived is this client's arrival number, and outcome (once the
+     * barrier is done, before the ready hook runs) a reference to the
+     * value of last_members, NULL when it has none. Whoever sends the
+     * answer releases outcome and clears control. */
+    int control;
+    int64_t arrived;
+    ftc_kv_value *outcome;
 } ftc_kv_client;
 
 void ftc__kv_client_init(ftc_kv_client *c);
@@ -110,6 +118,19 @@ int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
  * is parked (0). FTC_EINVAL if the counter is not a number. */
 int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
                     int64_t world_size);
+/* The barrier of PyTorch's StoreCollectives (c10d) in one step, on the
+ * keys derived from key: sets "<key>/<rank>" to "joined", adds 1 to the
+ * counter "<key>/num_members" (c->arrived = the new count), and the
+ * arrival that brings it to world_size compare_sets "<key>/last_members"
+ * from missing to c10d's "<val_ignored>". Returns 1 when last_members
+ * exists (or more than world_size arrived), with c->control and
+ * c->outcome set; else registers c as a waiter of last_members (0), and
+ * the ready hook fires once any write gives it a value. FTC_EINVAL when
+ * the counter is not a number (nothing changes); FTC_EMSGSIZE or
+ * FTC_ENOMEM as for the writes (those done before stay). key must leave
+ * room for the suffixes (FTC__WIRE_DERIVED_SUFFIX_MAX). */
+int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
+                            int64_t rank, int64_t world_size);
 /* Drops c's pending wait or barrier; 1 if there was one. */
 int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c);
 /* Registers c to be told of every later change of key. */

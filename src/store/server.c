@@ -270,6 +270,9 @@ int ftc_store_server_start(ftc_store_server **out,
     srv->limits.max_value_bytes = srv->opts.max_value_bytes;
     srv->limits.max_keys = srv->opts.max_keys_per_request;
     srv->limits.max_request_bytes = srv->opts.max_request_bytes;
+    /* Every rank but the last of a CONTROL_BARRIER holds a connection
+     * while it waits, so a larger world could never complete. */
+    srv->limits.max_world = srv->opts.max_connections;
     static const ftc_kv_hooks hooks = {on_kv_ready, on_kv_watch};
     srv->kv = ftc__kv_new(&hooks, srv, srv->opts.max_total_bytes);
     srv->rbuf = ftc__malloc(FTC__STORE_RBUF);

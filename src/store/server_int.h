@@ -97,12 +97,17 @@ void ftc__conn_process(store_conn *c);
  * frees it once libuv has closed the handle. */
 void ftc__conn_close(store_conn *c, int level, const char *tag,
                      const char *reason);
-/* Ends a parked WAIT/BARRIER with reply (STOP_WAITING or WAIT_CANCELED)
- * and queues the connection to serve its following input. */
+/* Ends a parked WAIT/BARRIER/CONTROL_BARRIER with reply (STOP_WAITING:
+ * the op's whole answer; or WAIT_CANCELED) and queues the connection to
+ * serve its following input. */
 void ftc__conn_unpark(store_conn *c, uint8_t reply);
 
 /* dispatch.c: serves one complete request. */
 void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r);
+/* The answer of a WAIT, BARRIER or CONTROL_BARRIER that is done:
+ * STOP_WAITING, and for CONTROL_BARRIER the arrival number and the value
+ * of last_members (whose reference it releases). */
+void ftc__store_reply_done(store_conn *c);
 
 /* out.c */
 void ftc__out_u8(store_conn *c, uint8_t v);

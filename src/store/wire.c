@@ -14,16 +14,27 @@ typedef struct op_shape {
 } op_shape;
 
 static const op_shape shapes[FTC__OP_COUNT] = {
-    [FTC__OP_VALIDATE] = {"w", NULL},      [FTC__OP_SET] = {"kv", NULL},
-    [FTC__OP_COMPARE_SET] = {"kvv", NULL}, [FTC__OP_GET] = {"k", NULL},
-    [FTC__OP_ADD] = {"kq", NULL},          [FTC__OP_CHECK] = {"n", "k"},
-    [FTC__OP_WAIT] = {"n", "k"},           [FTC__OP_GETNUMKEYS] = {"", NULL},
-    [FTC__OP_WATCH_KEY] = {"k", NULL},     [FTC__OP_DELETE_KEY] = {"k", NULL},
-    [FTC__OP_APPEND] = {"kv", NULL},       [FTC__OP_MULTI_GET] = {"n", "k"},
-    [FTC__OP_MULTI_SET] = {"n", "kv"},     [FTC__OP_CANCEL_WAIT] = {"", NULL},
-    [FTC__OP_PING] = {"w", NULL},          [FTC__OP_QUEUE_PUSH] = {"kv", NULL},
-    [FTC__OP_QUEUE_POP] = {"k", NULL},     [FTC__OP_QUEUE_LEN] = {"k", NULL},
-    [FTC__OP_LIST_KEYS] = {"", NULL},      [FTC__OP_BARRIER] = {"kq", NULL},
+    [FTC__OP_VALIDATE] = {"w", NULL},
+    [FTC__OP_SET] = {"kv", NULL},
+    [FTC__OP_COMPARE_SET] = {"kvv", NULL},
+    [FTC__OP_GET] = {"k", NULL},
+    [FTC__OP_ADD] = {"kq", NULL},
+    [FTC__OP_CHECK] = {"n", "k"},
+    [FTC__OP_WAIT] = {"n", "k"},
+    [FTC__OP_GETNUMKEYS] = {"", NULL},
+    [FTC__OP_WATCH_KEY] = {"k", NULL},
+    [FTC__OP_DELETE_KEY] = {"k", NULL},
+    [FTC__OP_APPEND] = {"kv", NULL},
+    [FTC__OP_MULTI_GET] = {"n", "k"},
+    [FTC__OP_MULTI_SET] = {"n", "kv"},
+    [FTC__OP_CANCEL_WAIT] = {"", NULL},
+    [FTC__OP_PING] = {"w", NULL},
+    [FTC__OP_QUEUE_PUSH] = {"kv", NULL},
+    [FTC__OP_QUEUE_POP] = {"k", NULL},
+    [FTC__OP_QUEUE_LEN] = {"k", NULL},
+    [FTC__OP_LIST_KEYS] = {"", NULL},
+    [FTC__OP_BARRIER] = {"kq", NULL},
+    [FTC__OP_CONTROL_BARRIER] = {"kqq", NULL},
 };
 
 static const uint8_t validate_frame[5] = {0x00, 0xCE, 0xF7, 0x85, 0x3C};
@@ -53,6 +64,18 @@ static int fits(ftc_wire_decoder *d, uint64_t n, const ftc_wire_limits *lim)
     return 0;
 }
 
+/* The longest key the current op may carry: CONTROL_BARRIER's derived
+ * keys must fit max_key_bytes too. */
+static uint64_t key_max(const ftc_wire_decoder *d, const ftc_wire_limits *lim)
+{
+    if (d->op != FTC__OP_CONTROL_BARRIER) {
+        return lim->max_key_bytes;
+    }
+    return lim->max_key_bytes > FTC__WIRE_DERIVED_SUFFIX_MAX
+               ? lim->max_key_bytes - FTC__WIRE_DERIVED_SUFFIX_MAX
+               : 0;
+}
+
 /* Parses one field at d->pos. Returns 1 when parsed (pos advanced, a string
  * field's range in *soff and *slen), FTC__WIRE_MORE with *need, or an error. */
 static int take(ftc_wire_decoder *d, char kind, const uint8_t *buf, size_t len,
@@ -72,7 +95,8 @@ static int take(ftc_wire_decoder *d, char kind, const uint8_t *buf, size_t len,
     if (kind == 'w') {
         d->u32 = ftc__get_u32le(p);
     } else if (kind == 'q') {
-        d->num = (int64_t)ftc__get_u64le(p);
+        int64_t v = (int64_t)ftc__get_u64le(p);
+        *(d->nnum++ == 0 ? &d->num : &d->num2) = v;
     } else if (kind == 'n') {
         d->count = ftc__get_u64le(p);
         if (d->count > lim->max_keys) {
@@ -81,7 +105,7 @@ static int take(ftc_wire_decoder *d, char kind, const uint8_t *buf, size_t len,
         d->items_pos = d->pos + 8;
     } else {
         uint64_t n = ftc__get_u64le(p);
-        uint64_t max = kind == 'k' ? lim->max_key_bytes : lim->max_value_bytes;
+        uint64_t max = kind == 'k' ? key_max(d, lim) : lim->max_value_bytes;
         if (n > max) {
             return oversize(d, kind == 'k' ? "key bytes" : "value bytes", n,
                             max);
@@ -112,6 +136,25 @@ static int string_index(const char *prog, size_t field)
     return j;
 }
 
+/* A CONTROL_BARRIER's world size and rank, checked once both arrived. */
+static int check_barrier_seat(ftc_wire_decoder *d, const ftc_wire_limits *lim)
+{
+    uint64_t max = lim->max_world < FTC__WIRE_WORLD_CEILING
+                       ? lim->max_world
+                       : FTC__WIRE_WORLD_CEILING;
+    if (d->num > 0 && (uint64_t)d->num > max) {
+        return oversize(d, "barrier world size", (uint64_t)d->num, max);
+    }
+    if (d->num < 1 || d->num2 < 0 || d->num2 >= d->num) {
+        d->tag = "store.badvalue";
+        return ftc__seterr(FTC_EPROTO,
+                           "barrier rank %lld of world size %lld is not a "
+                           "seat (0 <= rank < world size)",
+                           (long long)d->num2, (long long)d->num);
+    }
+    return 0;
+}
+
 static void finish(ftc_wire_decoder *d, const uint8_t *buf, ftc_wire_req *req)
 {
     ftc_wire_str *strs[3] = {&req->key, &req->val, &req->val2};
@@ -123,6 +166,7 @@ static void finish(ftc_wire_decoder *d, const uint8_t *buf, ftc_wire_req *req)
         strs[j]->len = d->len[j];
     }
     req->num = d->num;
+    req->num2 = d->num2;
     req->u32 = d->u32;
     req->count = d->count;
     req->items = shapes[d->op].item != NULL ? buf + d->items_pos : NULL;
@@ -161,6 +205,12 @@ int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
             d->len[j] = slen;
         }
         d->field++;
+    }
+    if (d->op == FTC__OP_CONTROL_BARRIER) {
+        int rc = check_barrier_seat(d, lim);
+        if (rc != 0) {
+            return rc;
+        }
     }
     while (d->done < d->count) {
         int rc = take(d, s->item[d->ifield], buf, len, lim, need, &soff, &slen);

@@ -21,7 +21,15 @@ typedef struct ftc_wire_limits {
     uint64_t max_value_bytes;
     uint64_t max_keys;          /* items of CHECK/WAIT/MULTI_* */
     uint64_t max_request_bytes; /* one whole request */
+    uint64_t max_world;         /* CONTROL_BARRIER world size */
 } ftc_wire_limits;
+
+/* CONTROL_BARRIER derives keys from its key by appending at most this many
+ * bytes ("/last_members"; a rank "/<r>" is shorter since r < max_world
+ * < 2^31), so its key must be that much shorter than max_key_bytes. */
+#define FTC__WIRE_DERIVED_SUFFIX_MAX 13
+/* Never more than this world size, whatever max_world says. */
+#define FTC__WIRE_WORLD_CEILING INT32_MAX
 
 /* A borrowed byte range. */
 typedef struct ftc_wire_str {
@@ -37,7 +45,8 @@ typedef struct ftc_wire_req {
     ftc_wire_str key;  /* ops with one key */
     ftc_wire_str val;  /* SET/APPEND/QUEUE_PUSH value; COMPARE_SET expected */
     ftc_wire_str val2; /* COMPARE_SET desired */
-    int64_t num;       /* ADD delta; BARRIER world size */
+    int64_t num;       /* ADD delta; BARRIER and CONTROL_BARRIER world size */
+    int64_t num2;      /* CONTROL_BARRIER rank */
     uint32_t u32;      /* PING nonce; VALIDATE magic */
     uint64_t count;    /* CHECK/WAIT/MULTI_GET keys; MULTI_SET pairs */
     const uint8_t *items; /* the first item; walk with ftc__wire_next_str */
@@ -56,6 +65,8 @@ typedef struct ftc_wire_decoder {
     size_t off[3];    /* offsets of the fixed strings, for the views */
     size_t len[3];
     int64_t num;
+    int64_t num2;
+    uint8_t nnum; /* i64 fields parsed: the first is num, the second num2 */
     uint32_t u32;
     const char *tag; /* after an error: a stable log tag */
 } ftc_wire_decoder;
@@ -68,8 +79,10 @@ void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect);
  * FTC__WIRE_MORE with *need set to how many bytes of this request must be
  * present before another call can make progress; or FTC_EPROTO (unknown
  * query type) / FTC_EMSGSIZE (a length or count over a limit) with
- * ftc_last_error() and d->tag set. Between calls the bytes may move but the
- * ones already passed must not change. */
+ * ftc_last_error() and d->tag set; a CONTROL_BARRIER whose world size is
+ * not in 1..max_world or whose rank is not in 0..world-1 fails with
+ * FTC_EMSGSIZE or FTC_EPROTO (tag store.badvalue). Between calls the bytes may
+ * move but the ones already passed must not change. */
 int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
                      const ftc_wire_limits *lim, ftc_wire_req *req,
                      size_t *need);

@@ -2,8 +2,9 @@
  * requests, each preceded by a byte choosing which of four clients sends
  * it (bit 6: that client disconnects first; bit 7: it watches the
  * request's key instead, as 1.13's WATCH_KEY). They are applied to the
- * state as the server would (a client parked in a WAIT or BARRIER only
- * cancels until released). Random interleavings of waits, cancels,
+ * state as the server would (a client parked in a WAIT, BARRIER or
+ * CONTROL_BARRIER only cancels until released; a done CONTROL_BARRIER's
+ * answer is read and released). Random interleavings of waits, cancels,
  * barriers, queues, watches and disconnects must never crash or leak, a
  * client is parked exactly while it awaits keys, and data plus
  * bookkeeping never pass the total limit. */
@@ -25,6 +26,23 @@ typedef struct fuzz_client {
 
 static fuzz_client clients[CLIENTS];
 
+/* What the server sends for a done CONTROL_BARRIER: reads every byte of
+ * the outcome (so ASan sees a stale one) and releases it. */
+static void take_outcome(ftc_kv_client *c)
+{
+    if (!c->control) {
+        __builtin_trap();
+    }
+    volatile uint8_t sink = 0;
+    for (size_t i = 0; c->outcome != NULL && i < c->outcome->len; i++) {
+        sink ^= c->outcome->data[i];
+    }
+    (void)sink;
+    ftc__kv_value_unref(c->outcome);
+    c->outcome = NULL;
+    c->control = 0;
+}
+
 static void on_ready(void *ctx, ftc_kv_client *c)
 {
     (void)ctx;
@@ -33,6 +51,11 @@ static void on_ready(void *ctx, ftc_kv_client *c)
         __builtin_trap(); /* woken twice, or too early */
     }
     fc->parked = 0;
+    if (c->control) {
+        take_outcome(c);
+    } else if (c->outcome != NULL) {
+        __builtin_trap(); /* an answer nobody asked for */
+    }
 }
 
 static void on_watch(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
@@ -105,6 +128,14 @@ static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
     case FTC__OP_BARRIER:
         fc->parked = ftc__kv_barrier(kv, &fc->kv, r->key, r->num) == 0;
         break;
+    case FTC__OP_CONTROL_BARRIER: {
+        int rc = ftc__kv_control_barrier(kv, &fc->kv, r->key, r->num2, r->num);
+        fc->parked = rc == 0;
+        if (rc == 1) {
+            take_outcome(&fc->kv);
+        }
+        break;
+    }
     case FTC__OP_DELETE_KEY:
         ftc__kv_delete(kv, r->key);
         break;
@@ -152,7 +183,7 @@ static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const ftc_kv_hooks hooks = {on_ready, on_watch};
-    static const ftc_wire_limits lim = {32, 256, 8, 4096};
+    static const ftc_wire_limits lim = {32, 256, 8, 4096, 8};
     ftc_kv *kv = ftc__kv_new(&hooks, NULL, MAX_BYTES);
     if (kv == NULL) {
         return 0;
@@ -185,7 +216,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             apply(kv, fc, &req);
         }
         for (int i = 0; i < CLIENTS; i++) {
-            if (clients[i].parked != (clients[i].kv.awaited > 0)) {
+            /* A CONTROL_BARRIER is pending only while parked, and its
+             * answer never outlives the reply. */
+            const ftc_kv_client *k = &clients[i].kv;
+            if (clients[i].parked != (k->awaited > 0) || k->outcome != NULL ||
+                (k->control && !clients[i].parked)) {
                 __builtin_trap();
             }
         }

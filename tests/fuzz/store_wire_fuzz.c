@@ -119,9 +119,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     int dialect = data[0] & 1;
-    static const ftc_wire_limits small = {64, 4096, 16, 16384};
-    static const ftc_wire_limits large = {65536, 256u << 20, 131072,
-                                          512u << 20};
+    static const ftc_wire_limits small = {64, 4096, 16, 16384, 64};
+    static const ftc_wire_limits large = {65536, 256u << 20, 131072, 512u << 20,
+                                          100000};
     const ftc_wire_limits *lim = data[0] & 2 ? &large : &small;
     uint32_t seed = data[1] | (uint32_t)data[0] << 8;
     outcome whole, pieces;

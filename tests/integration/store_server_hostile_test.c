@@ -148,6 +148,50 @@ static void add_on_text(void **state)
     ssk_stop(srv);
 }
 
+/* A CONTROL_BARRIER whose world could never meet (over the connection
+ * limit), whose rank is no seat, or whose counter is text closes only its
+ * own connection. */
+static void control_barrier_bad_seats(void **state)
+{
+    (void)state;
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.max_connections = 8;
+    ftc_store_server *srv = ssk_start(&o);
+    int port = ftc_store_server_port(srv);
+    ftc_buf b;
+    ftc__buf_init(&b, 1 << 10);
+    sr_control_barrier(&b, "/cb", 9, 0);
+    send_bytes_expect_close(port, SR_V2, &b);
+    ftc__buf_reset(&b);
+    sr_control_barrier(&b, "/cb", 4, 4);
+    send_bytes_expect_close(port, SR_V2, &b);
+    ftc__buf_reset(&b);
+    sr_conn owner;
+    sr_connect(&owner, port, SR_V2);
+    sr_set(&b, SR_V2, "/t/num_members", "text");
+    sr_flush(&owner, &b);
+    sr_control_barrier(&b, "/t", 2, 0);
+    send_bytes_expect_close(port, SR_V2, &b);
+    ftc__buf_reset(&b);
+    TK_WAIT_UNTIL(ssk_stats(srv).protocol_errors == 3, 5000);
+    assert_int_equal(ssk_logged("store.oversize", "barrier world size 9"), 1);
+    assert_int_equal(ssk_logged("store.badvalue", "rank 4 of world size 4"), 1);
+    assert_int_equal(ssk_logged("store.badvalue", "not a number"), 1);
+    /* nothing changed: no rank key, no counter, no last_members */
+    const char *k[] = {"/cb/0"};
+    sr_keys(&b, SR_V2, FTC__OP_CHECK, k, 1);
+    sr_key(&b, SR_V2, FTC__OP_GET, "/t/num_members");
+    sr_flush(&owner, &b);
+    assert_int_equal(sr_read_u8(&owner), 1);
+    sr_expect_str(&owner, "text");
+    ftc_store_server_stats st = ssk_stats(srv);
+    assert_int_equal(st.keys, 1);
+    sr_close(&owner);
+    ftc__buf_free(&b);
+    ssk_stop(srv);
+}
+
 static void store_full(void **state)
 {
     (void)state;
@@ -417,6 +461,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(oversize_from_the_header),
         cmocka_unit_test(bad_validate_later),
         cmocka_unit_test(add_on_text),
+        cmocka_unit_test(control_barrier_bad_seats),
         cmocka_unit_test(store_full),
         cmocka_unit_test(half_sent_request_delays_nobody),
         cmocka_unit_test(non_reading_client_dropped),

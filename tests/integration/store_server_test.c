@@ -1,6 +1,7 @@
 /* The store server with raw-socket clients: both dialects on one port,
  * every op, pipelining, split writes, waits parked and woken by every kind
- * of write, CANCEL_WAIT races, barriers, the ftc probe and 1.13 watches. */
+ * of write, CANCEL_WAIT races, barriers (TCPStore's and ftc's
+ * CONTROL_BARRIER), the ftc probe and 1.13 watches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,71 @@ static void barrier_of_three(void **state)
     }
 }
 
+/* Reads a CONTROL_BARRIER's completed answer. */
+static void expect_barrier_done(sr_conn *c, int64_t arrived, const char *last)
+{
+    assert_int_equal(sr_read_u8(c), 0);
+    assert_true(sr_read_i64(c) == arrived);
+    sr_expect_str(c, last);
+}
+
+/* CONTROL_BARRIER: two ftc ranks park; a c10d rank doing the barrier with
+ * plain ops (ADD, SET its key, SET last_members) releases them. A parked
+ * one holds the requests behind it and is cancelled like a WAIT. */
+static void control_barrier_with_a_c10d_rank(void **state)
+{
+    fixture *f = *state;
+    sr_conn c[3];
+    for (int i = 0; i < 3; i++) {
+        sr_connect(&c[i], f->port, SR_V2);
+    }
+    for (int i = 0; i < 2; i++) {
+        sr_control_barrier(&f->b, "/cb", 3, i);
+        sr_flush(&c[i], &f->b);
+    }
+    sr_expect_quiet(&c[0], 30);
+    sr_expect_quiet(&c[1], 1);
+    sr_add(&f->b, SR_V2, "/cb/num_members", 1);
+    sr_set(&f->b, SR_V2, "/cb/2", "joined");
+    sr_flush(&c[2], &f->b);
+    assert_true(sr_read_i64(&c[2]) == 3);
+    sr_expect_quiet(&c[0], 20);
+    const char *ranks[] = {"/cb/0", "/cb/1", "/cb/2"};
+    sr_keys(&f->b, SR_V2, FTC__OP_CHECK, ranks, 3);
+    sr_set(&f->b, SR_V2, "/cb/last_members", "<val_ignored>");
+    sr_flush(&c[2], &f->b);
+    assert_int_equal(sr_read_u8(&c[2]), 0); /* every rank key is there */
+    expect_barrier_done(&c[0], 1, "<val_ignored>");
+    expect_barrier_done(&c[1], 2, "<val_ignored>");
+    /* parked with a PING behind it; the cancel answers 01, then the PING */
+    sr_control_barrier(&f->b, "/cb2", 2, 0);
+    sr_ping(&f->b, 7);
+    sr_flush(&c[0], &f->b);
+    sr_expect_quiet(&c[0], 20);
+    sr_bare(&f->b, SR_V2, FTC__OP_CANCEL_WAIT);
+    sr_flush(&c[0], &f->b);
+    assert_int_equal(sr_read_u8(&c[0]), 1);
+    assert_int_equal(sr_read_u32(&c[0]), 7);
+    /* the cancelled arrival still counts (as in c10d): the next one is
+     * the last, done at once */
+    sr_control_barrier(&f->b, "/cb2", 2, 1);
+    sr_flush(&c[1], &f->b);
+    expect_barrier_done(&c[1], 2, "<val_ignored>");
+    /* done before the cancel: the answer, then the cancel's own 01 */
+    sr_control_barrier(&f->b, "/solo", 1, 0);
+    sr_bare(&f->b, SR_V2, FTC__OP_CANCEL_WAIT);
+    sr_flush(&c[2], &f->b);
+    expect_barrier_done(&c[2], 1, "<val_ignored>");
+    assert_int_equal(sr_read_u8(&c[2]), 1);
+    /* a late rank gets what last_members holds, at once */
+    sr_control_barrier(&f->b, "/cb", 3, 1);
+    sr_flush(&c[2], &f->b);
+    expect_barrier_done(&c[2], 4, "<val_ignored>");
+    for (int i = 0; i < 3; i++) {
+        sr_close(&c[i]);
+    }
+}
+
 /* 1.13's second connection says nothing and must be kept; WATCH_KEY on it
  * registers (03) and then pushes every change of the key. */
 static void watch_on_the_idle_callback_connection(void **state)
@@ -493,6 +559,7 @@ int main(int argc, char **argv)
         T(cancel_after_wait_completed),
         T(cancel_races),
         T(barrier_of_three),
+        T(control_barrier_with_a_c10d_rank),
         T(watch_on_the_idle_callback_connection),
         T(stats_count_requests),
     };

@@ -11,21 +11,33 @@
 #include "testkit.h"
 
 /* Query bytes straight from the reference (pytorch-c10d.md section 1.2):
- * 1.13 numbering, and 2.x numbering with VALIDATE = 0. */
+ * 1.13 numbering, and 2.x numbering with VALIDATE = 0; then ftc's own
+ * (docs/protocol.md). */
 static const struct {
     ftc_store_op op;
     int v1, v2;
 } opbytes[] = {
-    {FTC__OP_VALIDATE, -1, 0},   {FTC__OP_SET, 0, 1},
-    {FTC__OP_COMPARE_SET, 1, 2}, {FTC__OP_GET, 2, 3},
-    {FTC__OP_ADD, 3, 4},         {FTC__OP_CHECK, 4, 5},
-    {FTC__OP_WAIT, 5, 6},        {FTC__OP_GETNUMKEYS, 6, 7},
-    {FTC__OP_WATCH_KEY, 7, -1},  {FTC__OP_DELETE_KEY, 8, 8},
-    {FTC__OP_APPEND, -1, 9},     {FTC__OP_MULTI_GET, -1, 10},
-    {FTC__OP_MULTI_SET, -1, 11}, {FTC__OP_CANCEL_WAIT, -1, 12},
-    {FTC__OP_PING, -1, 13},      {FTC__OP_QUEUE_PUSH, -1, 14},
-    {FTC__OP_QUEUE_POP, -1, 15}, {FTC__OP_QUEUE_LEN, -1, 16},
-    {FTC__OP_LIST_KEYS, -1, 17}, {FTC__OP_BARRIER, -1, 18},
+    {FTC__OP_VALIDATE, -1, 0},
+    {FTC__OP_SET, 0, 1},
+    {FTC__OP_COMPARE_SET, 1, 2},
+    {FTC__OP_GET, 2, 3},
+    {FTC__OP_ADD, 3, 4},
+    {FTC__OP_CHECK, 4, 5},
+    {FTC__OP_WAIT, 5, 6},
+    {FTC__OP_GETNUMKEYS, 6, 7},
+    {FTC__OP_WATCH_KEY, 7, -1},
+    {FTC__OP_DELETE_KEY, 8, 8},
+    {FTC__OP_APPEND, -1, 9},
+    {FTC__OP_MULTI_GET, -1, 10},
+    {FTC__OP_MULTI_SET, -1, 11},
+    {FTC__OP_CANCEL_WAIT, -1, 12},
+    {FTC__OP_PING, -1, 13},
+    {FTC__OP_QUEUE_PUSH, -1, 14},
+    {FTC__OP_QUEUE_POP, -1, 15},
+    {FTC__OP_QUEUE_LEN, -1, 16},
+    {FTC__OP_LIST_KEYS, -1, 17},
+    {FTC__OP_BARRIER, -1, 18},
+    {FTC__OP_CONTROL_BARRIER, -1, 0xF0},
 };
 
 int sr_opbyte(int dialect, ftc_store_op op)
@@ -134,6 +146,14 @@ void sr_barrier(ftc_buf *b, const char *key, int64_t world_size)
 {
     sr_key(b, SR_V2, FTC__OP_BARRIER, key);
     sr_u64(b, (uint64_t)world_size);
+}
+
+void sr_control_barrier(ftc_buf *b, const char *key, int64_t world_size,
+                        int64_t rank)
+{
+    sr_key(b, SR_V2, FTC__OP_CONTROL_BARRIER, key);
+    sr_u64(b, (uint64_t)world_size);
+    sr_u64(b, (uint64_t)rank);
 }
 
 void sr_bare(ftc_buf *b, int dialect, ftc_store_op op)

@@ -41,6 +41,8 @@ void sr_multi_set(ftc_buf *b, const char *const *keys, const char *const *vals,
                   size_t n);
 void sr_ping(ftc_buf *b, uint32_t nonce);
 void sr_barrier(ftc_buf *b, const char *key, int64_t world_size);
+void sr_control_barrier(ftc_buf *b, const char *key, int64_t world_size,
+                        int64_t rank);
 /* GETNUMKEYS, CANCEL_WAIT, LIST_KEYS. */
 void sr_bare(ftc_buf *b, int dialect, ftc_store_op op);
 

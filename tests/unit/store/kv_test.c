@@ -390,6 +390,125 @@ static void barrier(void **state)
     ftc__kv_free(kv);
 }
 
+/* Takes and checks the answer a done CONTROL_BARRIER carries. */
+static void expect_outcome(ftc_kv_client *c, int64_t arrived, const char *want)
+{
+    assert_int_equal(c->control, 1);
+    assert_true(c->arrived == arrived);
+    if (want == NULL) {
+        assert_null(c->outcome);
+    } else {
+        assert_non_null(c->outcome);
+        assert_int_equal(c->outcome->len, strlen(want));
+        assert_memory_equal(c->outcome->data, want, c->outcome->len);
+    }
+    ftc__kv_value_unref(c->outcome);
+    c->outcome = NULL;
+    c->control = 0;
+}
+
+/* CONTROL_BARRIER writes c10d's keys, releases every waiter of
+ * last_members (its own kind and plain WAITs) when the last rank comes,
+ * and answers later arrivals at once with what last_members holds. */
+static void control_barrier(void **state)
+{
+    (void)state;
+    ftc_kv *kv = new_kv(1 << 20);
+    ftc_kv_client a, b, c, d, w;
+    ftc_kv_client *all[] = {&a, &b, &c, &d, &w};
+    for (int i = 0; i < 5; i++) {
+        ftc__kv_client_init(all[i]);
+    }
+    const char *last[] = {"/cb/last_members"};
+    assert_int_equal(wait_on(kv, &w, last, 1), 0);
+    assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/cb"), 2, 3), 0);
+    assert_int_equal(a.awaited, 1);
+    assert_true(a.arrived == 1);
+    expect_val(kv, "/cb/2", "joined");
+    expect_val(kv, "/cb/num_members", "1");
+    assert_int_equal(ftc__kv_control_barrier(kv, &b, S("/cb"), 0, 3), 0);
+    assert_int_equal(nready, 0);
+    assert_int_equal(ftc__kv_control_barrier(kv, &c, S("/cb"), 1, 3), 1);
+    expect_val(kv, "/cb/last_members", "<val_ignored>");
+    expect_val(kv, "/cb/num_members", "3");
+    assert_int_equal(nready, 3);
+    assert_ptr_equal(readied[0], &w);
+    assert_ptr_equal(readied[1], &a);
+    assert_ptr_equal(readied[2], &b);
+    expect_outcome(&a, 1, "<val_ignored>");
+    expect_outcome(&b, 2, "<val_ignored>");
+    expect_outcome(&c, 3, "<val_ignored>");
+    /* one more arrival than the world: answered at once */
+    assert_int_equal(ftc__kv_control_barrier(kv, &d, S("/cb"), 0, 3), 1);
+    expect_outcome(&d, 4, "<val_ignored>");
+    /* abandoned: whoever waits gets the marker, and so does the last
+     * arrival, whose compare_set changes nothing */
+    nready = 0;
+    assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/ab"), 0, 2), 0);
+    ftc_wire_str reply;
+    TK_OK(ftc__kv_compare_set(kv, S("/ab/last_members"), S(""), S("gone"),
+                              &reply));
+    assert_int_equal(nready, 1);
+    expect_outcome(&a, 1, "gone");
+    assert_int_equal(ftc__kv_control_barrier(kv, &b, S("/ab"), 1, 2), 1);
+    expect_outcome(&b, 2, "gone");
+    expect_val(kv, "/ab/last_members", "gone");
+    /* too many arrivals and no last_members: at once, no value */
+    int64_t r;
+    TK_OK(ftc__kv_add(kv, S("/ov/num_members"), 5, &r));
+    assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/ov"), 0, 3), 1);
+    expect_outcome(&a, 6, NULL);
+    /* a counter that is not a number changes nothing */
+    TK_OK(ftc__kv_set(kv, S("/nn/num_members"), S("junk")));
+    TK_EXPECT(ftc__kv_control_barrier(kv, &a, S("/nn"), 0, 2), FTC_EINVAL);
+    assert_int_equal(a.awaited, 0);
+    assert_int_equal(a.control, 0);
+    expect_val(kv, "/nn/0", NULL);
+    /* cancelled: not released later */
+    nready = 0;
+    assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/cc"), 0, 2), 0);
+    assert_int_equal(ftc__kv_cancel_wait(kv, &a), 1);
+    assert_int_equal(a.control, 0);
+    assert_int_equal(ftc__kv_control_barrier(kv, &b, S("/cc"), 1, 2), 1);
+    expect_outcome(&b, 2, "<val_ignored>");
+    assert_int_equal(nready, 0);
+    for (int i = 0; i < 5; i++) {
+        ftc__kv_client_forget(kv, all[i]);
+    }
+    ftc__kv_free(kv);
+}
+
+/* c10d ranks doing the barrier with plain ops (ADD, SET, SET
+ * last_members) and CONTROL_BARRIER ranks share one barrier. */
+static void control_barrier_with_plain_ops(void **state)
+{
+    (void)state;
+    ftc_kv *kv = new_kv(1 << 20);
+    ftc_kv_client a, w;
+    ftc__kv_client_init(&a);
+    ftc__kv_client_init(&w);
+    int64_t n;
+    /* rank 0 (c10d) first: ADD, SET its key, WAIT */
+    TK_OK(ftc__kv_add(kv, S("/m/num_members"), 1, &n));
+    assert_true(n == 1);
+    TK_OK(ftc__kv_set(kv, S("/m/0"), S("joined")));
+    const char *last[] = {"/m/last_members"};
+    assert_int_equal(wait_on(kv, &w, last, 1), 0);
+    /* rank 1 (ftc) waits */
+    assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/m"), 1, 3), 0);
+    /* rank 2 (c10d) is the last: ADD returns 3, SET last_members */
+    TK_OK(ftc__kv_add(kv, S("/m/num_members"), 1, &n));
+    assert_true(n == 3);
+    TK_OK(ftc__kv_set(kv, S("/m/2"), S("joined")));
+    assert_int_equal(nready, 0);
+    TK_OK(ftc__kv_set(kv, S("/m/last_members"), S("<val_ignored>")));
+    assert_int_equal(nready, 2);
+    expect_outcome(&a, 2, "<val_ignored>");
+    ftc__kv_client_forget(kv, &a);
+    ftc__kv_client_forget(kv, &w);
+    ftc__kv_free(kv);
+}
+
 static void watches(void **state)
 {
     (void)state;
@@ -516,10 +635,14 @@ static void accounting_returns_to_zero(void **state)
     TK_OK(ftc__kv_watch(kv, &b, S("/x")));
     TK_OK(ftc__kv_watch(kv, &b, S("/s")));
     assert_int_equal(ftc__kv_barrier(kv, &b, S("/bar"), 5), 0);
+    ftc_kv_client c;
+    ftc__kv_client_init(&c);
+    assert_int_equal(ftc__kv_control_barrier(kv, &c, S("/cb"), 0, 2), 0);
     TK_OK(ftc__kv_set(kv, S("/x"), S("1")));
     assert_true(ftc__kv_overhead(kv) > 0);
-    const char *keys[] = {"/s", "/n", "/ap", "/x", "/bar"};
-    for (int i = 0; i < 5; i++) {
+    const char *keys[] = {
+        "/s", "/n", "/ap", "/x", "/bar", "/cb/0", "/cb/num_members"};
+    for (int i = 0; i < 7; i++) {
         assert_int_equal(ftc__kv_delete(kv, S(keys[i])), 1);
     }
     const char *queues[] = {"/q", "/s"};
@@ -532,6 +655,7 @@ static void accounting_returns_to_zero(void **state)
     }
     ftc__kv_client_forget(kv, &a);
     ftc__kv_client_forget(kv, &b);
+    ftc__kv_client_forget(kv, &c);
     assert_int_equal(ftc__kv_bytes(kv), 0);
     assert_int_equal(ftc__kv_overhead(kv), 0);
     assert_int_equal(ftc__kv_num_keys(kv), 0);
@@ -622,12 +746,19 @@ static void allocation_failures(void **state)
         int rc3 = ftc__kv_queue_push(kv, S("/q"), S("i"));
         int rc4 = ftc__kv_watch(kv, &a, S("/w"));
         int rc5 = ftc__kv_barrier(kv, &a, S("/b"), 2);
+        ftc__kv_cancel_wait(kv, &a);
+        int rc6 = ftc__kv_control_barrier(kv, &a, S("/c"), 0, 2);
         ftc__alloc_fail_after(-1);
         assert_true(rc1 == 0 || rc1 == FTC_ENOMEM);
         assert_true(rc2 == 0 || rc2 == FTC_ENOMEM);
         assert_true(rc3 == 0 || rc3 == FTC_ENOMEM);
         assert_true(rc4 == 0 || rc4 == FTC_ENOMEM);
         assert_true(rc5 == 0 || rc5 == 1 || rc5 == FTC_ENOMEM);
+        assert_true(rc6 == 0 || rc6 == FTC_ENOMEM);
+        if (rc6 == FTC_ENOMEM) {
+            assert_int_equal(a.awaited, 0);
+            assert_int_equal(a.control, 0);
+        }
         if (rc2 == FTC_ENOMEM) {
             assert_int_equal(a.awaited, 0);
             assert_true(ftc__list_empty(&a.waits));
@@ -649,6 +780,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(queues),
         cmocka_unit_test(queue_push_wakes_one),
         cmocka_unit_test(barrier),
+        cmocka_unit_test(control_barrier),
+        cmocka_unit_test(control_barrier_with_plain_ops),
         cmocka_unit_test(watches),
         cmocka_unit_test(total_bytes_limit),
         cmocka_unit_test(registrations_count_against_the_limit),

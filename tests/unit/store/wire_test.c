@@ -13,13 +13,14 @@ static const ftc_wire_limits limits = {
     .max_value_bytes = 1000,
     .max_keys = 8,
     .max_request_bytes = 4000,
+    .max_world = 100,
 };
 
 /* One request of each shape with the fields the decoder must report. */
 typedef struct sample {
     ftc_store_op op;
     const char *key, *val, *val2;
-    int64_t num;
+    int64_t num, num2;
     uint32_t u32;
     size_t nitems;
     const char *items[4]; /* keys, or key/value pairs for MULTI_SET */
@@ -51,6 +52,8 @@ static const sample samples[] = {
     {.op = FTC__OP_QUEUE_LEN, .key = "/q"},
     {.op = FTC__OP_LIST_KEYS},
     {.op = FTC__OP_BARRIER, .key = "/bar", .num = 64},
+    {.op = FTC__OP_CONTROL_BARRIER, .key = "/cb", .num = 64, .num2 = 63},
+    {.op = FTC__OP_CONTROL_BARRIER, .key = "", .num = 1, .num2 = 0},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
@@ -78,6 +81,9 @@ static void encode(ftc_buf *b, int dialect, const sample *s)
         break;
     case FTC__OP_BARRIER:
         sr_barrier(b, s->key, s->num);
+        break;
+    case FTC__OP_CONTROL_BARRIER:
+        sr_control_barrier(b, s->key, s->num, s->num2);
         break;
     case FTC__OP_CHECK:
     case FTC__OP_WAIT:
@@ -119,6 +125,7 @@ static void check_req(const ftc_wire_req *r, const sample *s, size_t size)
     expect_str(r->val, s->val);
     expect_str(r->val2, s->val2);
     assert_true(r->num == s->num);
+    assert_true(r->num2 == s->num2);
     assert_int_equal(r->u32, s->u32);
     assert_int_equal(r->count, s->nitems);
     const uint8_t *cur = r->items;
@@ -248,9 +255,10 @@ static int decode_bad(int dialect, const ftc_buf *b, const char *tag)
 static void unknown_query_types(void **state)
 {
     (void)state;
-    /* 1.13 stops at DELETE_KEY (8); 2.x at BARRIER (18). */
-    const uint8_t v1_bad[] = {9, 12, 13, 0x7f, 0xff};
-    const uint8_t v2_bad[] = {19, 20, 0x80, 0xff};
+    /* 1.13 stops at DELETE_KEY (8); 2.x at BARRIER (18), then ftc's
+     * CONTROL_BARRIER (0xF0) alone. */
+    const uint8_t v1_bad[] = {9, 12, 13, 0x7f, 0xF0, 0xff};
+    const uint8_t v2_bad[] = {19, 20, 0x80, 0xEF, 0xF1, 0xff};
     for (size_t i = 0; i < sizeof(v1_bad); i++) {
         ftc_buf b;
         ftc__buf_init(&b, 64);
@@ -305,6 +313,64 @@ static void oversize_rejected_from_the_header(void **state)
                          FTC_EMSGSIZE);
         ftc__buf_free(&b);
     }
+}
+
+/* CONTROL_BARRIER: its key leaves room for the derived keys' suffixes
+ * (checked from the header), the world size is within max_world, and the
+ * rank is a seat of that world. */
+static void control_barrier_limits(void **state)
+{
+    (void)state;
+    ftc_buf b;
+    ftc__buf_init(&b, 1 << 20);
+    char key[64];
+    memset(key, 'k', sizeof(key));
+    /* 64 - 13 = 51 bytes fit; 52 do not, before the bytes come */
+    key[51] = '\0';
+    sr_control_barrier(&b, key, 4, 0);
+    ftc_wire_decoder d;
+    ftc__wire_decoder_init(&d, SR_V2);
+    ftc_wire_req req;
+    size_t need;
+    assert_int_equal(ftc__wire_decode(&d, ftc__buf_begin(&b), ftc__buf_size(&b),
+                                      &limits, &req, &need),
+                     FTC__WIRE_DONE);
+    assert_int_equal(req.key.len, 51);
+    ftc__buf_reset(&b);
+    sr_op(&b, SR_V2, FTC__OP_CONTROL_BARRIER);
+    sr_u64(&b, 52);
+    assert_int_equal(decode_bad(SR_V2, &b, "store.oversize"), FTC_EMSGSIZE);
+    assert_non_null(strstr(ftc_last_error(), "key bytes 52 > limit 51"));
+    /* world sizes: the limit is inclusive */
+    const struct {
+        int64_t world, rank;
+        int rc;
+        const char *tag;
+    } seats[] = {
+        {100, 99, 0, NULL},
+        {101, 0, FTC_EMSGSIZE, "store.oversize"},
+        {INT64_MAX, 0, FTC_EMSGSIZE, "store.oversize"},
+        {0, 0, FTC_EPROTO, "store.badvalue"},
+        {-4, 0, FTC_EPROTO, "store.badvalue"},
+        {4, 4, FTC_EPROTO, "store.badvalue"},
+        {4, -1, FTC_EPROTO, "store.badvalue"},
+    };
+    for (size_t i = 0; i < sizeof(seats) / sizeof(seats[0]); i++) {
+        ftc__buf_reset(&b);
+        sr_control_barrier(&b, "/k", seats[i].world, seats[i].rank);
+        if (seats[i].rc == 0) {
+            ftc__wire_decoder_init(&d, SR_V2);
+            assert_int_equal(ftc__wire_decode(&d, ftc__buf_begin(&b),
+                                              ftc__buf_size(&b), &limits, &req,
+                                              &need),
+                             FTC__WIRE_DONE);
+            assert_true(req.num == seats[i].world);
+            assert_true(req.num2 == seats[i].rank);
+        } else {
+            assert_int_equal(decode_bad(SR_V2, &b, seats[i].tag), seats[i].rc);
+        }
+    }
+    ftc__buf_free(&b);
 }
 
 /* Each field within its limit, but the whole request over max_request. */
@@ -460,6 +526,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(unknown_query_types),
         cmocka_unit_test(oversize_rejected_from_the_header),
         cmocka_unit_test(oversize_request_total),
+        cmocka_unit_test(control_barrier_limits),
         cmocka_unit_test(limits_are_inclusive),
         cmocka_unit_test(truncated_never_completes),
         cmocka_unit_test(decoder_never_allocates),
