@@ -219,6 +219,39 @@ FTC_API int ftc_store_client_multi_set(ftc_store_client *client,
                                        const ftc_store_value *values,
                                        size_t nkeys, int64_t timeout_ms);
 
+/* What ftc_store_client_barrier learnt: this rank's place in the arrival
+ * order (1 = first) and the value of "<key>/last_members" (released with
+ * ftc_free; never NULL after success). */
+typedef struct ftc_store_barrier_result {
+    int64_t arrived;
+    void *last_members;
+    size_t last_members_len;
+} ftc_store_barrier_result;
+
+/* The barrier of PyTorch's StoreCollectives (c10d) on key, entered as
+ * rank of world_size (0 <= rank < world_size): sets "<key>/<rank>" to
+ * "joined" and adds 1 to "<key>/num_members"; the rank whose add reaches
+ * world_size compare_sets "<key>/last_members" from missing to
+ * "<val_ignored>"; every rank returns once "<key>/last_members" exists.
+ * PyTorch ranks running _StoreCollectives.barrier(key) on the same server
+ * take part unchanged. Against ftc's server it costs one request and one
+ * reply (the server does it all, docs/protocol.md CONTROL_BARRIER);
+ * against PyTorch's, SET + ADD in one write, then the compare_set or a
+ * get of last_members (two round trips; three on 2.x for a waiting rank).
+ *
+ * out may be NULL. last_members normally holds "<val_ignored>"; whatever
+ * else a rank wrote there comes back as it is (ftc's control layer writes
+ * why it gave up). A rank that arrives after last_members was written
+ * returns at once. Errors: FTC_EINVAL (rank, world_size, a NULL key),
+ * FTC_ETIMEDOUT (last_members did not appear in time; this rank's arrival
+ * stays counted, as in c10d), FTC_ESTALE (more than world_size arrivals:
+ * a rank entered twice, or the ranks disagree on world_size), and the
+ * errors of every call. On failure *out is zeroed. */
+FTC_API int ftc_store_client_barrier(ftc_store_client *client, const char *key,
+                                     int rank, int world_size,
+                                     ftc_store_barrier_result *out /* OUT */,
+                                     int64_t timeout_ms);
+
 /* Queues (PyTorch >= 2.8 libuv servers and ftc; FTC_ENOTSUP in the V1
  * dialect). push appends an item; pop takes the oldest, waiting for one
  * until the timeout if block, else FTC_ENOENT when empty; its buffer is

@@ -75,7 +75,9 @@ static int abandoned_error(const call *c, const void *v, size_t len)
 
 /* After this rank timed out: writes the abandonment reason to
  * last_members unless the barrier completed in the meantime, in which case
- * the barrier succeeded after all (returns 0). */
+ * the barrier succeeded after all (returns 0). A marker that took is SET
+ * once more because PyTorch's 1.13 and non-libuv 2.x servers wake no
+ * waiter on a compare_set. */
 static int abandon(const call *c, const char *last_key, const char *reason)
 {
     char marker[600];
@@ -86,41 +88,24 @@ static int abandon(const call *c, const char *last_key, const char *reason)
                                           (size_t)n, &cur, &cur_len,
                                           FTC__CONTROL_GRACE_MS);
     int completed = rc == 0 && !is_abandoned(cur, cur_len);
+    if (rc == 0 && cur_len == (size_t)n && memcmp(cur, marker, cur_len) == 0) {
+        ftc_store_client_set(c->g->store, last_key, marker, (size_t)n,
+                             FTC__CONTROL_GRACE_MS);
+    }
     ftc_free(cur);
     return completed ? 0 : FTC_ETIMEDOUT;
 }
 
+/* c10d's barrier through the store client (one request on an ftc
+ * server). After a timeout this rank marks the barrier abandoned, unless
+ * it completed meanwhile; a rank that finds it abandoned fails with the
+ * reason. */
 static int barrier_on(call *c, const char *bkey)
 {
     ftc_control *g = c->g;
-    char rank_key[FTC__CONTROL_KEY_MAX], count_key[FTC__CONTROL_KEY_MAX],
-        last_key[FTC__CONTROL_KEY_MAX];
-    ftc__control_rank_key(rank_key, bkey, g->rank);
-    ftc__control_subkey(count_key, bkey, "num_members");
-    ftc__control_subkey(last_key, bkey, "last_members");
-
-    int rc = ftc_store_client_set(g->store, rank_key, "joined", 6, left(c));
-    int64_t arrived = 0;
-    if (rc == 0) {
-        rc = ftc_store_client_add(g->store, count_key, 1, &arrived, left(c));
-    }
-    if (rc != 0) {
-        return store_error(c, rc);
-    }
-    if (arrived > g->world) {
-        return ftc__seterr(FTC_ESTALE,
-                           "%s '%s': %lld arrivals for world size %d (a "
-                           "rank took part twice, or world sizes differ)",
-                           c->op, bkey, (long long)arrived, g->world);
-    }
-    void *v = NULL;
-    size_t len = 0;
-    if (arrived == g->world) {
-        rc = ftc_store_client_compare_set(g->store, last_key, "", 0, COMPLETED,
-                                          strlen(COMPLETED), &v, &len, left(c));
-    } else {
-        rc = ftc_store_client_get(g->store, last_key, &v, &len, left(c));
-    }
+    ftc_store_barrier_result res;
+    int rc = ftc_store_client_barrier(g->store, bkey, g->rank, g->world, &res,
+                                      left(c));
     if (rc == FTC_ETIMEDOUT) {
         int64_t took = elapsed(c);
         ftc__control_timeout_error(g, c->op, bkey, -1, took);
@@ -129,6 +114,8 @@ static int barrier_on(call *c, const char *bkey)
                  ftc_last_error());
         char saved[512];
         snprintf(saved, sizeof(saved), "%s", ftc_last_error());
+        char last_key[FTC__CONTROL_KEY_MAX];
+        ftc__control_subkey(last_key, bkey, "last_members");
         if (abandon(c, last_key, reason) == 0) {
             ftc__clearerr();
             return 0;
@@ -138,8 +125,10 @@ static int barrier_on(call *c, const char *bkey)
     if (rc != 0) {
         return store_error(c, rc);
     }
-    rc = is_abandoned(v, len) ? abandoned_error(c, v, len) : 0;
-    ftc_free(v);
+    rc = is_abandoned(res.last_members, res.last_members_len)
+             ? abandoned_error(c, res.last_members, res.last_members_len)
+             : 0;
+    ftc_free(res.last_members);
     return rc;
 }
 

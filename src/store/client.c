@@ -262,7 +262,7 @@ int ftc__store_call_wait(ftc__store_call *k)
 /* Once the WAIT succeeded the fetch is owed an answer even if the deadline
  * passed meanwhile (the keys came just in time, or as the timed-out WAIT
  * was cancelled): it gets the cancel's grace instead. */
-static ftc_deadline fetch_deadline(const ftc__store_call *k)
+ftc_deadline ftc__store_call_fetch_deadline(const ftc__store_call *k)
 {
     return ftc__deadline_expired(k->dl)
                ? ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS)
@@ -282,7 +282,7 @@ int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
                                         k->keys, k->nkeys)
                   : ftc__store_call_wait(k);
     if (rc == 0 && !pipe) {
-        k->dl = fetch_deadline(k);
+        k->dl = ftc__store_call_fetch_deadline(k);
     }
     rc = ftc__store_call_send(k, rc != 0 ? rc : enc(k, ctx));
     if (rc != 0 || !pipe) {
@@ -297,7 +297,7 @@ int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
     if (rc != 0) {
         return rc;
     }
-    k->dl = fetch_deadline(k);
+    k->dl = ftc__store_call_fetch_deadline(k);
     rc = read(k, ctx, k->dl, 0);
     if (rc == 0 && c->cancel_owed) {
         /* The keys came as the wait was cancelled: after the fetch comes

@@ -174,6 +174,15 @@ int ftc__store_enc_compare_set(ftc__store_req *r, const char *prefix,
     return rc != 0 ? rc : put_bytes(r, desired, desired_len);
 }
 
+int ftc__store_enc_control_barrier(ftc__store_req *r, const char *prefix,
+                                   const char *key, int64_t world_size,
+                                   int64_t rank)
+{
+    int rc = ftc__store_enc_key(r, FTC__OP_CONTROL_BARRIER, prefix, key);
+    rc = rc != 0 ? rc : ftc__buf_append_u64le(&r->buf, (uint64_t)world_size);
+    return rc != 0 ? rc : ftc__buf_append_u64le(&r->buf, (uint64_t)rank);
+}
+
 int ftc__store_enc_ping(ftc__store_req *r, uint32_t nonce)
 {
     int rc = put_op(r, FTC__OP_PING);

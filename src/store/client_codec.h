@@ -68,6 +68,10 @@ int ftc__store_enc_compare_set(ftc__store_req *r, const char *prefix,
                                const char *key, const void *expected,
                                size_t expected_len, const void *desired,
                                size_t desired_len);
+/* CONTROL_BARRIER (2.x, ftc servers): key, world size, rank. */
+int ftc__store_enc_control_barrier(ftc__store_req *r, const char *prefix,
+                                   const char *key, int64_t world_size,
+                                   int64_t rank);
 int ftc__store_enc_multi_set(ftc__store_req *r, const char *prefix,
                              const char *const *keys,
                              const ftc_store_value *values, size_t n);

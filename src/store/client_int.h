@@ -147,6 +147,12 @@ typedef int (*ftc__store_fetch_read)(ftc__store_call *k, void *ctx,
  * server, WAIT first (two round trips) against PyTorch's. */
 int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
                                ftc__store_fetch_read read, void *ctx);
+/* What a fetch that follows a WAIT may still take after the call's
+ * deadline passed (the keys came just in time): the cancel's grace. */
+ftc_deadline ftc__store_call_fetch_deadline(const ftc__store_call *k);
+/* WAIT for k->keys[0], then its value (see ftc_store_client_get); on
+ * failure *value is NULL. */
+int ftc__store_call_get(ftc__store_call *k, void **value, size_t *len);
 /* Sends the request(s) encoded so far, unless encoding failed (rc, the
  * encoders' result, is returned then). */
 int ftc__store_call_send(ftc__store_call *k, int rc);

@@ -47,15 +47,15 @@ int ftc_store_client_queue_push(ftc_store_client *client, const char *key,
 }
 
 struct get_ctx {
-    const char *key;
     void **value;
     size_t *len;
 };
 
 static int get_enc(ftc__store_call *k, void *ctx)
 {
-    struct get_ctx *g = ctx;
-    return ftc__store_enc_key(&k->conn->req, FTC__OP_GET, k->prefix, g->key);
+    (void)ctx;
+    return ftc__store_enc_key(&k->conn->req, FTC__OP_GET, k->prefix,
+                              k->keys[0]);
 }
 
 static int get_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
@@ -78,6 +78,18 @@ static int get_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
     return rc;
 }
 
+int ftc__store_call_get(ftc__store_call *k, void **value, size_t *len)
+{
+    struct get_ctx g = {value, len};
+    int rc = ftc__store_call_wait_fetch(k, get_enc, get_read, &g);
+    if (rc != 0) {
+        ftc__free(*value);
+        *value = NULL;
+        *len = 0;
+    }
+    return rc;
+}
+
 int ftc_store_client_get(ftc_store_client *client, const char *key,
                          void **value, size_t *len, int64_t timeout_ms)
 {
@@ -91,14 +103,7 @@ int ftc_store_client_get(ftc_store_client *client, const char *key,
     if (rc != 0) {
         return rc;
     }
-    struct get_ctx g = {key, value, len};
-    rc = ftc__store_call_wait_fetch(&k, get_enc, get_read, &g);
-    if (rc != 0) {
-        ftc__free(*value);
-        *value = NULL;
-        *len = 0;
-    }
-    return ftc__store_call_end(&k, rc);
+    return ftc__store_call_end(&k, ftc__store_call_get(&k, value, len));
 }
 
 int ftc_store_client_add(ftc_store_client *client, const char *key,

@@ -1,6 +1,7 @@
 # The store client against the embedded ftc server: threads, processes,
-# waits, timeouts, cancel, restarts, and 1,024 concurrent clients.
-foreach(t store_client_test store_client_scale_test)
+# waits, timeouts, cancel, restarts, 1,024 concurrent clients, barriers.
+foreach(t store_client_test store_client_scale_test
+          store_client_barrier_test)
   ftc_add_test(${t}
                SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c
                        ${CMAKE_CURRENT_LIST_DIR}/store_client_kit.c

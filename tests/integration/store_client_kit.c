@@ -1,9 +1,28 @@
-/* Blocked-call helpers for the store client's tests. */
+/* Value checks, counters and blocked-call helpers for the store client's
+ * tests. */
 #include "store_client_kit.h"
 
 #include <string.h>
 
+#include "store/client_int.h"
 #include "testkit.h"
+
+uint64_t sck_requests(ftc_store_server *srv)
+{
+    ftc_store_server_stats st;
+    TK_OK(ftc_store_server_stats_get(srv, &st));
+    return st.requests;
+}
+
+uint64_t sck_writes(ftc_store_client *c)
+{
+    return atomic_load(&c->core->conn.writes);
+}
+
+uint64_t sck_connects(ftc_store_client *c)
+{
+    return atomic_load(&c->core->conn.connects);
+}
 
 void sck_expect_value(ftc_store_client *c, const char *key, const void *want,
                       size_t want_len, int64_t timeout_ms)

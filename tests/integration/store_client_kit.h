@@ -19,6 +19,12 @@ void sck_expect_value(ftc_store_client *c, const char *key, const void *want,
 /* The same for a NUL-terminated want. */
 void sck_expect_str(ftc_store_client *c, const char *key, const char *want,
                     int64_t timeout_ms);
+/* Counters: requests the server has taken (a parked WAIT counts), and a
+ * client's writes (requests or pipelines sent) and TCP connects. */
+uint64_t sck_requests(ftc_store_server *srv);
+uint64_t sck_writes(ftc_store_client *c);
+uint64_t sck_connects(ftc_store_client *c);
+
 /* Asserts that set(key, v) succeeds. */
 void sck_set_str(ftc_store_client *c, const char *key, const char *v,
                  int64_t timeout_ms);

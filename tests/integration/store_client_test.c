@@ -42,24 +42,6 @@ static ftc_store_client *connect_port(int port)
     return c;
 }
 
-/* Requests the server has taken so far (a parked WAIT counts). */
-static uint64_t served(ftc_store_server *srv)
-{
-    ftc_store_server_stats st;
-    TK_OK(ftc_store_server_stats_get(srv, &st));
-    return st.requests;
-}
-
-static uint64_t writes(ftc_store_client *c)
-{
-    return atomic_load(&c->core->conn.writes);
-}
-
-static uint64_t connects(ftc_store_client *c)
-{
-    return atomic_load(&c->core->conn.connects);
-}
-
 static void get_is_one_round_trip(void **state)
 {
     (void)state;
@@ -68,22 +50,22 @@ static void get_is_one_round_trip(void **state)
     assert_int_equal(c->core->conn.server, FTC__STORE_SERVER_FTC);
     sck_set_str(c, "a", "A", T(10000));
     sck_set_str(c, "b", "BB", T(10000));
-    uint64_t w0 = writes(c);
+    uint64_t w0 = sck_writes(c);
     sck_expect_str(c, "a", "A", T(10000));
-    assert_int_equal(writes(c) - w0, 1);
+    assert_int_equal(sck_writes(c) - w0, 1);
     const char *ks[] = {"a", "b"};
     ftc_store_value vs[2];
-    w0 = writes(c);
+    w0 = sck_writes(c);
     TK_OK(ftc_store_client_multi_get(c, ks, 2, vs, T(10000)));
-    assert_int_equal(writes(c) - w0, 1);
+    assert_int_equal(sck_writes(c) - w0, 1);
     assert_memory_equal(vs[1].data, "BB", 2);
     ftc_store_values_free(vs, 2);
     TK_OK(ftc_store_client_queue_push(c, "q", "i", 1, T(10000)));
     void *v = NULL;
     size_t n = 0;
-    w0 = writes(c);
+    w0 = sck_writes(c);
     TK_OK(ftc_store_client_queue_pop(c, "q", 1, &v, &n, T(10000)));
-    assert_int_equal(writes(c) - w0, 1);
+    assert_int_equal(sck_writes(c) - w0, 1);
     assert_memory_equal(v, "i", 1);
     ftc_free(v);
     TK_OK(ftc_store_client_ping(c, T(10000)));
@@ -109,9 +91,9 @@ static void v1_dialect_against_the_ftc_server(void **state)
     const char *ks[] = {"v1/a", "v1/b"};
     ftc_store_value in[] = {{"A", 1}, {"BB", 2}}, out[2];
     TK_OK(ftc_store_client_multi_set(c, ks, in, 2, T(10000)));
-    uint64_t w0 = writes(c);
+    uint64_t w0 = sck_writes(c);
     sck_expect_str(c, "v1/a", "A", T(10000));
-    assert_int_equal(writes(c) - w0, 2);
+    assert_int_equal(sck_writes(c) - w0, 2);
     TK_OK(ftc_store_client_multi_get(c, ks, 2, out, T(10000)));
     assert_memory_equal(out[1].data, "BB", 2);
     ftc_store_values_free(out, 2);
@@ -124,7 +106,7 @@ static void v1_dialect_against_the_ftc_server(void **state)
     sck_set_str(other, "v1/zz", "Z", T(10000));
     sck_expect_str(c, "v1/b", "BB", T(10000));
     sck_expect_str(c, "v1/zz", "Z", T(10000));
-    assert_int_equal(connects(c), 2);
+    assert_int_equal(sck_connects(c), 2);
     int deleted = 0;
     TK_OK(ftc_store_client_delete(c, "v1/zz", &deleted, T(10000)));
     assert_int_equal(deleted, 1);
@@ -204,13 +186,13 @@ static void waits_are_woken_by_every_write(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct waiter w = {connect_port(port), cases[i].key, cases[i].want, 0};
-        uint64_t r0 = served(srv), w0 = writes(w.c);
+        uint64_t r0 = sck_requests(srv), w0 = sck_writes(w.c);
         pthread_t t;
         assert_int_equal(pthread_create(&t, NULL, wait_then_get, &w), 0);
         /* The waiter's WAIT + GET went out before the write, and very
          * likely parked (the server's counters lag by one loop pass);
          * either way the waiter must get the written value. */
-        TK_WAIT_UNTIL(writes(w.c) > w0 && served(srv) > r0, 10000);
+        TK_WAIT_UNTIL(sck_writes(w.c) > w0 && sck_requests(srv) > r0, 10000);
         cases[i].write(c, cases[i].key);
         pthread_join(t, NULL);
         if (w.rc != 0) {
@@ -273,7 +255,7 @@ static void timeouts_keep_the_connection_in_step(void **state)
     assert_memory_equal(v, "Q", 1);
     ftc_free(v);
     /* Every timeout was settled in-protocol: still the first connection. */
-    assert_int_equal(connects(c), 1);
+    assert_int_equal(sck_connects(c), 1);
     /* The next call has its own (infinite) timeout. */
     struct late_setter l = {port, 300};
     pthread_t t;
@@ -297,7 +279,7 @@ static void cancel_unblocks_a_parked_get(void **state)
     assert_int_equal(sck_cancel_and_join(&b, c), FTC_ECANCELED);
     sck_set_str(view, "k", "after", T(10000));
     sck_expect_str(c, "v/k", "after", T(10000));
-    assert_int_equal(connects(c), 2);
+    assert_int_equal(sck_connects(c), 2);
     ftc_store_client_close(view);
     ftc_store_client_close(c);
     ftc_store_server_stop(srv);
@@ -458,9 +440,9 @@ static void reconnects_after_a_server_restart(void **state)
     sck_expect_str(c, "r/k", "1", T(10000));
     /* A get parked on the server ends when the server goes away. */
     sck_blocked b;
-    uint64_t w0 = writes(c);
+    uint64_t w0 = sck_writes(c);
     sck_block_in_get(&b, c, "r/never");
-    TK_WAIT_UNTIL(writes(c) > w0, 10000); /* its WAIT + GET are sent */
+    TK_WAIT_UNTIL(sck_writes(c) > w0, 10000); /* its WAIT + GET are sent */
     ftc_store_server_stop(srv);
     TK_WAIT_UNTIL(atomic_load(&b.done), 10000);
     pthread_join(b.thread, NULL);
@@ -473,14 +455,14 @@ static void reconnects_after_a_server_restart(void **state)
     pthread_join(t, NULL);
     TK_OK(r.rc);
     assert_int_equal(r.keys, 0); /* a fresh server */
-    assert_true(connects(c) >= 2);
+    assert_true(sck_connects(c) >= 2);
     /* A one-way set on a connection the restart closed must not be lost:
      * the idle check replaces the connection first. */
     ftc_store_server_stop(srv);
     srv = start_server(port);
-    uint64_t before = connects(c);
+    uint64_t before = sck_connects(c);
     sck_set_str(c, "r/k2", "2", T(10000));
-    assert_int_equal(connects(c), before + 1);
+    assert_int_equal(sck_connects(c), before + 1);
     ftc_store_client *other = connect_port(port);
     sck_expect_str(other, "r/k2", "2", T(10000));
     ftc_store_client_close(other);

@@ -352,6 +352,61 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
     ftc_store_client_close(grp);
 }
 
+struct barrier_rank {
+    int rank;
+    int rc;
+    ftc_store_barrier_result res;
+};
+
+static void *enter_barrier(void *arg)
+{
+    struct barrier_rank *b = arg;
+    ftc_store_client *c = connect_opts(agent.addr, 1 << 20);
+    b->rc = ftc_store_client_barrier(c, "ib", b->rank, 3, &b->res, T(30000));
+    ftc_store_client_close(c);
+    return NULL;
+}
+
+/* The c10d barrier on PyTorch's server (plain ops: no CONTROL_BARRIER
+ * there) with a PyTorch rank doing it by hand: it arrives first, ftc rank
+ * 1 waits, ftc rank 2 is last and completes it for everyone; then a rank
+ * alone times out, and the client carries on. */
+static void barrier_with_a_pytorch_rank(void **state)
+{
+    (void)state;
+    need_agent();
+    assert_int_equal(py_add("ib/num_members", 1), 1);
+    py_set(NULL, "ib/0", "joined");
+    struct barrier_rank r1 = {.rank = 1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, enter_barrier, &r1), 0);
+    TK_WAIT_UNTIL(py_add("ib/num_members", 0) == 2, 30000);
+    ftc_store_barrier_result res;
+    TK_OK(ftc_store_client_barrier(store, "ib", 2, 3, &res, T(30000)));
+    pthread_join(t, NULL);
+    assert_int_equal(r1.rc, 0);
+    assert_int_equal(r1.res.arrived, 2);
+    assert_int_equal(res.arrived, 3);
+    ftc_store_barrier_result *both[] = {&res, &r1.res};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(both[i]->last_members_len, 13);
+        assert_memory_equal(both[i]->last_members, "<val_ignored>", 13);
+        ftc_free(both[i]->last_members);
+    }
+    py_expect(NULL, "ib/1", "joined");
+    py_expect(NULL, "ib/2", "joined");
+    py_expect(NULL, "ib/last_members", "<val_ignored>");
+    int64_t t0 = tk_now_ms();
+    TK_EXPECT(ftc_store_client_barrier(store, "ib2", 0, 2, &res, 200),
+              FTC_ETIMEDOUT);
+    assert_true(tk_now_ms() - t0 >= 190);
+    assert_null(res.last_members);
+    assert_int_equal(py_add("ib2/num_members", 1), 2);
+    py_set(NULL, "ib2/last_members", "<val_ignored>");
+    sck_set_str(store, "ib/after", "ok", T(10000));
+    py_expect(NULL, "ib/after", "ok");
+}
+
 /* A timed-out wait or get leaves nothing behind: when the key appears
  * later, the next call still gets its own answer. */
 static void timeouts_never_desynchronise(void **state)
@@ -555,6 +610,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(multi_ops_and_append),
         cmocka_unit_test(queues),
         cmocka_unit_test(pytorch_and_ftc_clients_share_keys),
+        cmocka_unit_test(barrier_with_a_pytorch_rank),
         cmocka_unit_test(timeouts_never_desynchronise),
         cmocka_unit_test(cancel_from_another_thread),
         cmocka_unit_test(threads_share_one_client),

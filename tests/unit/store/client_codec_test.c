@@ -77,6 +77,7 @@ static void v1_lacks_2x_queries(void **state)
     TK_EXPECT(ftc__store_enc_ping(&r, 1), FTC_ENOTSUP);
     TK_EXPECT(ftc__store_enc_key(&r, FTC__OP_QUEUE_LEN, NULL, "k"),
               FTC_ENOTSUP);
+    TK_EXPECT(ftc__store_enc_control_barrier(&r, NULL, "b", 2, 1), FTC_ENOTSUP);
     assert_non_null(strstr(ftc_last_error(), "1.13"));
     /* A failed encoder leaves nothing behind. */
     assert_int_equal(ftc__store_req_size(&r), 0);
@@ -129,6 +130,10 @@ static void v2_numbering_and_handshake(void **state)
     expect_req(&r, "11");
     assert_int_equal(ftc__store_op_encode(V2, FTC__OP_BARRIER), 0x12);
     assert_int_equal(ftc__store_op_encode(V1, FTC__OP_BARRIER), -1);
+    /* ftc's own: CONTROL_BARRIER "b", world 3, rank 1 (docs/protocol.md) */
+    TK_OK(ftc__store_enc_control_barrier(&r, "p", "b", 3, 1));
+    expect_req(&r, "f0 | 04 00 00 00 00 00 00 00 2f 70 2f 62 | 03 00 00 00 00 "
+                   "00 00 00 | " L1);
     ftc__store_req_free(&r);
 }
 
