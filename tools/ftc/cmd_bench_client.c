@@ -145,7 +145,8 @@ static void run_throughput(client *k, bench_result *r)
     r->t1_ns = ftc__now_ns();
 }
 
-/* n = add(cnt, 1); the last one sets done; everyone waits for done. */
+/* R rounds of c10d's store barrier (ftc_store_client_barrier: one request
+ * per client against ftc's server, plain ops against PyTorch's). */
 static void run_barrier(client *k, bench_result *r)
 {
     const bench_cell *cell = k->cell;
@@ -156,18 +157,10 @@ static void run_barrier(client *k, bench_result *r)
     }
     r->t0_ns = ftc__now_ns();
     for (int round = 0; round < cell->rounds; round++) {
-        char cnt[96], done[96];
-        snprintf(cnt, sizeof(cnt), "%s/b%d/cnt", cell->prefix, round);
-        snprintf(done, sizeof(done), "%s/b%d/done", cell->prefix, round);
-        int64_t n = 0;
-        int rc = ftc_store_client_add(k->c, cnt, 1, &n, CALL_TIMEOUT_MS);
-        if (rc == 0 && n == cell->clients) {
-            rc = ftc_store_client_set(k->c, done, "1", 1, CALL_TIMEOUT_MS);
-        }
-        const char *keys[] = {done};
-        if (rc == 0) {
-            rc = ftc_store_client_wait(k->c, keys, 1, CALL_TIMEOUT_MS);
-        }
+        char key[96];
+        snprintf(key, sizeof(key), "%s/b%d", cell->prefix, round);
+        int rc = ftc_store_client_barrier(k->c, key, k->id, cell->clients, NULL,
+                                          CALL_TIMEOUT_MS);
         if (rc != 0) {
             fail(r, rc, "barrier");
             return;
