@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,4 +94,24 @@ int bench_wait_all(const pid_t *pids, int n, int64_t timeout_ms)
     }
     free(done);
     return failed;
+}
+
+int bench_fd_room(long need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return 0;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)need > rl.rlim_cur) {
+        fprintf(stderr,
+                "ftc bench: %ld file descriptors needed, the limit is %llu "
+                "(raise the hard limit: ulimit -Hn)\n",
+                need, (unsigned long long)rl.rlim_cur);
+        return -1;
+    }
+    return 0;
 }

@@ -1,5 +1,6 @@
-/* Shared by the ftc bench subcommands: percentiles of latency samples and
- * the spawning of worker processes that re-run this binary. */
+/* Shared by the ftc bench subcommands: percentiles of latency samples, the
+ * spawning of worker processes that re-run this binary, and room for the
+ * descriptors of many clients. */
 #ifndef FTC_TOOLS_BENCH_STATS_H
 #define FTC_TOOLS_BENCH_STATS_H
 
@@ -17,5 +18,10 @@ pid_t bench_spawn_self(char *const args[]);
 /* Waits for every pid until timeout_ms; kills the rest. Returns how many
  * did not exit with status 0. */
 int bench_wait_all(const pid_t *pids, int n, int64_t timeout_ms);
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit (every client is a
+ * socket, and one more in an embedded server). Returns 0 when need
+ * descriptors fit, else -1 after saying so on stderr. */
+int bench_fd_room(long need);
 
 #endif

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -279,17 +278,20 @@ static void usage(FILE *out)
             "down with the rank count.\n");
 }
 
-static void raise_fd_limit(void)
+/* Descriptors this process holds for a case: the embedded server's end
+ * of every connection, and with threads the ranks' ends too. */
+static long fds_needed(const bench_cfg *cfg, int procs, int embedded)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    return (long)cfg->ranks * ((embedded ? 1 : 0) + (procs ? 0 : 1)) + 64;
 }
 
-static int run_case(bench_cfg *cfg, int procs, int json)
+static int run_case(bench_cfg *cfg, int procs, int embedded, int json)
 {
+    if (bench_fd_room(fds_needed(cfg, procs, embedded)) != 0) {
+        fprintf(stderr, "bench control: %s with %d ranks failed\n",
+                op_names[cfg->op], cfg->ranks);
+        return -1;
+    }
     rank_run *runs = calloc((size_t)cfg->ranks, sizeof(*runs));
     int64_t *exits =
         calloc((size_t)cfg->ranks * ((size_t)cfg->iters + 1), sizeof(*exits));
@@ -367,7 +369,6 @@ int ftc_cmd_bench_control(int argc, char **argv)
             return 2;
         }
     }
-    raise_fd_limit();
     ftc_store_server *server = NULL;
     char local[64];
     if (addr == NULL) {
@@ -407,7 +408,8 @@ int ftc_cmd_bench_control(int argc, char **argv)
             snprintf(prefix, sizeof(prefix), "bench/%s/%d/%d/%" PRId64, op,
                      cfg.ranks, (int)getpid(), (int64_t)now_ns());
             cfg.prefix = prefix;
-            if (cfg.ranks < 1 || run_case(&cfg, procs, json) != 0) {
+            if (cfg.ranks < 1 ||
+                run_case(&cfg, procs, server != NULL, json) != 0) {
                 failed = 1;
             }
         }

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
+#include "bench_stats.h"
 #include "cmd.h"
 #include "cmd_bench.h"
 #include "ftc/ftc.h"
@@ -138,16 +138,6 @@ static int parse_args(int argc, char **argv, bench_args *a)
         }
     }
     return 0;
-}
-
-/* Every client is a socket here, and one more in an embedded server. */
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
 }
 
 static int default_rounds(int clients)
@@ -338,7 +328,7 @@ int bench_store_main(int argc, char **argv)
         usage(stderr);
         return rc;
     }
-    raise_nofile();
+    bench_fd_room(0);
     ftc_store_server *srv = NULL;
     char addr[160];
     if (a.addr != NULL) {
