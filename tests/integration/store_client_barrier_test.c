@@ -36,12 +36,8 @@ static int teardown(void **state)
 
 static ftc_store_client *connect_dialect(int dialect)
 {
-    ftc_store_client_opts o;
-    ftc_store_client_opts_init(&o);
-    o.dialect = dialect;
-    o.connect_timeout_ms = T(30000);
-    ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, addr, &o));
+    ftc_store_client *c = sck_connect(addr, dialect);
+    assert_non_null(c);
     return c;
 }
 
@@ -194,11 +190,8 @@ static int role_rank(int argc, char **argv)
     int rank = (int)strtol(argv[2], NULL, 10);
     int world = (int)strtol(argv[3], NULL, 10);
     int rounds = (int)strtol(argv[4], NULL, 10);
-    ftc_store_client_opts o;
-    ftc_store_client_opts_init(&o);
-    o.connect_timeout_ms = T(30000);
-    ftc_store_client *c = NULL;
-    if (ftc_store_client_connect(&c, argv[1], &o) != 0) {
+    ftc_store_client *c = sck_connect(argv[1], FTC_STORE_DIALECT_V2);
+    if (c == NULL) {
         return 2;
     }
     for (int i = 0; i < rounds; i++) {
@@ -314,37 +307,25 @@ static void late_ranks_return_at_once(void **state)
     ftc_store_client_close(c);
 }
 
-struct blocked {
-    ftc_store_client *c;
-    atomic_int done;
-    int rc;
-};
-
-static void *barrier_forever(void *arg)
+static int barrier_forever(ftc_store_client *c, const char *key)
 {
-    struct blocked *b = arg;
-    b->rc = ftc_store_client_barrier(b->c, "cancel/b", 0, 2, NULL,
-                                     FTC_TIMEOUT_INFINITE);
-    atomic_store(&b->done, 1);
-    return NULL;
+    return ftc_store_client_barrier(c, key, 0, 2, NULL, FTC_TIMEOUT_INFINITE);
 }
 
 /* cancel() from another thread ends a waiting barrier with FTC_ECANCELED;
- * the next call reconnects. */
+ * its arrival (sent before) counts, and the next call reconnects. */
 static void cancel_unblocks_a_barrier(void **state)
 {
     (void)state;
-    struct blocked b = {.c = connect_dialect(FTC_STORE_DIALECT_V2)};
-    uint64_t w0 = sck_writes(b.c);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, barrier_forever, &b), 0);
-    TK_WAIT_UNTIL(sck_writes(b.c) > w0, 10000);
-    TK_WAIT_UNTIL((ftc_store_client_cancel(b.c), atomic_load(&b.done)), 10000);
-    pthread_join(t, NULL);
-    assert_int_equal(b.rc, FTC_ECANCELED);
-    TK_OK(ftc_store_client_barrier(b.c, "cancel/b", 1, 2, NULL, T(5000)));
-    assert_int_equal(sck_connects(b.c), 2);
-    ftc_store_client_close(b.c);
+    ftc_store_client *c = connect_dialect(FTC_STORE_DIALECT_V2);
+    uint64_t w0 = sck_writes(c);
+    sck_blocked b;
+    sck_block_in(&b, c, "cancel/b", barrier_forever);
+    TK_WAIT_UNTIL(sck_writes(c) > w0, 10000);
+    assert_int_equal(sck_cancel_and_join(&b, c), FTC_ECANCELED);
+    TK_OK(ftc_store_client_barrier(c, "cancel/b", 1, 2, NULL, T(5000)));
+    assert_int_equal(sck_connects(c), 2);
+    ftc_store_client_close(c);
 }
 
 static void bad_seats(void **state)

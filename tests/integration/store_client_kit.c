@@ -7,6 +7,16 @@
 #include "store/client_int.h"
 #include "testkit.h"
 
+ftc_store_client *sck_connect(const char *addr, int dialect)
+{
+    ftc_store_client_opts o;
+    ftc_store_client_opts_init(&o);
+    o.dialect = dialect;
+    o.connect_timeout_ms = tk_ms(30000);
+    ftc_store_client *c = NULL;
+    return ftc_store_client_connect(&c, addr, &o) == 0 ? c : NULL;
+}
+
 uint64_t sck_requests(ftc_store_server *srv)
 {
     ftc_store_server_stats st;
@@ -48,25 +58,37 @@ void sck_set_str(ftc_store_client *c, const char *key, const char *v,
     TK_OK(ftc_store_client_set(c, key, v, strlen(v), timeout_ms));
 }
 
-static void *get_forever(void *arg)
+static void *call_forever(void *arg)
 {
     sck_blocked *b = arg;
-    void *v = NULL;
-    size_t n = 0;
-    b->rc =
-        ftc_store_client_get(b->client, b->key, &v, &n, FTC_TIMEOUT_INFINITE);
-    ftc_free(v);
+    b->rc = b->call(b->client, b->key);
     atomic_store(&b->done, 1);
     return NULL;
 }
 
-void sck_block_in_get(sck_blocked *b, ftc_store_client *client, const char *key)
+void sck_block_in(sck_blocked *b, ftc_store_client *client, const char *key,
+                  int (*call)(ftc_store_client *c, const char *key))
 {
     b->client = client;
     b->key = key;
+    b->call = call;
     b->rc = 0;
     atomic_store(&b->done, 0);
-    assert_int_equal(pthread_create(&b->thread, NULL, get_forever, b), 0);
+    assert_int_equal(pthread_create(&b->thread, NULL, call_forever, b), 0);
+}
+
+static int get_forever(ftc_store_client *c, const char *key)
+{
+    void *v = NULL;
+    size_t n = 0;
+    int rc = ftc_store_client_get(c, key, &v, &n, FTC_TIMEOUT_INFINITE);
+    ftc_free(v);
+    return rc;
+}
+
+void sck_block_in_get(sck_blocked *b, ftc_store_client *client, const char *key)
+{
+    sck_block_in(b, client, key, get_forever);
 }
 
 int sck_cancel_and_join(sck_blocked *b, ftc_store_client *canceller)

@@ -1,6 +1,6 @@
 /* Shared by the store client's unit, integration and interop tests: value
- * assertions, and a get blocked on another thread, cancelled from the
- * test's thread. */
+ * assertions, counters, and a call (a get) blocked on another thread,
+ * cancelled from the test's thread. */
 #ifndef FTC_TESTS_STORE_CLIENT_KIT_H
 #define FTC_TESTS_STORE_CLIENT_KIT_H
 
@@ -19,6 +19,10 @@ void sck_expect_value(ftc_store_client *c, const char *key, const void *want,
 /* The same for a NUL-terminated want. */
 void sck_expect_str(ftc_store_client *c, const char *key, const char *want,
                     int64_t timeout_ms);
+/* Connects to addr in dialect with a connect timeout of tk_ms(30000);
+ * NULL on failure (usable in child processes: no assertion). */
+ftc_store_client *sck_connect(const char *addr, int dialect);
+
 /* Counters: requests the server has taken (a parked WAIT counts), and a
  * client's writes (requests or pipelines sent) and TCP connects. */
 uint64_t sck_requests(ftc_store_server *srv);
@@ -32,11 +36,15 @@ void sck_set_str(ftc_store_client *c, const char *key, const char *v,
 typedef struct sck_blocked {
     ftc_store_client *client;
     const char *key;
+    int (*call)(ftc_store_client *c, const char *key);
     pthread_t thread;
     atomic_int done;
     int rc;
 } sck_blocked;
 
+/* Starts a thread blocked in call(client, key). */
+void sck_block_in(sck_blocked *b, ftc_store_client *client, const char *key,
+                  int (*call)(ftc_store_client *c, const char *key));
 /* Starts a thread blocked in get(key) with an infinite timeout. */
 void sck_block_in_get(sck_blocked *b, ftc_store_client *client,
                       const char *key);

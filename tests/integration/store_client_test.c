@@ -359,11 +359,8 @@ static int role_adder(int argc, char **argv)
         return 1;
     }
     int k = (int)strtol(argv[2], NULL, 10);
-    ftc_store_client_opts o;
-    ftc_store_client_opts_init(&o);
-    o.connect_timeout_ms = T(30000);
-    ftc_store_client *c = NULL;
-    if (ftc_store_client_connect(&c, argv[1], &o) != 0) {
+    ftc_store_client *c = sck_connect(argv[1], FTC_STORE_DIALECT_V2);
+    if (c == NULL) {
         return 2;
     }
     for (int i = 0; i < 200; i++) {
