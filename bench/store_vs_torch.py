@@ -17,7 +17,10 @@ Workload (every client its own connection, K in --tp-k, as processes):
   set / get 1 MiB      keys c<id>/k<i%8>
   barrier (K in --bar-k: processes up to 64, threads above): n = add(cnt, 1);
                        the K-th sets done; all wait([done]); latency per round
-                       as the last client leaves (the anchor's "period")
+                       as the last client leaves (the anchor's "period").
+                       In (b) ftc's barrier is c10d's store barrier
+                       (ftc_store_client_barrier: one request per client on
+                       ftc's server), which also writes the rank keys.
 set sends no reply: each client ends with one add() round trip so the time
 includes the server applying every set.
 

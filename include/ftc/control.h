@@ -63,7 +63,9 @@ FTC_API int64_t ftc_control_generation(const ftc_control *group);
  * ftc_free / ftc_store_values_free. Timeouts: FTC_ETIMEDOUT naming the
  * missing ranks. A group may be used by one thread at a time. */
 
-/* Returns when every rank has entered the barrier. */
+/* Returns when every rank has entered the barrier. On ftc's store server
+ * this is one request and one reply per rank (ftc_store_client_barrier);
+ * on PyTorch's, c10d's plain ops. */
 FTC_API int ftc_control_barrier(ftc_control *group, const char *key,
                                 int64_t timeout_ms);
 
