@@ -4,8 +4,8 @@
 #include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
+#include "base/xxh.h"
 #include "ft/heal.h"
 
 #define HEAL_MAX_STREAMS 64

@@ -1,8 +1,8 @@
 /* The registered state and its snapshots: a copy taken at a safe point,
  * checksummed per chunk, shared by the healing server's readers. */
 #include <string.h>
-#include <xxhash.h>
 
+#include "base/xxh.h"
 #include "ft/heal.h"
 
 void ftc__heal_state_init(ftc_heal_state *s)
