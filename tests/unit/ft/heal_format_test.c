@@ -76,7 +76,7 @@ static void round_trip(void **state)
     memcpy(flat, s.w, 40);
     memcpy(flat + 40, s.m, 96);
     memcpy(flat + 136, &s.n, 8);
-    assert_memory_equal(snap->data, flat, 144);
+    assert_memory_equal(snap->copy, flat, 144);
     for (uint32_t i = 0; i < 3; i++) {
         uint64_t off, len;
         ftc__heal_chunk_range(&m, i, &off, &len);
@@ -99,10 +99,49 @@ static void snapshot_is_a_copy(void **state)
     float before = s.w[3];
     s.w[3] = 1e9f;
     float in_snap;
-    memcpy(&in_snap, snap->data + 12, 4);
+    memcpy(&in_snap, snap->copy + 12, 4);
     assert_true(in_snap == before);
     assert_int_equal(snap->meta.n_chunks, 1);
     ftc__heal_snapshot_unref(snap);
+    ftc__heal_state_fini(&s.st);
+}
+
+/* A lent snapshot has the copy's metadata (checksums included) but reads
+ * the registered buffers themselves: a chunk is the pieces of the buffers
+ * it spans, and a later write shows through. */
+static void lent_snapshot_reads_the_buffers(void **state)
+{
+    (void)state;
+    sample s;
+    sample_init(&s);
+    ftc_heal_snapshot *copy = sample_snapshot(&s, 64), *lent;
+    TK_OK(ftc__heal_snapshot_lend(&s.st, 42, 99, 64, &lent));
+    assert_null(lent->copy);
+    assert_int_equal(lent->meta_len, copy->meta_len);
+    assert_memory_equal(lent->meta_bytes, copy->meta_bytes, copy->meta_len);
+    /* Chunk 0 is "w" (40 B) and the first 24 B of "opt.m". */
+    ftc_heal_seg p = ftc__heal_snapshot_piece(lent, 0, 64);
+    assert_ptr_equal(p.p, (const uint8_t *)s.w);
+    assert_int_equal(p.len, 40);
+    p = ftc__heal_snapshot_piece(lent, 40, 24);
+    assert_ptr_equal(p.p, (const uint8_t *)s.m);
+    assert_int_equal(p.len, 24);
+    /* Chunk 2 (16 B) is the last 8 B of "opt.m" and "n". */
+    p = ftc__heal_snapshot_piece(lent, 128, 16);
+    assert_ptr_equal(p.p, (const uint8_t *)s.m + 88);
+    assert_int_equal(p.len, 8);
+    p = ftc__heal_snapshot_piece(lent, 136, 8);
+    assert_ptr_equal(p.p, (const uint8_t *)&s.n);
+    /* A copy is one piece. */
+    p = ftc__heal_snapshot_piece(copy, 40, 104);
+    assert_ptr_equal(p.p, copy->copy + 40);
+    assert_int_equal(p.len, 104);
+    s.w[3] = 1e9f;
+    float seen;
+    memcpy(&seen, ftc__heal_snapshot_piece(lent, 12, 4).p, 4);
+    assert_true(seen == 1e9f);
+    ftc__heal_snapshot_unref(lent);
+    ftc__heal_snapshot_unref(copy);
     ftc__heal_state_fini(&s.st);
 }
 
@@ -349,6 +388,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),
         cmocka_unit_test(snapshot_is_a_copy),
+        cmocka_unit_test(lent_snapshot_reads_the_buffers),
         cmocka_unit_test(every_truncation_is_refused),
         cmocka_unit_test(every_flipped_byte_is_refused),
         cmocka_unit_test(limits_before_allocation),

@@ -184,8 +184,9 @@ static void source_dying_mid_transfer(void **state)
     ftc_heal_fetch_result res = fetch_ok(w, NSRC);
     assert_true(res.refetched >= 1);
     assert_int_equal(res.bad_chunks, 0);
-    /* Once it failed it was not asked again. */
-    assert_true(chunks_served(w->srv[1]) <= 4); /* at most one per stream */
+    /* Once it failed twice in a row it was not asked again: at most one
+     * chunk per stream before each failure. */
+    assert_true(chunks_served(w->srv[1]) <= 8);
     world_free(w);
 }
 
@@ -232,7 +233,7 @@ static void chunk_bad_everywhere(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
-    w->snap->data[16 * 1024 * 3 + 5] ^= 0xff;
+    w->snap->copy[16 * 1024 * 3 + 5] ^= 0xff;
     ftc_heal_fetch f = fetch_of(w, NSRC);
     ftc_heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 10000, &res), FTC_EPROTO);
