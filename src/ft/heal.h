@@ -58,18 +58,23 @@ typedef struct ftc_heal_snapshot {
     size_t meta_len;
 } ftc_heal_snapshot;
 
-/* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1).
- * The caller guarantees nobody writes the buffers meanwhile. *out has one
- * reference. FTC_ENOMEM, FTC_EINVAL. */
+/* States of at least this many bytes are copied and checksummed on
+ * several threads (at most FTC__HEAL_MAX_FILL_THREADS). */
+#define FTC__HEAL_PARALLEL_BYTES ((uint64_t)16 << 20)
+#define FTC__HEAL_MAX_FILL_THREADS 8
+
+/* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1),
+ * on up to `threads` threads. The caller guarantees nobody writes the
+ * buffers meanwhile. *out has one reference. FTC_ENOMEM, FTC_EINVAL. */
 int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            ftc_heal_snapshot **out);
+                            unsigned threads, ftc_heal_snapshot **out);
 /* The same without the copy: the snapshot reads the buffers of s (checksums
  * computed now), valid only as long as nobody writes them and the buffers
  * of s stay registered (ftc__heal_server_lend). */
 int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            ftc_heal_snapshot **out);
+                            unsigned threads, ftc_heal_snapshot **out);
 /* The first piece of state bytes [off, off + len) (len >= 1, inside the
  * state): where it lies in memory and how long it is (<= len). */
 ftc_heal_seg ftc__heal_snapshot_piece(const ftc_heal_snapshot *snap,

@@ -206,13 +206,13 @@ static int decode_meta(fetch *ft, size_t s, const ftc_buf *body,
 
 /* The reference metadata of f->step: from the first source that has it;
  * sources that do not have it yet (they checksum their state inside their
- * own quorum round, about 20 ms per 256 MiB) are asked again, at most 10
- * ms later, until dl. */
+ * own quorum round, 10-20 ms per 256 MiB) are asked again, at most 4 ms
+ * later (a healer waits for nothing else), until dl. */
 static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
 {
     const ftc_heal_fetch *f = ft->f;
     ftc_backoff bo;
-    ftc__backoff_init(&bo, 1, 10);
+    ftc__backoff_init(&bo, 1, 4);
     char why[256] = "";
     int rc;
     for (size_t s = 0;; s = (s + 1) % f->n_sources) {

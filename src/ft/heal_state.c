@@ -1,6 +1,7 @@
 /* The registered state and its snapshots: a copy taken at a safe point,
  * or the buffers themselves lent while nobody writes them, checksummed per
  * chunk and shared by the healing server's readers. */
+#include <pthread.h>
 #include <string.h>
 
 #include "base/xxh.h"
@@ -146,10 +147,84 @@ static void gather(const ftc_heal_state *s, uint64_t off, uint8_t *dst,
     *cursor_off = base;
 }
 
+/* A thread's share of a snapshot's chunks, [first, end): copied (when
+ * the snapshot is a copy) and checksummed. */
+typedef struct share {
+    const ftc_heal_state *s;
+    ftc_heal_snapshot *snap;
+    bool copy;
+    uint32_t first, end;
+    bool failed;
+} share;
+
+static void *fill_share(void *arg)
+{
+    share *w = arg;
+    ftc_heal_meta *m = &w->snap->meta;
+    XXH3_state_t *h = XXH3_createState();
+    w->failed = h == NULL;
+    /* A copy is hashed chunk by chunk right after it is written, while
+     * the chunk is still in the cache. */
+    size_t cursor = 0;
+    uint64_t cursor_off = 0;
+    for (uint32_t i = w->first; h != NULL && i < w->end; i++) {
+        if (w->copy) {
+            uint64_t off, len;
+            ftc__heal_chunk_range(m, i, &off, &len);
+            gather(w->s, off, w->snap->copy + off, len, &cursor, &cursor_off);
+        }
+        m->chunk_hash[i] = chunk_hash(w->snap, i, h);
+    }
+    XXH3_freeState(h);
+    return NULL;
+}
+
+/* Copies and checksums every chunk on up to `threads` threads (the
+ * caller's included): one pass over the state runs at memory speed, and
+ * several cores read memory faster than one. Small states take one. */
+static int fill(const ftc_heal_state *s, ftc_heal_snapshot *snap, bool copy,
+                unsigned threads)
+{
+    uint32_t n = snap->meta.n_chunks;
+    unsigned k = s->total >= FTC__HEAL_PARALLEL_BYTES ? threads : 1;
+    k = k < FTC__HEAL_MAX_FILL_THREADS ? k : FTC__HEAL_MAX_FILL_THREADS;
+    k = k < n ? k : (n > 0 ? n : 1);
+    k = k > 0 ? k : 1;
+    share w[FTC__HEAL_MAX_FILL_THREADS];
+    pthread_t th[FTC__HEAL_MAX_FILL_THREADS];
+    unsigned started = 1;
+    for (unsigned t = 0; t < k; t++) {
+        w[t] = (share){s,
+                       snap,
+                       copy,
+                       (uint32_t)((uint64_t)n * t / k),
+                       (uint32_t)((uint64_t)n * (t + 1) / k),
+                       false};
+    }
+    for (; started < k; started++) {
+        if (ftc__thread_start(&th[started], "ftc-heal-fill", fill_share,
+                              &w[started]) != 0) {
+            break;
+        }
+    }
+    /* The caller's share, then those that got no thread. */
+    for (unsigned t = 0; t < k; t = t == 0 ? started : t + 1) {
+        fill_share(&w[t]);
+    }
+    for (unsigned t = 1; t < started; t++) {
+        pthread_join(th[t], NULL);
+    }
+    bool failed = false;
+    for (unsigned t = 0; t < k; t++) {
+        failed = failed || w[t].failed;
+    }
+    return failed ? ftc__seterr(FTC_ENOMEM, "snapshot checksums") : 0;
+}
+
 /* Takes a snapshot of s: a copy (copy true) or the buffers lent. */
 static int snapshot(const ftc_heal_state *s, int64_t step,
                     int64_t batches_committed, uint64_t chunk_bytes, bool copy,
-                    ftc_heal_snapshot **out)
+                    unsigned threads, ftc_heal_snapshot **out)
 {
     *out = NULL;
     if (chunk_bytes == 0 || step < 0 || batches_committed < 0) {
@@ -178,27 +253,14 @@ static int snapshot(const ftc_heal_state *s, int64_t step,
     if (copy) {
         snap->copy = ftc__malloc(s->total > 0 ? s->total : 1);
     }
-    XXH3_state_t *h = XXH3_createState();
     int rc = 0;
-    if (m->buffers == NULL || m->chunk_hash == NULL || h == NULL ||
+    if (m->buffers == NULL || m->chunk_hash == NULL ||
         (copy && snap->copy == NULL)) {
         rc = ftc__seterr(FTC_ENOMEM, "snapshot of %llu B",
                          (unsigned long long)s->total);
     }
     rc = rc != 0 ? rc : make_segs(snap, s);
-    /* A copy is hashed chunk by chunk right after it is written, while
-     * the chunk is still in the cache. */
-    size_t cursor = 0;
-    uint64_t cursor_off = 0;
-    for (uint32_t i = 0; rc == 0 && i < m->n_chunks; i++) {
-        if (copy) {
-            uint64_t off, len;
-            ftc__heal_chunk_range(m, i, &off, &len);
-            gather(s, off, snap->copy + off, len, &cursor, &cursor_off);
-        }
-        m->chunk_hash[i] = chunk_hash(snap, i, h);
-    }
-    XXH3_freeState(h);
+    rc = rc != 0 ? rc : fill(s, snap, copy, threads);
     if (rc == 0) {
         ftc_buf b;
         ftc__buf_init(&b, SIZE_MAX);
@@ -219,16 +281,18 @@ static int snapshot(const ftc_heal_state *s, int64_t step,
 
 int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            ftc_heal_snapshot **out)
+                            unsigned threads, ftc_heal_snapshot **out)
 {
-    return snapshot(s, step, batches_committed, chunk_bytes, true, out);
+    return snapshot(s, step, batches_committed, chunk_bytes, true, threads,
+                    out);
 }
 
 int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            ftc_heal_snapshot **out)
+                            unsigned threads, ftc_heal_snapshot **out)
 {
-    return snapshot(s, step, batches_committed, chunk_bytes, false, out);
+    return snapshot(s, step, batches_committed, chunk_bytes, false, threads,
+                    out);
 }
 
 ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap)

@@ -340,9 +340,9 @@ static void serve(round *r)
     ftc_heal_snapshot *lent = NULL;
     int rc = 0;
     if (k > 0) {
-        rc = ftc__heal_snapshot_lend(&m->state, r->arrival.step,
-                                     atomic_load(&m->batches),
-                                     m->o.heal_chunk_bytes, &lent);
+        rc = ftc__heal_snapshot_lend(
+            &m->state, r->arrival.step, atomic_load(&m->batches),
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &lent);
         rc =
             rc != 0 ? rc : ftc__heal_server_lend(m->heal_srv, lent, healers, k);
     }
@@ -376,9 +376,9 @@ static void end_lending(round *r)
     pthread_mutex_unlock(&m->mu);
     ftc_heal_snapshot *copy = NULL;
     if (!all && !stopping) {
-        int rc = ftc__heal_snapshot_take(&m->state, r->arrival.step,
-                                         atomic_load(&m->batches),
-                                         m->o.heal_chunk_bytes, &copy);
+        int rc = ftc__heal_snapshot_take(
+            &m->state, r->arrival.step, atomic_load(&m->batches),
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &copy);
         if (rc != 0) {
             FTC_LOG_WARN("manager.heal",
                          "%s: no copy of the state for the "

@@ -43,7 +43,7 @@ static void sample_init(sample *s)
 static ftc_heal_snapshot *sample_snapshot(sample *s, uint64_t chunk_bytes)
 {
     ftc_heal_snapshot *snap;
-    TK_OK(ftc__heal_snapshot_take(&s->st, 42, 99, chunk_bytes, &snap));
+    TK_OK(ftc__heal_snapshot_take(&s->st, 42, 99, chunk_bytes, 1, &snap));
     return snap;
 }
 
@@ -115,7 +115,7 @@ static void lent_snapshot_reads_the_buffers(void **state)
     sample s;
     sample_init(&s);
     ftc_heal_snapshot *copy = sample_snapshot(&s, 64), *lent;
-    TK_OK(ftc__heal_snapshot_lend(&s.st, 42, 99, 64, &lent));
+    TK_OK(ftc__heal_snapshot_lend(&s.st, 42, 99, 64, 1, &lent));
     assert_null(lent->copy);
     assert_int_equal(lent->meta_len, copy->meta_len);
     assert_memory_equal(lent->meta_bytes, copy->meta_bytes, copy->meta_len);
@@ -143,6 +143,47 @@ static void lent_snapshot_reads_the_buffers(void **state)
     ftc__heal_snapshot_unref(lent);
     ftc__heal_snapshot_unref(copy);
     ftc__heal_state_fini(&s.st);
+}
+
+/* A big state is copied and checksummed on several threads: the same
+ * metadata and bytes as on one, lent or copied. */
+static void parallel_snapshot_is_the_same(void **state)
+{
+    (void)state;
+    size_t na = (size_t)5 << 20, nb = 777777; /* 20 MiB and 5.9 MiB */
+    float *a = ftc__malloc(na * sizeof(float));
+    double *b = ftc__malloc(nb * sizeof(double));
+    for (size_t i = 0; i < na; i++) {
+        a[i] = (float)i * 0.5f;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        b[i] = -(double)i;
+    }
+    ftc_heal_state st;
+    ftc__heal_state_init(&st);
+    ftc_heal_buf buf;
+    int64_t da[] = {(int64_t)na}, db[] = {(int64_t)nb};
+    TK_OK(ftc__heal_buf_set(&buf, "a", 0, da, 1, 4));
+    TK_OK(ftc__heal_state_add(&st, &buf, a));
+    TK_OK(ftc__heal_buf_set(&buf, "b", 1, db, 1, 8));
+    TK_OK(ftc__heal_state_add(&st, &buf, b));
+    assert_true(st.total >= FTC__HEAL_PARALLEL_BYTES);
+    ftc_heal_snapshot *one, *three, *lent;
+    TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 1, &one));
+    TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 3, &three));
+    TK_OK(ftc__heal_snapshot_lend(&st, 3, 4, 1 << 20, 4, &lent));
+    assert_int_equal(one->meta.n_chunks, 26);
+    assert_int_equal(three->meta_len, one->meta_len);
+    assert_memory_equal(three->meta_bytes, one->meta_bytes, one->meta_len);
+    assert_memory_equal(lent->meta_bytes, one->meta_bytes, one->meta_len);
+    assert_memory_equal(three->copy, one->copy, st.total);
+    assert_memory_equal(one->copy, a, na * sizeof(float));
+    ftc__heal_snapshot_unref(one);
+    ftc__heal_snapshot_unref(three);
+    ftc__heal_snapshot_unref(lent);
+    ftc__heal_state_fini(&st);
+    ftc__free(a);
+    ftc__free(b);
 }
 
 static void every_truncation_is_refused(void **state)
@@ -371,7 +412,7 @@ static void snapshot_allocation_failures(void **state)
     for (long k = 0; k < 8; k++) {
         ftc__alloc_fail_after(k);
         ftc_heal_snapshot *snap = NULL;
-        int rc = ftc__heal_snapshot_take(&s.st, 1, 1, 32, &snap);
+        int rc = ftc__heal_snapshot_take(&s.st, 1, 1, 32, 1, &snap);
         ftc__alloc_fail_after(-1);
         if (rc == 0) {
             ftc__heal_snapshot_unref(snap);
@@ -389,6 +430,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(round_trip),
         cmocka_unit_test(snapshot_is_a_copy),
         cmocka_unit_test(lent_snapshot_reads_the_buffers),
+        cmocka_unit_test(parallel_snapshot_is_the_same),
         cmocka_unit_test(every_truncation_is_refused),
         cmocka_unit_test(every_flipped_byte_is_refused),
         cmocka_unit_test(limits_before_allocation),

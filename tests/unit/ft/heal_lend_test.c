@@ -71,7 +71,7 @@ static world *world_new(size_t na, uint64_t chunk_bytes, const char *token)
     TK_OK(ftc__heal_server_start(&w->srv, &o));
     w->addr = ftc__heal_server_address(w->srv);
     ftc_heal_snapshot *lent;
-    TK_OK(ftc__heal_snapshot_lend(&w->src.st, 7, 21, chunk_bytes, &lent));
+    TK_OK(ftc__heal_snapshot_lend(&w->src.st, 7, 21, chunk_bytes, 2, &lent));
     const char *healers[] = {"h1", "h2"};
     TK_OK(ftc__heal_server_lend(w->srv, lent, healers, 2));
     ftc__heal_snapshot_unref(lent);
@@ -157,7 +157,7 @@ static void late_healer_gets_a_copy(void **state)
     world *w = world_new(NA, 64 * 1024, NULL);
     assert_false(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(10)));
     ftc_heal_snapshot *copy;
-    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 64 * 1024, &copy));
+    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 64 * 1024, 1, &copy));
     ftc__heal_server_reclaim(w->srv, copy, ftc__deadline_in_ms(tk_ms(5000)));
     ftc__heal_snapshot_unref(copy);
     replica before;
@@ -208,7 +208,7 @@ static void stalled_reader_is_cut(void **state)
     assert_true(got < ((size_t)16 << 20));
     close(fd);
     ftc_heal_snapshot *copy;
-    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 16 << 20, &copy));
+    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 16 << 20, 2, &copy));
     ftc__heal_server_publish(w->srv, copy);
     ftc__heal_snapshot_unref(copy);
     TK_OK(fetch(w, NULL, 20000));

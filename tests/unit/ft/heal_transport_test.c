@@ -69,7 +69,7 @@ static world *world_new(uint64_t chunk_bytes, const char *token)
     world *w = ftc__calloc(1, sizeof(*w));
     replica_init(&w->src, 3.0f);
     replica_init(&w->dst, -1.0f);
-    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, chunk_bytes, &w->snap));
+    TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, chunk_bytes, 1, &w->snap));
     for (int i = 0; i < NSRC; i++) {
         ftc_heal_server_opts o = {0};
         o.token = token;
@@ -215,7 +215,7 @@ static void partly_different_source(void **state)
     replica_init(&other, 3.0f);
     other.a[46000] += 1.0f; /* chunk 11 differs (16 KiB chunks) */
     ftc_heal_snapshot *snap;
-    TK_OK(ftc__heal_snapshot_take(&other.st, 7, 21, 16 * 1024, &snap));
+    TK_OK(ftc__heal_snapshot_take(&other.st, 7, 21, 16 * 1024, 1, &snap));
     ftc__heal_server_publish(w->srv[2], snap);
     ftc__heal_snapshot_unref(snap);
     ftc_heal_fetch_result res = fetch_ok(w, NSRC);
