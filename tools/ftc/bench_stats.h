@@ -18,4 +18,8 @@ pid_t bench_spawn_self(char *const args[]);
  * did not exit with status 0. */
 int bench_wait_all(const pid_t *pids, int n, int64_t timeout_ms);
 
+/* Lifts the soft limit of open files to the hard one: hundreds of ranks
+ * or replica groups in one process hold thousands of sockets. */
+void bench_raise_fd_limit(void);
+
 #endif

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -279,15 +278,6 @@ static void usage(FILE *out)
             "down with the rank count.\n");
 }
 
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
 static int run_case(bench_cfg *cfg, int procs, int json)
 {
     rank_run *runs = calloc((size_t)cfg->ranks, sizeof(*runs));
@@ -367,7 +357,7 @@ int ftc_cmd_bench_control(int argc, char **argv)
             return 2;
         }
     }
-    raise_fd_limit();
+    bench_raise_fd_limit();
     ftc_store_server *server = NULL;
     char local[64];
     if (addr == NULL) {
