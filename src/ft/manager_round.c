@@ -331,10 +331,14 @@ static size_t members(const round *r, bool up, const char **ids,
 static void serve(round *r)
 {
     ftc_manager *m = r->m;
+    if (!r->out->plan.serve) {
+        ftc__heal_server_publish(m->heal_srv, NULL);
+        return;
+    }
     size_t n = r->q.n > 0 ? r->q.n : 1;
     const char **healers = ftc__calloc(2 * n, sizeof(*healers));
     char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
-    size_t k = r->out->plan.serve && healers != NULL && buf != NULL
+    size_t k = healers != NULL && buf != NULL
                    ? members(r, false, healers, healers + n, buf)
                    : 0;
     ftc_heal_snapshot *lent = NULL;
