@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -251,7 +252,7 @@ static int heal_once(size_t mib, int sources, heal_result *out)
 }
 
 static void report(const bench_ft_opts *o, size_t mib, int sources,
-                   bench_ft_samples *v)
+                   bench_ft_samples *v, double load)
 {
     static bool header;
     bench_ft_summary b = bench_ft_summarize(v[0].v, v[0].n);
@@ -264,20 +265,20 @@ static void report(const bench_ft_opts *o, size_t mib, int sources,
                "\"sources\":%d,\"reps\":%zu,\"baseline_gb_per_s\":%.3f,"
                "\"heal_gb_per_s\":%.3f,\"heal_min_gb_per_s\":%.3f,"
                "\"heal_max_gb_per_s\":%.3f,\"ratio\":%.3f,\"heal_ms\":%.1f,"
-               "\"source_lend_ms\":%.1f}\n",
+               "\"source_lend_ms\":%.1f,\"load1\":%.2f}\n",
                mib, sources, h.n, b.p50, h.p50, h.min, h.max, q.p50, ms.p50,
-               lend.p50);
+               lend.p50, load);
     } else {
         if (!header) {
-            printf("%-7s %6s %7s %4s %12s %10s %15s %6s %8s %8s\n", "heal",
+            printf("%-7s %6s %7s %4s %12s %10s %15s %6s %8s %8s %6s\n", "heal",
                    "MiB", "sources", "reps", "baseline_GBs", "heal_GBs",
-                   "heal_min..max", "ratio", "heal_ms", "lend_ms");
+                   "heal_min..max", "ratio", "heal_ms", "lend_ms", "load");
             header = true;
         }
         printf("%-7s %6zu %7d %4zu %12.2f %10.2f %7.2f..%-6.2f %5.0f%% %8.1f "
-               "%8.1f\n",
+               "%8.1f %6.1f\n",
                "heal", mib, sources, h.n, b.p50, h.p50, h.min, h.max,
-               100 * q.p50, ms.p50, lend.p50);
+               100 * q.p50, ms.p50, lend.p50, load);
     }
     fflush(stdout);
 }
@@ -292,6 +293,10 @@ int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources)
     /* baseline GB/s, heal GB/s, their ratio, heal ms, source's lend ms */
     bench_ft_samples v[5];
     memset(v, 0, sizeof(v));
+    /* Other work on the machine takes cores from the heal (which uses
+     * both) more than from the stream (one and a bit): say how busy. */
+    double load = 0;
+    getloadavg(&load, 1);
     int failed = 0;
     for (int k = 0; !failed && k < o->reps; k++) {
         double base = baseline(mib << 20);
@@ -307,7 +312,7 @@ int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources)
         }
     }
     if (!failed) {
-        report(o, mib, sources, v);
+        report(o, mib, sources, v, load);
     }
     for (int k = 0; k < 5; k++) {
         bench_ft_samples_free(&v[k]);

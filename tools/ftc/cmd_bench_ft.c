@@ -151,7 +151,7 @@ static void usage(FILE *out)
         "        just before (the baseline); --reps pairs, medians and\n"
         "        the median of the per-pair ratios.\n"
         "Defaults: --steps 30 --changes 3 --floats 1000 --fault-groups 3\n"
-        "--trials 3 --reps 5.\n");
+        "--trials 3 --reps 7.\n");
 }
 
 /* Splits a "1,2,4" list into at most BENCH_FT_LIST_MAX positive numbers;
@@ -229,7 +229,7 @@ static int parse_args(int argc, char **argv, bench_ft_opts *o, int *what)
     int *counts[4] = {&o->n_quorum_groups, &o->n_step_groups, &o->n_heal_mib,
                       &o->n_heal_sources};
     long steps = 30, changes = 3, floats = 1000, fgroups = 3, trials = 3,
-         reps = 5;
+         reps = 7;
     bool ok = true;
     *what = W_QUORUM | W_STEP | W_FAULT | W_HEAL;
     int c;
