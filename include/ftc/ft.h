@@ -396,7 +396,9 @@ typedef struct ftc_manager_opts {
     int heal_sources;
     int heal_streams;        /* transfers in flight while healing; 4 */
     size_t heal_chunk_bytes; /* 4 MiB */
-    int heal_threads;        /* healing server threads; 2 */
+    /* Threads of the healing server, and threads a healing rank receives
+     * on (at most heal_streams, 8); 2. */
+    int heal_threads;
     /* Shared secret for the lighthouse, healing and process-group
      * connections; NULL: the environment variable FTC_TOKEN, else none. */
     const char *token;
@@ -404,6 +406,13 @@ typedef struct ftc_manager_opts {
      * buffers); NULL: defaults. The manager sets its epoch (the quorum
      * id), timeouts and, unless given, host. Copied. */
     const ftc_pg_opts *pg_opts;
+    /* An up-to-date rank serves the replicas that heal from it straight
+     * from its registered buffers (no copy), and its quorum round lasts
+     * until every one of them is done (they say so; a lost one counts as
+     * done). After heal_lend_ms it copies the state for those still at
+     * work and goes on; answers still sending from the buffers get as
+     * long again, then are cut. 2000. */
+    int64_t heal_lend_ms;
 } ftc_manager_opts;
 
 FTC_API void ftc_manager_opts_init(ftc_manager_opts *opts);
@@ -438,8 +447,9 @@ FTC_API void ftc_manager_destroy(ftc_manager *m);
  * (ndim 0..8 dimensions; ndim 0 is one element) and the memory, borrowed
  * until the manager is destroyed. Every replica must register the same
  * buffers in the same order (healing checks names, dtypes and shapes).
- * The manager reads the buffers inside a quorum round (to serve a copy)
- * and writes them when this replica heals; see start_quorum for when.
+ * The manager reads the buffers inside a quorum round (to serve healing
+ * replicas from them) and writes them when this replica heals; see
+ * start_quorum for when.
  * Call between steps (FTC_EMISUSE while a quorum is in flight). Errors:
  * FTC_EINVAL, FTC_EEXIST (name taken), FTC_ENOMEM. */
 FTC_API int ftc_manager_register(ftc_manager *m, const char *name, int dtype,
@@ -465,8 +475,8 @@ FTC_API void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *opts);
 /* Starts the quorum round of the next step on the manager's thread and
  * returns at once (opts NULL: defaults). Until wait_quorum returns, the
  * caller may read the registered buffers (the forward pass) but must not
- * write them: the manager may copy them to serve a healing replica, and
- * with heal_in_place may write them. Errors: FTC_EMISUSE (a round is in
+ * write them: the manager may serve them to healing replicas, and with
+ * heal_in_place may write them. Errors: FTC_EMISUSE (a round is in
  * flight: wait for it first; or the last successful round was not voted
  * on: should_commit first), FTC_ECANCELED (the lighthouse killed this
  * replica). A latched error is cleared here: each step starts clean
@@ -478,7 +488,8 @@ FTC_API int ftc_manager_start_quorum(ftc_manager *m,
 /* Waits until the round is done: the quorum decided, the process group
  * ready, this replica healed if it was behind (the healed state is in the
  * registered buffers and current_step() is the source's when this
- * returns) and a copy taken if it is a source. timeout_ms
+ * returns) and, if it is a source, every healing replica done with its
+ * buffers (bounded by heal_lend_ms: see ftc_manager_opts). timeout_ms
  * FTC_TIMEOUT_DEFAULT waits for the round's end, which its own deadlines
  * bound (quorum_timeout_ms for the quorum, again for healing, and
  * connect_timeout_ms for the process group); a shorter wait that expires
@@ -574,6 +585,11 @@ typedef struct ftc_manager_stats {
     int64_t pushed_aborts;  /* collectives aborted on a pushed change */
     double last_quorum_ms;  /* start_quorum to round done, last round */
     char last_heal_source[FTC_LIGHTHOUSE_STR_MAX]; /* replica_id */
+    /* Rounds in which this rank lent its buffers to healing replicas,
+     * and how long the last one held its round (from the lending to the
+     * last release, or heal_lend_ms and the copy). */
+    int64_t lends;
+    double last_lend_ms;
 } ftc_manager_stats;
 
 FTC_API int ftc_manager_get_stats(const ftc_manager *m, ftc_manager_stats *out);

@@ -1,13 +1,15 @@
 /* The healing transport: a replica behind the quorum's max_step pulls the
  * registered state of an up-to-date replica over HTTP (docs/protocol.md,
  * "Healing transfer"). Three parts:
- *   - the state: the registered buffers, and snapshots of them (copies
- *     with per-chunk XXH3 checksums, reference counted), heal_state.c;
- *   - the server: one per rank, serves its published snapshot,
+ *   - the state: the registered buffers, and snapshots of them (copies,
+ *     or the buffers lent, with per-chunk XXH3 checksums, reference
+ *     counted), heal_state.c;
+ *   - the server: one per rank, serves its published or lent snapshot,
  *     heal_server.c (libmicrohttpd);
  *   - the client: fetches metadata and chunks striped across several
  *     sources, verifies every chunk, refetches a bad or lost one from
- *     another source, heal_client.c (libcurl). */
+ *     another source, heal_client.c (libcurl); then releases the sources'
+ *     lent state, heal_release.c. */
 #ifndef FTC_FT_HEAL_H
 #define FTC_FT_HEAL_H
 
@@ -36,22 +38,47 @@ void ftc__heal_state_fini(ftc_heal_state *s);
  * overflows, FTC_ENOMEM; s is unchanged on failure. */
 int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data);
 
-/* A copy of the state at one step, with its encoded metadata. Immutable
- * once taken; shared by the server's readers through references. */
+/* A byte range of a snapshot: state bytes [off, off + len) are at p. */
+typedef struct ftc_heal_seg {
+    const uint8_t *p;
+    uint64_t off, len;
+} ftc_heal_seg;
+
+/* The state at one step as healing serves it, with its encoded metadata:
+ * a private copy, or the registered buffers themselves, lent (readable
+ * only while their owner does not write them). Immutable once taken;
+ * shared by the server's readers through references. */
 typedef struct ftc_heal_snapshot {
     atomic_int refs;
     ftc_heal_meta meta;
-    uint8_t *data; /* meta.total_bytes bytes */
+    ftc_heal_seg *segs; /* n_segs, by offset, covering the state */
+    size_t n_segs;
+    uint8_t *copy; /* the private copy (NULL when lent), segs[0] */
     uint8_t *meta_bytes;
     size_t meta_len;
 } ftc_heal_snapshot;
 
-/* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1).
- * The caller guarantees nobody writes the buffers meanwhile. *out has one
- * reference. FTC_ENOMEM, FTC_EINVAL. */
+/* States of at least this many bytes are copied and checksummed on
+ * several threads (at most FTC__HEAL_MAX_FILL_THREADS). */
+#define FTC__HEAL_PARALLEL_BYTES ((uint64_t)16 << 20)
+#define FTC__HEAL_MAX_FILL_THREADS 8
+
+/* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1),
+ * on up to `threads` threads. The caller guarantees nobody writes the
+ * buffers meanwhile. *out has one reference. FTC_ENOMEM, FTC_EINVAL. */
 int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            ftc_heal_snapshot **out);
+                            unsigned threads, ftc_heal_snapshot **out);
+/* The same without the copy: the snapshot reads the buffers of s (checksums
+ * computed now), valid only as long as nobody writes them and the buffers
+ * of s stay registered (ftc__heal_server_lend). */
+int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
+                            int64_t batches_committed, uint64_t chunk_bytes,
+                            unsigned threads, ftc_heal_snapshot **out);
+/* The first piece of state bytes [off, off + len) (len >= 1, inside the
+ * state): where it lies in memory and how long it is (<= len). */
+ftc_heal_seg ftc__heal_snapshot_piece(const ftc_heal_snapshot *snap,
+                                      uint64_t off, uint64_t len);
 ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap);
 /* Drops a reference; the last frees. NULL is a no-op. */
 void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap);
@@ -84,8 +111,40 @@ void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap);
 /* Answers nothing more, closes every connection, frees. NULL is a no-op. */
 void ftc__heal_server_stop(ftc_heal_server *s);
 
+/* Bytes of a healer's replica id, NUL included. */
+#define FTC__HEAL_ID_MAX 256
+
+/* Serves lent (from ftc__heal_snapshot_lend; one reference taken) from now
+ * on, as publish does, and expects a release from each of the n healers
+ * (replica ids, copied; longer ones are cut to FTC__HEAL_ID_MAX - 1):
+ * POST /v1/heal/<step>/release?replica=<id>, or ftc__heal_server_release.
+ * The owner writes none of the lent buffers until ftc__heal_server_reclaim
+ * returns. FTC_ENOMEM (nothing changed). */
+int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
+                          const char *const *healers, size_t n);
+/* Records that replica_id no longer needs the lent state (it healed, gave
+ * up, or was lost). Ids not expected are ignored. Any thread. */
+void ftc__heal_server_release(ftc_heal_server *s, const char *replica_id);
+/* Waits until every expected healer released the lent state, at most
+ * until dl: true if all did (or nothing is lent). False at once after
+ * ftc__heal_server_close. */
+bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl);
+/* Ends the lending: serves next instead (a copy for the healers still at
+ * work, or NULL; a reference taken), waits until dl for the answers still
+ * sending from the lent buffers, and cuts those left (the daemon restarts
+ * on its listening socket, closing every connection). When it returns the
+ * server no longer reads the buffers, except after ftc__heal_server_close,
+ * when it does not wait and ftc__heal_server_stop cuts the rest. No-op
+ * when nothing is lent. */
+void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
+                              ftc_deadline dl);
+/* The owner is shutting down: lending waits return at once. Any thread. */
+void ftc__heal_server_close(ftc_heal_server *s);
+
 typedef struct ftc_heal_server_stats {
     uint64_t meta_served, chunks_served, bytes_served, refused;
+    uint64_t releases; /* healers that released a lent state */
+    uint64_t cuts;     /* restarts that cut answers from lent buffers */
 } ftc_heal_server_stats;
 void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out);
 
@@ -118,6 +177,7 @@ typedef struct ftc_heal_fetch {
     const ftc_heal_state *layout;
     void *const *dest;     /* layout->n pointers */
     unsigned streams;      /* transfers in flight; 0: 4 */
+    unsigned threads;      /* receiving threads (<= streams); 0: 2 */
     size_t max_meta_bytes; /* 0: 64 MiB */
     const char *token;     /* NULL: none */
 } ftc_heal_fetch;
@@ -153,5 +213,19 @@ void ftc__heal_client_clear_abort(ftc_heal_client *c);
  * time. */
 int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
                            ftc_deadline dl, ftc_heal_fetch_result *out);
+/* The "Authorization: Bearer" header list for token (*out NULL when token
+ * is NULL), freed with curl_slist_free_all. FTC_EINVAL, FTC_ENOMEM. */
+struct curl_slist;
+int ftc__heal_auth_header(const char *token, struct curl_slist **out);
+/* Whether c was aborted (ftc__heal_client_abort, not cleared since). */
+bool ftc__heal_client_aborted(ftc_heal_client *c);
+
+/* Tells each of the n servers ("host:port") that replica_id no longer
+ * needs the state of step they lend (POST .../release), all at once, until
+ * dl or an abort of c. Best effort: returns how many answered 200; the
+ * others end their lending by its bound or by the lighthouse's news. */
+size_t ftc__heal_client_release(ftc_heal_client *c, const char *const *servers,
+                                size_t n, int64_t step, const char *replica_id,
+                                const char *token, ftc_deadline dl);
 
 #endif

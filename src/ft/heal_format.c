@@ -2,9 +2,9 @@
  * from the network is checked against the limits before allocation. */
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "base/base_int.h"
+#include "base/xxh.h"
 #include "ft/heal_format.h"
 
 /* Printable ASCII only, so a name from the network is safe in any log. */

@@ -1,6 +1,6 @@
-/* The healing server: each rank serves its published snapshot over HTTP
- * (libmicrohttpd, a few threads), chunks straight from the snapshot's
- * memory, never blocking the publisher on a reader. */
+/* The healing server: each rank serves its published or lent snapshot
+ * over HTTP (libmicrohttpd, a few threads), chunks straight from the
+ * snapshot's memory, never blocking the publisher on a reader. */
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -11,20 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ft/heal.h"
-#include "ft/http_util.h"
-
-struct ftc_heal_server {
-    struct MHD_Daemon *mhd;
-    char address[FTC_HOST_MAX + 16];
-    bool has_token;
-    unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
-    pthread_mutex_t mu; /* current and the fault below */
-    ftc_heal_snapshot *current;
-    int fault;
-    uint32_t fault_chunk;
-    atomic_uint_fast64_t meta_served, chunks_served, bytes_served, refused;
-};
+#include "ft/heal_server_int.h"
 
 /* ------------------------------------------------------------- answers */
 
@@ -60,20 +47,67 @@ static enum MHD_Result refuse(ftc_heal_server *s, struct MHD_Connection *c,
     return answer(c, status, r);
 }
 
-static void snapshot_release(void *p)
+/* What an answer over snapshot memory holds: its reference, and the
+ * server to tell when the answer ends (a lending waits for that). */
+typedef struct ticket {
+    ftc_heal_server *s;
+    ftc_heal_snapshot *snap;
+} ticket;
+
+static void ticket_free(void *p)
 {
-    ftc__heal_snapshot_unref(p);
+    ticket *t = p;
+    ftc__heal_snapshot_unref(t->snap);
+    pthread_mutex_lock(&t->s->mu);
+    pthread_cond_broadcast(&t->s->cv);
+    pthread_mutex_unlock(&t->s->mu);
+    ftc__free(t);
 }
 
-/* A response over snapshot memory: the reference is released with it. */
-static struct MHD_Response *from_snapshot(ftc_heal_snapshot *snap,
-                                          const uint8_t *p, size_t len)
+/* How many pieces state bytes [off, off + len) span. */
+static size_t count_pieces(const ftc_heal_snapshot *snap, uint64_t off,
+                           uint64_t len)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer_with_free_callback_cls(
-            len, (void *)p, snapshot_release, snap);
+    size_t n = 0;
+    for (; len > 0; n++) {
+        ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
+        off += p.len;
+        len -= p.len;
+    }
+    return n;
+}
+
+/* An answer over the snapshot's metadata (meta) or its bytes [off, off +
+ * len) (len >= 1), sent straight from their memory: one piece per buffer
+ * they span. The reference to snap goes with it, even on failure. */
+static struct MHD_Response *from_snapshot(ftc_heal_server *s,
+                                          ftc_heal_snapshot *snap, bool meta,
+                                          uint64_t off, uint64_t len)
+{
+    size_t n = meta ? 1 : count_pieces(snap, off, len);
+    struct MHD_IoVec *iov = ftc__calloc(n, sizeof(*iov));
+    ticket *t = ftc__calloc(1, sizeof(*t));
+    struct MHD_Response *r = NULL;
+    if (iov != NULL && t != NULL) {
+        *t = (ticket){s, snap};
+        if (meta) {
+            iov[0] = (struct MHD_IoVec){snap->meta_bytes, snap->meta_len};
+        }
+        for (size_t i = 0; !meta && i < n; i++) {
+            ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
+            iov[i] = (struct MHD_IoVec){p.p, (size_t)p.len};
+            off += p.len;
+            len -= p.len;
+        }
+        r = MHD_create_response_from_iovec(iov, (unsigned)n, ticket_free, t);
+    }
+    ftc__free(iov);
     if (r == NULL) {
-        ftc__heal_snapshot_unref(snap);
+        if (t != NULL) {
+            ticket_free(t);
+        } else {
+            ftc__heal_snapshot_unref(snap);
+        }
         return NULL;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -84,8 +118,7 @@ static struct MHD_Response *from_snapshot(ftc_heal_snapshot *snap,
 #ifdef FTC_TESTING
 /* A CUT answer: half of the chunk, then the connection is closed. */
 typedef struct cut_body {
-    ftc_heal_snapshot *snap;
-    const uint8_t *p;
+    uint8_t *copy;
     size_t half;
 } cut_body;
 
@@ -96,36 +129,43 @@ static ssize_t cut_read(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     size_t n = b->half - (size_t)pos < max ? b->half - (size_t)pos : max;
-    memcpy(buf, b->p + pos, n);
+    memcpy(buf, b->copy + pos, n);
     return (ssize_t)n;
 }
 
 static void cut_free(void *cls)
 {
     cut_body *b = cls;
-    ftc__heal_snapshot_unref(b->snap);
+    ftc__free(b->copy);
     ftc__free(b);
 }
 
+/* A faulty answer for chunk bytes [off, off + len), from a copy of them
+ * (the reference to snap is released at once). */
 static struct MHD_Response *faulty(int fault, ftc_heal_snapshot *snap,
-                                   const uint8_t *p, size_t len)
+                                   uint64_t off, uint64_t len)
 {
+    uint8_t *copy = ftc__malloc(len);
+    for (uint64_t k = 0; copy != NULL && k < len;) {
+        ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off + k, len - k);
+        memcpy(copy + k, p.p, p.len);
+        k += p.len;
+    }
+    ftc__heal_snapshot_unref(snap);
+    if (copy == NULL) {
+        return NULL;
+    }
     if (fault == FTC__HEAL_FAULT_CORRUPT) {
-        uint8_t *copy = ftc__memdup(p, len > 0 ? len : 1);
-        ftc__heal_snapshot_unref(snap);
-        if (copy == NULL) {
-            return NULL;
-        }
         copy[len / 2] ^= 0x5a;
         return MHD_create_response_from_buffer_with_free_callback_cls(
             len, copy, ftc__free, copy);
     }
     cut_body *b = ftc__calloc(1, sizeof(*b));
     if (b == NULL) {
-        ftc__heal_snapshot_unref(snap);
+        ftc__free(copy);
         return NULL;
     }
-    *b = (cut_body){snap, p, len / 2};
+    *b = (cut_body){copy, len / 2};
     struct MHD_Response *r = MHD_create_response_from_callback(
         len, 64 * 1024, cut_read, b, cut_free);
     if (r == NULL) {
@@ -176,25 +216,72 @@ static bool parse_u64(const char *p, const char **end, uint64_t *v)
     return true;
 }
 
-/* "/v1/heal/{step}/meta" or "/v1/heal/{step}/chunk/{i}". */
-static bool parse_url(const char *url, uint64_t *step, bool *meta,
-                      uint64_t *chunk)
+typedef enum route {
+    ROUTE_NONE,
+    ROUTE_META,    /* GET /v1/heal/{step}/meta */
+    ROUTE_CHUNK,   /* GET /v1/heal/{step}/chunk/{i} */
+    ROUTE_RELEASE, /* POST /v1/heal/{step}/release?replica={id} */
+} route;
+
+static route parse_url(const char *url, uint64_t *step, uint64_t *chunk)
 {
     static const char pre[] = "/v1/heal/";
-    if (strncmp(url, pre, sizeof(pre) - 1) != 0) {
-        return false;
-    }
     const char *p;
-    if (!parse_u64(url + sizeof(pre) - 1, &p, step)) {
-        return false;
+    if (strncmp(url, pre, sizeof(pre) - 1) != 0 ||
+        !parse_u64(url + sizeof(pre) - 1, &p, step)) {
+        return ROUTE_NONE;
     }
     if (strcmp(p, "/meta") == 0) {
-        *meta = true;
-        return true;
+        return ROUTE_META;
     }
-    *meta = false;
+    if (strcmp(p, "/release") == 0) {
+        return ROUTE_RELEASE;
+    }
     return strncmp(p, "/chunk/", 7) == 0 && parse_u64(p + 7, &p, chunk) &&
-           *p == '\0';
+                   *p == '\0'
+               ? ROUTE_CHUNK
+               : ROUTE_NONE;
+}
+
+/* A healer no longer needs the lent state of step. */
+static enum MHD_Result on_release(ftc_heal_server *s, struct MHD_Connection *c,
+                                  uint64_t step)
+{
+    const char *id =
+        MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "replica");
+    if (id == NULL || id[0] == '\0' || strlen(id) >= FTC__HEAL_ID_MAX) {
+        return refuse(s, c, 400, "replica=<id> of 1..%d bytes required",
+                      FTC__HEAL_ID_MAX - 1);
+    }
+    if (step > INT64_MAX || !ftc__heal_lend_release(s, (int64_t)step, id)) {
+        return refuse(s, c, 404, "not lending the state of step %llu",
+                      (unsigned long long)step);
+    }
+    static const char ok[] = "released";
+    return answer(c, 200,
+                  MHD_create_response_from_buffer(sizeof(ok) - 1, (void *)ok,
+                                                  MHD_RESPMEM_PERSISTENT));
+}
+
+/* The snapshot of step with one more reference, or NULL (404 sent). */
+static ftc_heal_snapshot *snapshot_of(ftc_heal_server *s, uint64_t step,
+                                      route rt, uint64_t chunk, int *fault)
+{
+    pthread_mutex_lock(&s->mu);
+    ftc_heal_snapshot *snap = s->current;
+    if (snap == NULL || (uint64_t)snap->meta.step != step ||
+        (rt == ROUTE_CHUNK && chunk >= snap->meta.n_chunks)) {
+        pthread_mutex_unlock(&s->mu);
+        return NULL;
+    }
+    ftc__heal_snapshot_ref(snap);
+    *fault = 0;
+#ifdef FTC_TESTING
+    *fault = rt == ROUTE_META ? FTC__HEAL_FAULT_NONE
+                              : take_fault(s, (uint32_t)chunk);
+#endif
+    pthread_mutex_unlock(&s->mu);
+    return snap;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -204,41 +291,42 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 {
     (void)version;
     (void)upload_data;
-    (void)upload_data_size;
-    (void)con_cls;
     ftc_heal_server *s = cls;
-    if (strcmp(method, "GET") != 0) {
-        return refuse(s, c, 405, "only GET");
+    bool post = strcmp(method, "POST") == 0;
+    if (!post && strcmp(method, "GET") != 0) {
+        return refuse(s, c, 405, "only GET and POST");
+    }
+    if (post && *con_cls == NULL) {
+        *con_cls = s; /* headers in: the answer comes after the body */
+        return MHD_YES;
+    }
+    if (post && *upload_data_size != 0) {
+        *upload_data_size = 0; /* a body means nothing here: dropped */
+        return MHD_YES;
     }
     if (s->has_token && !ftc__http_bearer_ok(c, s->token_hash)) {
         return refuse(s, c, 401, "token required");
     }
     uint64_t step, chunk = 0;
-    bool meta;
-    if (!parse_url(url, &step, &meta, &chunk)) {
+    route rt = parse_url(url, &step, &chunk);
+    if (rt == ROUTE_NONE) {
         return refuse(s, c, 404, "no such route");
     }
-    pthread_mutex_lock(&s->mu);
-    ftc_heal_snapshot *snap = s->current;
-    int64_t have = snap != NULL ? snap->meta.step : -1;
-    if (snap == NULL || (uint64_t)snap->meta.step != step ||
-        (!meta && chunk >= snap->meta.n_chunks)) {
-        pthread_mutex_unlock(&s->mu);
-        return refuse(s, c, 404,
-                      "no snapshot of step %llu chunk %llu (serving "
-                      "step %lld)",
-                      (unsigned long long)step, (unsigned long long)chunk,
-                      (long long)have);
+    if (post != (rt == ROUTE_RELEASE)) {
+        return refuse(s, c, 405, "only %s here", post ? "GET" : "POST");
     }
-    ftc__heal_snapshot_ref(snap);
-#ifdef FTC_TESTING
-    int fault = meta ? FTC__HEAL_FAULT_NONE : take_fault(s, (uint32_t)chunk);
-#endif
-    pthread_mutex_unlock(&s->mu);
-    if (meta) {
+    if (rt == ROUTE_RELEASE) {
+        return on_release(s, c, step);
+    }
+    int fault;
+    ftc_heal_snapshot *snap = snapshot_of(s, step, rt, chunk, &fault);
+    if (snap == NULL) {
+        return refuse(s, c, 404, "no snapshot of step %llu chunk %llu",
+                      (unsigned long long)step, (unsigned long long)chunk);
+    }
+    if (rt == ROUTE_META) {
         atomic_fetch_add(&s->meta_served, 1);
-        return answer(c, 200,
-                      from_snapshot(snap, snap->meta_bytes, snap->meta_len));
+        return answer(c, 200, from_snapshot(s, snap, true, 0, 0));
     }
     uint64_t off, len;
     ftc__heal_chunk_range(&snap->meta, (uint32_t)chunk, &off, &len);
@@ -246,13 +334,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     atomic_fetch_add(&s->bytes_served, len);
 #ifdef FTC_TESTING
     if (fault != FTC__HEAL_FAULT_NONE) {
-        return answer(c, 200, faulty(fault, snap, snap->data + off, len));
+        return answer(c, 200, faulty(fault, snap, off, len));
     }
 #endif
-    return answer(c, 200, from_snapshot(snap, snap->data + off, len));
+    return answer(c, 200, from_snapshot(s, snap, false, off, len));
 }
 
 /* ----------------------------------------------------- start and stop */
+
+/* Serves on the listening socket fd (MHD owns it from here on, even when
+ * this fails). */
+static struct MHD_Daemon *start_daemon(ftc_heal_server *s, int fd)
+{
+    return MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_THREAD_POOL_SIZE, s->threads, MHD_OPTION_CONNECTION_LIMIT,
+        s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, s->idle_s,
+        MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log, (void *)"heal.http",
+        MHD_OPTION_END);
+}
 
 int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
 {
@@ -274,10 +375,21 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
         return ftc__seterr(FTC_ENOMEM, "heal server");
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->has_token = o->token != NULL;
     if (s->has_token) {
         ftc__http_token_hash(o->token, s->token_hash);
     }
+    s->threads = o->threads > 0 ? o->threads : 2u;
+    s->max_connections = o->max_connections > 0 ? o->max_connections : 256u;
+    s->idle_s =
+        (unsigned)((o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000) +
+                   999) /
+        1000;
     int fd, port;
     int rc = ftc__sock_listen(host, o->port, 1024, &fd, &port);
     if (rc != 0) {
@@ -287,20 +399,8 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
     bool v6 = strchr(host, ':') != NULL;
     snprintf(s->address, sizeof(s->address), "%s%s%s:%d", v6 ? "[" : "", host,
              v6 ? "]" : "", port);
-    unsigned idle_s =
-        (unsigned)((o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000) +
-                   999) /
-        1000;
-    s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_THREAD_POOL_SIZE, o->threads > 0 ? o->threads : 2u,
-        MHD_OPTION_CONNECTION_LIMIT,
-        o->max_connections > 0 ? o->max_connections : 256u,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_EXTERNAL_LOGGER,
-        ftc__http_mhd_log, (void *)"heal.http", MHD_OPTION_END);
+    s->mhd = start_daemon(s, fd);
     if (s->mhd == NULL) {
-        /* MHD owns the listening socket from here on, even on failure. */
         ftc__heal_server_stop(s);
         return ftc__seterr(FTC_ESYS, "heal server: libmicrohttpd did not "
                                      "start");
@@ -308,6 +408,23 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
     FTC_LOG_INFO("heal.serve", "serving state on %s", s->address);
     *out = s;
     return 0;
+}
+
+void ftc__heal_server_restart(ftc_heal_server *s)
+{
+    if (s->mhd == NULL) {
+        return;
+    }
+    atomic_fetch_add(&s->cuts, 1);
+    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+    MHD_stop_daemon(s->mhd);
+    s->mhd = fd != MHD_INVALID_SOCKET ? start_daemon(s, fd) : NULL;
+    if (s->mhd == NULL) {
+        FTC_LOG_ERROR("heal.serve",
+                      "healing server %s did not restart: "
+                      "this rank can no longer serve its state",
+                      s->address);
+    }
 }
 
 const char *ftc__heal_server_address(const ftc_heal_server *s)
@@ -331,6 +448,8 @@ void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out)
     out->chunks_served = atomic_load(&s->chunks_served);
     out->bytes_served = atomic_load(&s->bytes_served);
     out->refused = atomic_load(&s->refused);
+    out->releases = atomic_load(&s->releases);
+    out->cuts = atomic_load(&s->cuts);
 }
 
 void ftc__heal_server_stop(ftc_heal_server *s)
@@ -341,7 +460,9 @@ void ftc__heal_server_stop(ftc_heal_server *s)
     if (s->mhd != NULL) {
         MHD_stop_daemon(s->mhd);
     }
+    ftc__heal_lend_clear(s);
     ftc__heal_snapshot_unref(s->current);
+    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     ftc__free(s);
 }

@@ -23,6 +23,7 @@ void ftc_manager_opts_init(ftc_manager_opts *o)
     o->heal_streams = 4;
     o->heal_chunk_bytes = (size_t)4 << 20;
     o->heal_threads = 2;
+    o->heal_lend_ms = 2000;
 }
 
 void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *o)
@@ -71,6 +72,7 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     FTC_MGR_DEFAULT(heal_streams)
     FTC_MGR_DEFAULT(heal_chunk_bytes)
     FTC_MGR_DEFAULT(heal_threads)
+    FTC_MGR_DEFAULT(heal_lend_ms)
 #undef FTC_MGR_DEFAULT
     if (o.group_size < 1 || o.group_rank < 0 || o.group_rank >= o.group_size ||
         o.min_replica_size < 1 ||
@@ -79,19 +81,19 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
         o.heartbeat_interval_ms < 1 || o.max_retries < -1 ||
         o.heal_sources < 1 || o.heal_sources > 16 || o.heal_streams < 1 ||
         o.heal_streams > 64 || o.heal_threads < 1 || o.heal_threads > 64 ||
-        o.heal_port < 0 || o.heal_port > 65535) {
-        return ftc__seterr(FTC_EINVAL,
-                           "manager: group_rank %d of group_size %d, "
-                           "min_replica_size %lld, world_size_mode %d, "
-                           "heartbeat_interval_ms %lld, max_retries %lld, "
-                           "heal_sources %d (1..16), heal_streams %d "
-                           "(1..64), heal_threads %d (1..64) or heal_port "
-                           "%d out of range",
-                           o.group_rank, o.group_size,
-                           (long long)o.min_replica_size, o.world_size_mode,
-                           (long long)o.heartbeat_interval_ms,
-                           (long long)o.max_retries, o.heal_sources,
-                           o.heal_streams, o.heal_threads, o.heal_port);
+        o.heal_port < 0 || o.heal_port > 65535 || o.heal_lend_ms < 1) {
+        return ftc__seterr(
+            FTC_EINVAL,
+            "manager: group_rank %d of group_size %d, "
+            "min_replica_size %lld, world_size_mode %d, "
+            "heartbeat_interval_ms %lld, max_retries %lld, "
+            "heal_sources %d (1..16), heal_streams %d "
+            "(1..64), heal_threads %d (1..64), heal_port "
+            "%d or heal_lend_ms %lld out of range",
+            o.group_rank, o.group_size, (long long)o.min_replica_size,
+            o.world_size_mode, (long long)o.heartbeat_interval_ms,
+            (long long)o.max_retries, o.heal_sources, o.heal_streams,
+            o.heal_threads, o.heal_port, (long long)o.heal_lend_ms);
     }
     int rc = copy_str(m->lighthouse, sizeof(m->lighthouse), o.lighthouse,
                       "lighthouse", true);
@@ -289,6 +291,9 @@ static void stop_threads(ftc_manager *m)
     }
     if (m->heal_cli != NULL) {
         ftc__heal_client_abort(m->heal_cli);
+    }
+    if (m->heal_srv != NULL) {
+        ftc__heal_server_close(m->heal_srv);
     }
     ftc__mgr_abort_pg(m);
     if (m->quorum_started) {

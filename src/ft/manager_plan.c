@@ -7,14 +7,12 @@
 #include "base/base_int.h"
 #include "ft/manager_plan.h"
 
-/* Which members are up to date for this group rank, as
- * ftc__quorum_results decides it: at max_step, and with init_sync at step
- * 0 only the primary (the group_rank-th member at max_step, cyclically). */
-static void up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
-                       int64_t group_rank, bool init_sync, bool *up)
+void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
+                         int64_t group_rank, bool init_sync, bool *up)
 {
     size_t primary = 0, seen = 0;
-    size_t want = (size_t)(group_rank % r->max_world_size);
+    size_t want =
+        r->max_world_size > 0 ? (size_t)(group_rank % r->max_world_size) : 0;
     for (size_t i = 0; i < q->n; i++) {
         if (q->members[i].step == r->max_step && seen++ == want) {
             primary = i;
@@ -52,7 +50,7 @@ void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
         ftc__free(ups);
         return;
     }
-    up_to_date(q, r, group_rank, init_sync, ups);
+    ftc__mgr_up_to_date(q, r, group_rank, init_sync, ups);
     bool anyone_heals = false;
     for (size_t i = 0; i < q->n; i++) {
         anyone_heals = anyone_heals || !ups[i];

@@ -37,6 +37,14 @@ void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
                    int world_size_mode, int64_t min_replica_size,
                    int max_sources, ftc_mgr_plan *out);
 
+/* Which members are up to date for this group rank (up: one flag per
+ * member of q), as ftc__quorum_results decides it: at max_step, and with
+ * init_sync at step 0 only the primary (the group_rank-th member at
+ * max_step, cyclically). The others heal in this round (or would, but for
+ * allow_heal). */
+void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
+                         int64_t group_rank, bool init_sync, bool *up);
+
 /* Whether a member_lost event makes this rank abort the process group
  * built for quorum pg_quorum_id with these members, given the event's
  * quorum id (the lighthouse's current one when the member was lost): the

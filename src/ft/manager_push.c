@@ -57,6 +57,8 @@ void *ftc__mgr_heartbeat_main(void *arg)
  * members (an event about this quorum or a later one). */
 static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
 {
+    /* A lost healer will not release this rank's lent state. */
+    ftc__heal_server_release(m->heal_srv, ev->replica_id);
     if (ev->cause == FTC_LIGHTHOUSE_LOST_GOODBYE) {
         /* A clean exit comes after its vote; a collective it left behind
          * fails on its own (its process group tells its peers). */

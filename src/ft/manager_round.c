@@ -13,6 +13,12 @@
 /* How long after the round's deadline the other ranks still wait for the
  * leader's answer (which may be the leader's own timeout). */
 #define FTC__MGR_ANSWER_GRACE_MS 5000
+/* Once every healer released a lent state, how long answers still
+ * sending from it (their last bytes are received) may take before they
+ * are cut. */
+#define FTC__MGR_DRAIN_MS 100
+/* A healer's releases of its sources' lent state. */
+#define FTC__MGR_RELEASE_MS 1000
 
 /* A round's own state on the quorum thread. */
 typedef struct round {
@@ -25,6 +31,9 @@ typedef struct round {
     char replica_id[FTC__QUORUM_STR_MAX];
     ftc_quorum_result res;
     ftc_mgr_outcome *out;
+    bool *up; /* per member: up to date for this group rank */
+    bool lent;
+    int64_t lend_start_ns;
 } round;
 
 /* ------------------------------------------------------------- leader */
@@ -298,9 +307,27 @@ static void reconfigure(round *r)
     }
 }
 
-/* Serves a copy of this rank's state while a replica may pull from it
- * (taken now: the caller does not write the buffers before wait_quorum
- * returns), or stops serving. */
+/* The members that are (up) or are not (!up) up to date and have this
+ * group rank: their replica ids and their healing addresses for it. */
+static size_t members(const round *r, bool up, const char **ids,
+                      const char **addrs, char (*buf)[FTC__QUORUM_STR_MAX])
+{
+    size_t n = 0;
+    for (size_t i = 0; r->up != NULL && i < r->q.n; i++) {
+        const ftc_quorum_member *mem = &r->q.members[i];
+        if (r->up[i] == up && ftc__mgr_member_heal_address(
+                                  mem, r->m->o.group_rank, buf[n]) == 0) {
+            ids[n] = mem->replica_id;
+            addrs[n] = buf[n];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Lends this rank's registered buffers to the replicas that heal in this
+ * round (the caller does not write them before wait_quorum returns; the
+ * round ends by giving them back, end_lending), or stops serving. */
 static void serve(round *r)
 {
     ftc_manager *m = r->m;
@@ -308,19 +335,89 @@ static void serve(round *r)
         ftc__heal_server_publish(m->heal_srv, NULL);
         return;
     }
-    ftc_heal_snapshot *snap = NULL;
-    int rc = ftc__heal_snapshot_take(&m->state, r->arrival.step,
-                                     atomic_load(&m->batches),
-                                     m->o.heal_chunk_bytes, &snap);
-    if (rc != 0) {
-        ftc__mgr_latch(m, rc, "copy of the state for healing: %s",
-                       ftc_last_error());
+    size_t n = r->q.n > 0 ? r->q.n : 1;
+    const char **healers = ftc__calloc(2 * n, sizeof(*healers));
+    char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
+    size_t k = healers != NULL && buf != NULL
+                   ? members(r, false, healers, healers + n, buf)
+                   : 0;
+    ftc_heal_snapshot *lent = NULL;
+    int rc = 0;
+    if (k > 0) {
+        rc = ftc__heal_snapshot_lend(
+            &m->state, r->arrival.step, atomic_load(&m->batches),
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &lent);
+        rc =
+            rc != 0 ? rc : ftc__heal_server_lend(m->heal_srv, lent, healers, k);
+    }
+    ftc__heal_snapshot_unref(lent);
+    ftc__free(healers);
+    ftc__free(buf);
+    if (k == 0 || rc != 0) {
+        if (rc != 0) {
+            ftc__mgr_latch(m, rc, "state for healing: %s", ftc_last_error());
+        }
         ftc__heal_server_publish(m->heal_srv, NULL);
         return;
     }
-    ftc__heal_server_publish(m->heal_srv, snap);
-    ftc__heal_snapshot_unref(snap);
-    FTC_MGR_STAT(m, snapshots, 1);
+    r->lent = true;
+    r->lend_start_ns = ftc__now_ns();
+}
+
+/* Ends the lending: once every healer released the buffers, or after
+ * heal_lend_ms with a copy for those still at work; the answers still
+ * sending from the buffers get as long again, then are cut. */
+static void end_lending(round *r)
+{
+    ftc_manager *m = r->m;
+    if (!r->lent) {
+        return;
+    }
+    ftc_deadline dl = {r->lend_start_ns + m->o.heal_lend_ms * 1000000};
+    bool all = ftc__heal_server_lend_wait(m->heal_srv, dl);
+    pthread_mutex_lock(&m->mu);
+    bool stopping = m->stop;
+    pthread_mutex_unlock(&m->mu);
+    ftc_heal_snapshot *copy = NULL;
+    if (!all && !stopping) {
+        int rc = ftc__heal_snapshot_take(
+            &m->state, r->arrival.step, atomic_load(&m->batches),
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &copy);
+        if (rc != 0) {
+            FTC_LOG_WARN("manager.heal",
+                         "%s: no copy of the state for the "
+                         "healers still at work: %s",
+                         m->base_id, ftc_last_error());
+        } else {
+            FTC_MGR_STAT(m, snapshots, 1);
+        }
+    }
+    ftc__heal_server_reclaim(
+        m->heal_srv, copy,
+        ftc__deadline_in_ms(all ? FTC__MGR_DRAIN_MS : m->o.heal_lend_ms));
+    ftc__heal_snapshot_unref(copy);
+    double ms = (double)(ftc__now_ns() - r->lend_start_ns) / 1e6;
+    pthread_mutex_lock(&m->stats_mu);
+    m->stats.lends++;
+    m->stats.last_lend_ms = ms;
+    pthread_mutex_unlock(&m->stats_mu);
+}
+
+/* Tells every up-to-date member (those that may lend their state in this
+ * round) that this replica no longer needs it. */
+static void release_sources(round *r)
+{
+    ftc_manager *m = r->m;
+    size_t n = r->q.n > 0 ? r->q.n : 1;
+    const char **ids = ftc__calloc(2 * n, sizeof(*ids));
+    char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
+    size_t k =
+        ids != NULL && buf != NULL ? members(r, true, ids, ids + n, buf) : 0;
+    ftc__heal_client_release(m->heal_cli, ids + n, k, r->res.max_step,
+                             r->replica_id, m->o.token,
+                             ftc__deadline_in_ms(FTC__MGR_RELEASE_MS));
+    ftc__free(ids);
+    ftc__free(buf);
 }
 
 /* Where a healed state goes: the registered buffers, or a staging copy
@@ -375,6 +472,7 @@ static void heal(round *r)
         f.layout = &m->state;
         f.dest = dest;
         f.streams = (unsigned)m->o.heal_streams;
+        f.threads = (unsigned)m->o.heal_threads;
         f.token = m->o.token;
         rc = ftc__heal_client_fetch(
             m->heal_cli, &f, ftc__deadline_in_ms(m->o.quorum_timeout_ms), &fr);
@@ -440,11 +538,21 @@ static void run_round(round *r)
     ftc__mgr_plan(&r->q, &r->res, m->o.group_rank, m->init_sync, !r->qo.no_heal,
                   m->o.world_size_mode, m->o.min_replica_size,
                   m->o.heal_sources, &o->plan);
+    r->up = ftc__calloc(r->q.n > 0 ? r->q.n : 1, sizeof(*r->up));
+    if (r->up != NULL) {
+        ftc__mgr_up_to_date(&r->q, &r->res, m->o.group_rank, m->init_sync,
+                            r->up);
+    }
     reconfigure(r);
     serve(r);
     if (o->plan.heal) {
         heal(r);
     }
+    if (r->res.heal) {
+        /* Healed, failed to, or not allowed to: either way done. */
+        release_sources(r);
+    }
+    end_lending(r);
 }
 
 void *ftc__mgr_quorum_main(void *arg)
@@ -473,6 +581,7 @@ void *ftc__mgr_quorum_main(void *arg)
         pthread_mutex_unlock(&m->mu);
         ftc__quorum_init(&r.q);
         run_round(&r);
+        ftc__free(r.up);
         ftc__quorum_result_fini(&r.res);
         ftc__quorum_fini(&r.q);
         out.ms = (double)(ftc__now_ns() - t0) / 1e6;

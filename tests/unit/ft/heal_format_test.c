@@ -43,7 +43,7 @@ static void sample_init(sample *s)
 static ftc_heal_snapshot *sample_snapshot(sample *s, uint64_t chunk_bytes)
 {
     ftc_heal_snapshot *snap;
-    TK_OK(ftc__heal_snapshot_take(&s->st, 42, 99, chunk_bytes, &snap));
+    TK_OK(ftc__heal_snapshot_take(&s->st, 42, 99, chunk_bytes, 1, &snap));
     return snap;
 }
 
@@ -76,7 +76,7 @@ static void round_trip(void **state)
     memcpy(flat, s.w, 40);
     memcpy(flat + 40, s.m, 96);
     memcpy(flat + 136, &s.n, 8);
-    assert_memory_equal(snap->data, flat, 144);
+    assert_memory_equal(snap->copy, flat, 144);
     for (uint32_t i = 0; i < 3; i++) {
         uint64_t off, len;
         ftc__heal_chunk_range(&m, i, &off, &len);
@@ -99,11 +99,91 @@ static void snapshot_is_a_copy(void **state)
     float before = s.w[3];
     s.w[3] = 1e9f;
     float in_snap;
-    memcpy(&in_snap, snap->data + 12, 4);
+    memcpy(&in_snap, snap->copy + 12, 4);
     assert_true(in_snap == before);
     assert_int_equal(snap->meta.n_chunks, 1);
     ftc__heal_snapshot_unref(snap);
     ftc__heal_state_fini(&s.st);
+}
+
+/* A lent snapshot has the copy's metadata (checksums included) but reads
+ * the registered buffers themselves: a chunk is the pieces of the buffers
+ * it spans, and a later write shows through. */
+static void lent_snapshot_reads_the_buffers(void **state)
+{
+    (void)state;
+    sample s;
+    sample_init(&s);
+    ftc_heal_snapshot *copy = sample_snapshot(&s, 64), *lent;
+    TK_OK(ftc__heal_snapshot_lend(&s.st, 42, 99, 64, 1, &lent));
+    assert_null(lent->copy);
+    assert_int_equal(lent->meta_len, copy->meta_len);
+    assert_memory_equal(lent->meta_bytes, copy->meta_bytes, copy->meta_len);
+    /* Chunk 0 is "w" (40 B) and the first 24 B of "opt.m". */
+    ftc_heal_seg p = ftc__heal_snapshot_piece(lent, 0, 64);
+    assert_ptr_equal(p.p, (const uint8_t *)s.w);
+    assert_int_equal(p.len, 40);
+    p = ftc__heal_snapshot_piece(lent, 40, 24);
+    assert_ptr_equal(p.p, (const uint8_t *)s.m);
+    assert_int_equal(p.len, 24);
+    /* Chunk 2 (16 B) is the last 8 B of "opt.m" and "n". */
+    p = ftc__heal_snapshot_piece(lent, 128, 16);
+    assert_ptr_equal(p.p, (const uint8_t *)s.m + 88);
+    assert_int_equal(p.len, 8);
+    p = ftc__heal_snapshot_piece(lent, 136, 8);
+    assert_ptr_equal(p.p, (const uint8_t *)&s.n);
+    /* A copy is one piece. */
+    p = ftc__heal_snapshot_piece(copy, 40, 104);
+    assert_ptr_equal(p.p, copy->copy + 40);
+    assert_int_equal(p.len, 104);
+    s.w[3] = 1e9f;
+    float seen;
+    memcpy(&seen, ftc__heal_snapshot_piece(lent, 12, 4).p, 4);
+    assert_true(seen == 1e9f);
+    ftc__heal_snapshot_unref(lent);
+    ftc__heal_snapshot_unref(copy);
+    ftc__heal_state_fini(&s.st);
+}
+
+/* A big state is copied and checksummed on several threads: the same
+ * metadata and bytes as on one, lent or copied. */
+static void parallel_snapshot_is_the_same(void **state)
+{
+    (void)state;
+    size_t na = (size_t)5 << 20, nb = 777777; /* 20 MiB and 5.9 MiB */
+    float *a = ftc__malloc(na * sizeof(float));
+    double *b = ftc__malloc(nb * sizeof(double));
+    for (size_t i = 0; i < na; i++) {
+        a[i] = (float)i * 0.5f;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        b[i] = -(double)i;
+    }
+    ftc_heal_state st;
+    ftc__heal_state_init(&st);
+    ftc_heal_buf buf;
+    int64_t da[] = {(int64_t)na}, db[] = {(int64_t)nb};
+    TK_OK(ftc__heal_buf_set(&buf, "a", 0, da, 1, 4));
+    TK_OK(ftc__heal_state_add(&st, &buf, a));
+    TK_OK(ftc__heal_buf_set(&buf, "b", 1, db, 1, 8));
+    TK_OK(ftc__heal_state_add(&st, &buf, b));
+    assert_true(st.total >= FTC__HEAL_PARALLEL_BYTES);
+    ftc_heal_snapshot *one, *three, *lent;
+    TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 1, &one));
+    TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 3, &three));
+    TK_OK(ftc__heal_snapshot_lend(&st, 3, 4, 1 << 20, 4, &lent));
+    assert_int_equal(one->meta.n_chunks, 26);
+    assert_int_equal(three->meta_len, one->meta_len);
+    assert_memory_equal(three->meta_bytes, one->meta_bytes, one->meta_len);
+    assert_memory_equal(lent->meta_bytes, one->meta_bytes, one->meta_len);
+    assert_memory_equal(three->copy, one->copy, st.total);
+    assert_memory_equal(one->copy, a, na * sizeof(float));
+    ftc__heal_snapshot_unref(one);
+    ftc__heal_snapshot_unref(three);
+    ftc__heal_snapshot_unref(lent);
+    ftc__heal_state_fini(&st);
+    ftc__free(a);
+    ftc__free(b);
 }
 
 static void every_truncation_is_refused(void **state)
@@ -332,7 +412,7 @@ static void snapshot_allocation_failures(void **state)
     for (long k = 0; k < 8; k++) {
         ftc__alloc_fail_after(k);
         ftc_heal_snapshot *snap = NULL;
-        int rc = ftc__heal_snapshot_take(&s.st, 1, 1, 32, &snap);
+        int rc = ftc__heal_snapshot_take(&s.st, 1, 1, 32, 1, &snap);
         ftc__alloc_fail_after(-1);
         if (rc == 0) {
             ftc__heal_snapshot_unref(snap);
@@ -349,6 +429,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),
         cmocka_unit_test(snapshot_is_a_copy),
+        cmocka_unit_test(lent_snapshot_reads_the_buffers),
+        cmocka_unit_test(parallel_snapshot_is_the_same),
         cmocka_unit_test(every_truncation_is_refused),
         cmocka_unit_test(every_flipped_byte_is_refused),
         cmocka_unit_test(limits_before_allocation),

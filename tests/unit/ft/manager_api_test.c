@@ -7,87 +7,46 @@
 #include <string.h>
 
 #include "ftc/algo.h"
+#include "manager_fixture.h"
 #include "testkit.h"
-
-typedef struct env {
-    ftc_lighthouse *lh;
-    ftc_store_server *store;
-    char lh_addr[64], store_addr[64];
-} env;
-
-static env *env_new(void)
-{
-    env *e = calloc(1, sizeof(*e));
-    ftc_lighthouse_opts lo;
-    ftc_lighthouse_opts_init(&lo);
-    lo.bind = "127.0.0.1:0";
-    TK_OK(ftc_lighthouse_create(&e->lh, &lo));
-    TK_OK(ftc_lighthouse_address(e->lh, e->lh_addr, sizeof(e->lh_addr)));
-    ftc_store_server_opts so;
-    ftc_store_server_opts_init(&so);
-    so.bind_host = "127.0.0.1";
-    TK_OK(ftc_store_server_start(&e->store, &so));
-    snprintf(e->store_addr, sizeof(e->store_addr), "127.0.0.1:%d",
-             ftc_store_server_port(e->store));
-    return e;
-}
-
-static void env_free(env *e)
-{
-    ftc_lighthouse_destroy(e->lh);
-    ftc_store_server_stop(e->store);
-    free(e);
-}
-
-static ftc_manager_opts opts_of(const env *e, const char *id)
-{
-    ftc_manager_opts o;
-    ftc_manager_opts_init(&o);
-    o.lighthouse = e->lh_addr;
-    o.replica_id = id;
-    o.store_addr = e->store_addr;
-    o.quorum_timeout_ms = tk_ms(10000);
-    o.timeout_ms = tk_ms(10000);
-    return o;
-}
 
 static void bad_options(void **state)
 {
     (void)state;
-    env *e = env_new();
+    mf_env *e = mf_env_new();
     ftc_manager *m = (ftc_manager *)1;
-    ftc_manager_opts o = opts_of(e, "r");
+    ftc_manager_opts o = mf_opts(e, "r");
     o.lighthouse = NULL;
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
     assert_null(m);
     assert_non_null(strstr(ftc_last_error(), "lighthouse is required"));
-    o = opts_of(e, "has:colon");
+    o = mf_opts(e, "has:colon");
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
     assert_non_null(strstr(ftc_last_error(), "':'"));
-    o = opts_of(e, "r");
+    o = mf_opts(e, "r");
     o.group_size = 2;
     o.group_rank = 2;
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
-    o = opts_of(e, "r");
+    o = mf_opts(e, "r");
     o.heal_sources = 17;
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
-    o = opts_of(e, "r");
+    o = mf_opts(e, "r");
     o.world_size_mode = 7;
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
-    o = opts_of(e, "r");
+    o = mf_opts(e, "r");
     o.store_addr = "127.0.0.1:1";
     o.connect_timeout_ms = 200;
     TK_EXPECT(ftc_manager_create(&m, &o), FTC_ETIMEDOUT);
     TK_EXPECT(ftc_manager_create(NULL, &o), FTC_EMISUSE);
     ftc_manager_destroy(NULL);
-    env_free(e);
+    mf_env_free(e);
 }
 
 static void call_order(void **state)
 {
     (void)state;
-    env *e = env_new();
-    ftc_manager_opts o = opts_of(e, "solo");
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "solo");
     ftc_manager *m;
     TK_OK(ftc_manager_create(&m, &o));
     int commit = 7;
@@ -124,7 +83,7 @@ static void call_order(void **state)
     assert_int_equal(commit, 1);
     TK_EXPECT(ftc_manager_should_commit(m, &commit, 1000), FTC_EMISUSE);
     ftc_manager_destroy(m);
-    env_free(e);
+    mf_env_free(e);
 }
 
 /* One replica, several steps: averages over one participant are the
@@ -133,8 +92,8 @@ static void call_order(void **state)
 static void steps_and_errors(void **state)
 {
     (void)state;
-    env *e = env_new();
-    ftc_manager_opts o = opts_of(e, "solo");
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "solo");
     o.max_retries = 2;
     ftc_manager *m;
     TK_OK(ftc_manager_create(&m, &o));
@@ -201,7 +160,7 @@ static void steps_and_errors(void **state)
     TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
     assert_int_equal(commit, 1);
     ftc_manager_destroy(m);
-    env_free(e);
+    mf_env_free(e);
 }
 
 /* A quorum never forms (min_replicas 2, one replica): every rank gets
@@ -209,9 +168,9 @@ static void steps_and_errors(void **state)
 static void quorum_timeout(void **state)
 {
     (void)state;
-    env *e = env_new();
+    mf_env *e = mf_env_new();
     TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=2"));
-    ftc_manager_opts o = opts_of(e, "solo");
+    ftc_manager_opts o = mf_opts(e, "solo");
     o.job = "lonely";
     o.quorum_timeout_ms = 300;
     ftc_manager *m;
@@ -239,7 +198,7 @@ static void quorum_timeout(void **state)
     TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
     assert_int_equal(commit, 1);
     ftc_manager_destroy(m);
-    env_free(e);
+    mf_env_free(e);
 }
 
 /* The leader of a group of two finds its other rank at another step (the
@@ -249,8 +208,8 @@ static void quorum_timeout(void **state)
 static void group_step_mismatch(void **state)
 {
     (void)state;
-    env *e = env_new();
-    ftc_manager_opts o = opts_of(e, "pair");
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "pair");
     o.group_size = 2;
     o.store_prefix = "pair/0";
     ftc_manager *m;
@@ -274,7 +233,7 @@ static void group_step_mismatch(void **state)
     ftc_store_client_close(v);
     ftc_store_client_close(c);
     ftc_manager_destroy(m);
-    env_free(e);
+    mf_env_free(e);
 }
 
 static void options_from_env(void **state)
@@ -318,8 +277,8 @@ static void options_from_env(void **state)
 static void algo_comm_table(void **state)
 {
     (void)state;
-    env *e = env_new();
-    ftc_manager_opts o = opts_of(e, "solo");
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "solo");
     ftc_manager *m;
     TK_OK(ftc_manager_create(&m, &o));
     ftc_algo_comm c;
@@ -346,7 +305,7 @@ static void algo_comm_table(void **state)
     assert_int_equal(commit, 0);
     ftc_ddp_destroy(d);
     ftc_manager_destroy(m);
-    env_free(e);
+    mf_env_free(e);
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,153 @@
+/* Healing through the manager in one process (a lighthouse and a store
+ * embedded, two replica groups of one rank on two threads): the source
+ * lends its registered buffers without a copy and its round ends when the
+ * healer released them; with a lending bound shorter than the transfer it
+ * copies its state instead; either way the healer ends bit-identical. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manager_fixture.h"
+#include "testkit.h"
+
+#define NW ((size_t)3 << 20) /* floats in "w": 12 MiB, three chunks */
+#define NM 1000              /* doubles in "m" */
+
+typedef struct group {
+    ftc_manager *m;
+    float *w;
+    double mom[NM];
+    int steps; /* to run */
+    int rc;
+    char why[256]; /* the failure's message */
+} group;
+
+typedef struct env {
+    mf_env *job;
+    group g[2];
+} env;
+
+static void group_state(group *g, float seed)
+{
+    for (size_t i = 0; i < NW; i++) {
+        g->w[i] = seed + (float)(i % 977);
+    }
+    for (int i = 0; i < NM; i++) {
+        g->mom[i] = (double)seed * 0.5 - i;
+    }
+}
+
+static env *env_new(int64_t lend_ms)
+{
+    env *e = calloc(1, sizeof(*e));
+    e->job = mf_env_new();
+    for (int k = 0; k < 2; k++) {
+        group *g = &e->g[k];
+        g->w = calloc(NW, sizeof(float));
+        group_state(g, k == 0 ? 1.0f : -7.0f);
+        char id[16];
+        snprintf(id, sizeof(id), "replica_%d", k);
+        ftc_manager_opts o = mf_opts(e->job, id);
+        o.heal_lend_ms = lend_ms;
+        TK_OK(ftc_manager_create(&g->m, &o));
+        int64_t sw[] = {(int64_t)NW}, sm[] = {NM};
+        TK_OK(ftc_manager_register(g->m, "w", FTC_DTYPE_F32, sw, 1, g->w));
+        TK_OK(ftc_manager_register(g->m, "m", FTC_DTYPE_F64, sm, 1, g->mom));
+    }
+    return e;
+}
+
+static void env_free(env *e)
+{
+    for (int k = 0; k < 2; k++) {
+        ftc_manager_destroy(e->g[k].m);
+        free(e->g[k].w);
+    }
+    mf_env_free(e->job);
+    free(e);
+}
+
+/* Steps of a group: quorum (healing in place), the vote. */
+static void *run_group(void *arg)
+{
+    group *g = arg;
+    ftc_manager_quorum_opts qo;
+    ftc_manager_quorum_opts_init(&qo);
+    qo.heal_in_place = true;
+    for (int s = 0; g->rc == 0 && s < g->steps; s++) {
+        int commit = 0;
+        g->rc = ftc_manager_start_quorum(g->m, &qo);
+        g->rc = g->rc != 0 ? g->rc
+                           : ftc_manager_wait_quorum(g->m, FTC_TIMEOUT_DEFAULT);
+        g->rc = g->rc != 0 ? g->rc
+                           : ftc_manager_should_commit(g->m, &commit,
+                                                       FTC_TIMEOUT_DEFAULT);
+        g->rc = g->rc != 0 ? g->rc : (commit ? 0 : FTC_EPEER);
+    }
+    if (g->rc != 0) {
+        snprintf(g->why, sizeof(g->why), "%s", ftc_last_error());
+    }
+    return NULL;
+}
+
+/* Both groups run 2 steps (min_replicas 2, so the first quorum has both):
+ * in the first, group 1 heals from group 0, the primary (init_sync). */
+static void heal_one(env *e)
+{
+    TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=2"));
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) {
+        e->g[k].steps = 2;
+        assert_int_equal(pthread_create(&t[k], NULL, run_group, &e->g[k]), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        pthread_join(t[k], NULL);
+        if (e->g[k].rc != 0) {
+            fail_msg("group %d: %s", k, e->g[k].why);
+        }
+        assert_int_equal(ftc_manager_current_step(e->g[k].m), 2);
+    }
+    assert_memory_equal(e->g[0].w, e->g[1].w, NW * sizeof(float));
+    assert_memory_equal(e->g[0].mom, e->g[1].mom, sizeof(e->g[0].mom));
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_get_stats(e->g[1].m, &st));
+    assert_int_equal(st.heals, 1);
+    assert_int_equal(st.heal_bytes, NW * sizeof(float) + NM * sizeof(double));
+}
+
+static void source_lends_without_a_copy(void **state)
+{
+    (void)state;
+    env *e = env_new(tk_ms(20000));
+    heal_one(e);
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
+    assert_int_equal(st.lends, 1);
+    assert_int_equal(st.snapshots, 0);
+    assert_true(st.last_lend_ms > 0);
+    env_free(e);
+}
+
+/* A 1 ms lending cannot cover a 12 MiB transfer and its release: the
+ * source copies its state and serves the copy; the heal still succeeds. */
+static void lend_bound_falls_back_to_a_copy(void **state)
+{
+    (void)state;
+    env *e = env_new(1);
+    heal_one(e);
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
+    assert_int_equal(st.lends, 1);
+    assert_int_equal(st.snapshots, 1);
+    env_free(e);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(source_lends_without_a_copy),
+        cmocka_unit_test(lend_bound_falls_back_to_a_copy),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}

@@ -1,0 +1,109 @@
+/* `ftc bench ft` internals shared by its files: the options, an embedded
+ * job (lighthouse and one store per replica group), sample summaries and
+ * their output (a table row or a JSON line), and the four benchmarks:
+ * quorum rounds (bench_ft_quorum.c), manager steps (bench_ft_step.c),
+ * recovery from kill -9 and SIGSTOP (bench_ft_fault.c) and healing
+ * throughput against a loopback TCP baseline (bench_ft_heal.c). */
+#ifndef FTC_TOOLS_BENCH_FT_H
+#define FTC_TOOLS_BENCH_FT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftc/ftc.h"
+
+#define BENCH_FT_LIST_MAX 16
+
+typedef struct bench_ft_opts {
+    long quorum_groups[BENCH_FT_LIST_MAX]; /* lighthouse rounds */
+    int n_quorum_groups;
+    long step_groups[BENCH_FT_LIST_MAX]; /* manager steps */
+    int n_step_groups;
+    int steps;   /* fast steps (rounds) measured per group count */
+    int changes; /* leave-and-rejoin cycles per group count */
+    size_t floats;
+    int fault_groups; /* replica groups (processes) of the fault runs */
+    int trials;       /* kills and stops each */
+    long heal_mib[BENCH_FT_LIST_MAX];
+    int n_heal_mib;
+    long heal_sources[BENCH_FT_LIST_MAX];
+    int n_heal_sources;
+    int reps; /* heal and baseline pairs per cell */
+    bool json;
+} bench_ft_opts;
+
+/* A job: the lighthouse (default options but the bind address, those
+ * given and no cap of connections per address: every group comes from
+ * 127.0.0.1) and one store per replica group, all in this process. */
+typedef struct bench_ft_job {
+    ftc_lighthouse *lh;
+    char lh_addr[64];
+    int n_stores;
+    ftc_store_server **stores;
+    char (*store_addr)[64];
+} bench_ft_job;
+
+/* min_replicas 0: the lighthouse's default. 0 or 1 (message on stderr). */
+int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas);
+void bench_ft_job_stop(bench_ft_job *j);
+
+/* Summary of n samples (sorted in place). */
+typedef struct bench_ft_summary {
+    size_t n;
+    double p50, p99, min, max;
+} bench_ft_summary;
+
+bench_ft_summary bench_ft_summarize(double *v, size_t n);
+
+/* A growable list of samples. */
+typedef struct bench_ft_samples {
+    double *v;
+    size_t n, cap;
+} bench_ft_samples;
+
+int bench_ft_add(bench_ft_samples *s, double x);
+void bench_ft_samples_free(bench_ft_samples *s);
+
+int64_t bench_ft_now_ns(void);
+
+/* The script of the quorum and step benchmarks (bench_ft_cycle.c): one
+ * thread per replica group; the last group waits until every group took
+ * part in 3 rounds in a row, sets measuring, runs --steps rounds, then
+ * --changes times leaves, waits until group 0 ran 3 rounds without it,
+ * rejoins and runs 3 rounds; then sets stop. The others run rounds until
+ * stop. A callback returning non-zero stops everyone. Initialise mu and
+ * cv with PTHREAD_MUTEX_INITIALIZER and PTHREAD_COND_INITIALIZER. */
+typedef struct bench_ft_cycle {
+    const bench_ft_opts *o;
+    int groups;
+    int (*open)(void *group);
+    int (*round)(void *group);
+    bool (*everyone)(void *group); /* every group took part in its round */
+    int (*leave)(void *group);
+    int (*rejoin)(void *group);
+    void (*close)(void *group);
+    atomic_bool measuring, stop;
+    pthread_mutex_t mu; /* what follows, and the samples (record) */
+    pthread_cond_t cv;
+    int64_t others_rounds; /* group 0's */
+    int failed;
+} bench_ft_cycle;
+
+/* Runs the script over groups[0..c->groups), each `size` bytes; 0 or 1. */
+int bench_ft_cycle_run(bench_ft_cycle *c, void *groups, size_t size);
+/* Adds a sample under c->mu. */
+void bench_ft_cycle_record(bench_ft_cycle *c, bench_ft_samples *s, double x);
+
+int bench_ft_quorum(const bench_ft_opts *o, int groups);
+int bench_ft_step(const bench_ft_opts *o, int groups);
+int bench_ft_fault(const bench_ft_opts *o);
+int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources);
+
+/* A replica group process of the fault runs: "ftc bench ft --worker
+ * LIGHTHOUSE STORE GROUP FLOATS"; one line per commit on stdout. */
+int bench_ft_worker(int argc, char **argv);
+
+#endif
