@@ -146,6 +146,15 @@ typedef struct ftc_pg_opts {
     /* Socket buffer sizes requested from the kernel (default 4 MiB). */
     int sndbuf_bytes;
     int rcvbuf_bytes;
+    /* TCP congestion control of the group's connections. NULL: the
+     * environment variable FTC_PG_TCP_CONGESTION if set, else automatic:
+     * "reno" on connections between two ranks of one host (loopback has
+     * nothing to control, and pacing algorithms such as BBR only cost CPU
+     * there), the system default on the others. "": the system default
+     * everywhere. A name ("cubic", "bbr", ...): that algorithm on every
+     * connection; ftc_pg_create fails with FTC_EINVAL if the kernel
+     * refuses it (see net.ipv4.tcp_allowed_congestion_control). Copied. */
+    const char *tcp_congestion;
     /* Largest single send/recv message accepted from a peer (default
      * 1 GiB), and the most bytes of messages received before their recv
      * was posted that are buffered (default 64 MiB). */

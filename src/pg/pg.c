@@ -115,6 +115,19 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         snprintf(pg->host, sizeof(pg->host), "%s", pg->opts.host);
         pg->opts.host = pg->host;
     }
+    const char *cc = pg->opts.tcp_congestion != NULL
+                         ? pg->opts.tcp_congestion
+                         : getenv("FTC_PG_TCP_CONGESTION");
+    pg->opts.tcp_congestion = NULL;
+    if (cc != NULL) {
+        if (strlen(cc) >= sizeof(pg->congestion)) {
+            return ftc__seterr(FTC_EINVAL,
+                               "tcp_congestion '%.32s': longer than %d bytes",
+                               cc, FTC__CC_NAME_MAX - 1);
+        }
+        snprintf(pg->congestion, sizeof(pg->congestion), "%s", cc);
+        pg->opts.tcp_congestion = pg->congestion;
+    }
     const char *token =
         pg->opts.token != NULL ? pg->opts.token : getenv("FTC_TOKEN");
     if (token != NULL && token[0] != '\0') {

@@ -111,6 +111,9 @@ typedef struct ftc__pg_backend_ops {
 } ftc__pg_backend_ops;
 
 #define FTC__PG_MAGIC 0x50475250U /* "PGRP" */
+/* Longest TCP congestion control name, with its NUL (the kernel's
+ * TCP_CA_NAME_MAX). */
+#define FTC__CC_NAME_MAX 16
 
 struct ftc_pg {
     uint32_t magic;
@@ -118,7 +121,10 @@ struct ftc_pg {
     int size;
     ftc_pg_opts opts; /* resolved defaults; host copied */
     char host[FTC_HOST_MAX];
-    char *token;       /* opts.token (or FTC_TOKEN), owned; NULL: none */
+    char *token; /* opts.token (or FTC_TOKEN), owned; NULL: none */
+    /* opts.tcp_congestion (or FTC_PG_TCP_CONGESTION), which then points
+     * here; opts.tcp_congestion NULL: automatic. */
+    char congestion[FTC__CC_NAME_MAX];
     int *parent_ranks; /* size entries */
     const ftc__pg_backend_ops *ops;
     void *impl;

@@ -43,6 +43,7 @@ typedef struct cfg {
     int spin_us;
     int algo;
     int streams;
+    size_t segment;    /* 0: the default */
     const char *store; /* worker: store address */
     int rank;          /* worker */
     const char *prefix;
@@ -79,7 +80,9 @@ static void usage(FILE *out)
             "  --spin US        ftc_pg_opts.spin_us (default 0 = auto)\n"
             "  --algo NAME      ring, rdouble, direct, tree, chain (default:\n"
             "                   by size)\n"
-            "  --streams K      connections per peer (default 1)\n");
+            "  --streams K      connections per peer (default 1)\n"
+            "  --segment SIZE   pipelining segment, K/M suffixes (default\n"
+            "                   256K)\n");
 }
 
 static bool parse_list(char *text, cfg *c, bool sizes)
@@ -174,6 +177,8 @@ static int parse_args(int argc, char **argv, cfg *c)
         } else if (strcmp(a, "--streams") == 0) {
             ok = (n = parse_long(v, 1, 8)) != LONG_MIN;
             c->streams = (int)n;
+        } else if (strcmp(a, "--segment") == 0) {
+            ok = ftc_cmd_parse_size(v, &c->segment) == 0 && c->segment > 0;
         } else if (strcmp(a, "--worker-store") == 0) {
             c->store = v;
         } else if (strcmp(a, "--worker-rank") == 0) {
@@ -361,6 +366,7 @@ static int worker(const cfg *c)
     o.host = "127.0.0.1";
     o.spin_us = c->spin_us;
     o.streams = c->streams;
+    o.segment_bytes = c->segment;
     o.allreduce_algo =
         c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_RDOUBLE ? c->algo : 0;
     o.allgather_algo =

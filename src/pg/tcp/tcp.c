@@ -204,7 +204,6 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
 /* Socket options and buffers of every connected channel. */
 static int prepare_chans(ftc__tcp *g)
 {
-    const ftc_pg_opts *o = &g->pg->opts;
     for (int i = 0; i < g->size * (g->streams + 1); i++) {
         ftc__chan *c = i < g->size * g->streams
                            ? &g->coll[i]
@@ -212,9 +211,10 @@ static int prepare_chans(ftc__tcp *g)
         if (c->fd < 0) {
             continue;
         }
-        ftc__sock_set_nonblock(c->fd, 1);
-        ftc__sock_set_nodelay(c->fd);
-        ftc__sock_set_bufsizes(c->fd, o->sndbuf_bytes, o->rcvbuf_bytes);
+        int rc = ftc__chan_tune(g, c);
+        if (rc != 0) {
+            return rc;
+        }
         c->stage = ftc__malloc(FTC__STAGE_CAP);
         if (c->stage == NULL) {
             return ftc__seterr(FTC_ENOMEM, "process group: out of memory");
@@ -234,6 +234,9 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
     int rc = pg == NULL ? ftc__seterr(FTC_ENOMEM, "out of memory") : 0;
     if (rc == 0) {
         rc = ftc__pg_init(pg, rank, size, parent_ranks, opts);
+    }
+    if (rc == 0) {
+        rc = ftc__tcp_check_congestion(&pg->opts);
     }
     ftc__tcp *g = NULL;
     if (rc == 0) {

@@ -263,6 +263,13 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact);
  * true once all of it is there. */
 bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c);
 
+/* ---- tune.c: socket options of a connected channel (non-blocking,
+ * NODELAY, buffers, congestion control). FTC_EINVAL when the congestion
+ * control named in the options is refused. */
+int ftc__chan_tune(ftc__tcp *g, ftc__chan *c);
+/* FTC_EINVAL if the congestion control named in o cannot be used. */
+int ftc__tcp_check_congestion(const ftc_pg_opts *o);
+
 /* ---- p2p.c (driver only) */
 /* Queues a send on its side channel or posts a receive. */
 void ftc__p2p_take(ftc__tcp *g, ftc__op *op);
