@@ -217,7 +217,8 @@ static void two_jobs_are_isolated(void **state)
     ftc_lighthouse_member a0 = lt_member("a0", 1);
     ftc_lighthouse_join_result ra;
     int64_t t0 = tk_now_ms();
-    TK_EXPECT(ftc_lighthouse_client_quorum(a, &a0, 600, &ra), FTC_ETIMEDOUT);
+    TK_EXPECT(ftc_lighthouse_client_quorum(a, &a0, tk_ms(600), &ra),
+              FTC_ETIMEDOUT);
     assert_true(tk_now_ms() - t0 >= 500);
     assert_non_null(strstr(ra.reason, "need min_replicas 2"));
     assert_non_null(strstr(ftc_last_error(), "need min_replicas 2"));
