@@ -2,9 +2,10 @@
  * on threads of this process, default healing options, heal in place) and
  * pulls --heal-mib MiB striped over them; its time runs from its first
  * request to the last byte in place, the sources' checksum pass included.
- * Just before each heal, the baseline: one TCP stream between two threads
- * of this process moves as many bytes over loopback (send from and receive
- * into 1 MiB buffers, as iperf3 does). */
+ * Right before and right after each heal, with the sources paused between
+ * two steps, the baseline: one TCP stream between two threads of this
+ * process moves as many bytes over loopback (send from and receive into 1
+ * MiB buffers, as iperf3 does); the ratio uses their mean. */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -120,12 +121,16 @@ static double baseline(size_t bytes)
 
 /* ---------------------------------------------------------------- heal */
 
-/* The sources tell the healer they committed a step. */
+/* The sources pause between two steps while the baseline runs (their
+ * rounds would take cores from it), and say when one failed. */
 typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int64_t commits; /* source 0's */
     bool failed;
+    int64_t hold_at; /* sources at this step or later wait */
+    int64_t started; /* the highest step a source started a round to */
+    int paused;      /* sources waiting */
+    bool stop;
 } gate;
 
 typedef struct replica {
@@ -135,7 +140,6 @@ typedef struct replica {
     size_t floats;
     float *state;
     ftc_manager *m;
-    atomic_bool stop;
     int rc;
     char why[256];  /* the failure's message */
     double lend_ms; /* a source's last lending */
@@ -176,17 +180,34 @@ static int step(replica *r)
 static void *source_main(void *arg)
 {
     replica *r = arg;
-    while (r->rc == 0 && !atomic_load(&r->stop)) {
+    gate *g = r->gate;
+    for (;;) {
+        pthread_mutex_lock(&g->mu);
+        while (!g->stop && ftc_manager_current_step(r->m) >= g->hold_at) {
+            g->paused++;
+            pthread_cond_broadcast(&g->cv);
+            pthread_cond_wait(&g->cv, &g->mu);
+            g->paused--;
+        }
+        bool stop = g->stop;
+        int64_t to = ftc_manager_current_step(r->m) + 1;
+        g->started = to > g->started ? to : g->started;
+        pthread_mutex_unlock(&g->mu);
+        if (stop) {
+            break;
+        }
         r->rc = step(r);
         if (r->rc != 0) {
             snprintf(r->why, sizeof(r->why), "source %d: %s", r->g,
                      ftc_last_error());
         }
-        pthread_mutex_lock(&r->gate->mu);
-        r->gate->commits += r->g == 0;
-        r->gate->failed = r->gate->failed || r->rc != 0;
-        pthread_cond_broadcast(&r->gate->cv);
-        pthread_mutex_unlock(&r->gate->mu);
+        pthread_mutex_lock(&g->mu);
+        g->failed = g->failed || r->rc != 0;
+        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        if (r->rc != 0) {
+            break;
+        }
     }
     /* Leaving at once (goodbye): the others must not wait for it. */
     ftc_manager_stats st;
@@ -197,9 +218,46 @@ static void *source_main(void *arg)
     return NULL;
 }
 
+/* Pauses the n sources between two steps, at step at_least or later, and
+ * waits until all wait; false if one failed. They stop at the step of the
+ * latest round one started:
+ * none has gone further (that check and this are under the lock), and a
+ * source that stopped earlier would leave the others waiting for it in
+ * their round. */
+static bool pause_sources(gate *g, int n, int64_t at_least)
+{
+    pthread_mutex_lock(&g->mu);
+    g->hold_at = g->started > at_least ? g->started : at_least;
+    while (g->paused < n && !g->failed) {
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+    bool ok = !g->failed;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+static void resume_sources(gate *g, bool stop)
+{
+    pthread_mutex_lock(&g->mu);
+    g->hold_at = INT64_MAX;
+    g->stop = stop;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The baseline with the sources paused at step at_least or later: 0 if it
+ * failed. */
+static double quiet_baseline(gate *g, int n, int64_t at_least, size_t bytes)
+{
+    double gbs = pause_sources(g, n, at_least) ? baseline(bytes) : 0;
+    resume_sources(g, false);
+    return gbs;
+}
+
 typedef struct heal_result {
     double ms, lend_ms;
     int64_t bytes;
+    double base_gbs; /* the mean of a baseline before and one after */
 } heal_result;
 
 /* One heal from `sources` fresh replicas; 0 or 1 (message on stderr). */
@@ -213,7 +271,7 @@ static int heal_once(size_t mib, int sources, heal_result *out)
     replica rs[BENCH_FT_LIST_MAX + 1];
     pthread_t th[BENCH_FT_LIST_MAX];
     memset(rs, 0, sizeof(rs));
-    gate gt = {.commits = 0};
+    gate gt = {.hold_at = INT64_MAX};
     pthread_mutex_init(&gt.mu, NULL);
     pthread_cond_init(&gt.cv, NULL);
     int rc = 0, made = 0, started = 0;
@@ -232,27 +290,28 @@ static int heal_once(size_t mib, int sources, heal_result *out)
         rc = ftc__thread_start(&th[started], "bench-source", source_main,
                                &rs[started]);
     }
-    /* The healer starts once the sources committed a step: it is behind
-     * all of them. */
-    pthread_mutex_lock(&gt.mu);
-    while (rc == 0 && gt.commits < 1 && !gt.failed) {
-        pthread_cond_wait(&gt.cv, &gt.mu);
-    }
-    pthread_mutex_unlock(&gt.mu);
+    /* The sources commit a step (the healer is then behind all of them)
+     * and pause: the baseline runs, then the heal, then the baseline
+     * again once the healer left. */
     replica *h = &rs[sources];
+    double before = rc == 0 ? quiet_baseline(&gt, started, 1, mib << 20) : 0;
     rc = rc != 0 ? rc : step(h);
     ftc_manager_stats hs;
     memset(&hs, 0, sizeof(hs));
+    char no_heal[256] = "no heal happened";
     if (rc == 0) {
         ftc_manager_get_stats(h->m, &hs);
+        char latched[200];
+        if (ftc_manager_errored(h->m, latched, sizeof(latched)) != 0) {
+            snprintf(no_heal, sizeof(no_heal), "no heal: %s", latched);
+        }
     }
     /* The healer leaves first (goodbye), then the sources one by one. */
     ftc_manager_destroy(h->m);
     h->m = NULL;
+    double after = rc == 0 ? quiet_baseline(&gt, started, 0, mib << 20) : 0;
     ftc_lighthouse_configure_job(j.lh, "default:min_replicas=1");
-    for (int g = 0; g < started; g++) {
-        atomic_store(&rs[g].stop, true);
-    }
+    resume_sources(&gt, true);
     const char *why = rc != 0 ? ftc_last_error() : "";
     for (int g = 0; g < started; g++) {
         pthread_join(th[g], NULL);
@@ -270,10 +329,15 @@ static int heal_once(size_t mib, int sources, heal_result *out)
     pthread_mutex_destroy(&gt.mu);
     if (rc != 0 || hs.heals != 1) {
         fprintf(stderr, "bench ft heal: %d sources: %s\n", sources,
-                rc != 0 ? why : "no heal happened");
+                rc != 0 ? why : no_heal);
         return 1;
     }
-    *out = (heal_result){hs.last_heal_ms, rs[0].lend_ms, hs.heal_bytes};
+    if (before <= 0 || after <= 0) {
+        fprintf(stderr, "bench ft heal: the baseline stream failed\n");
+        return 1;
+    }
+    *out = (heal_result){hs.last_heal_ms, rs[0].lend_ms, hs.heal_bytes,
+                         (before + after) / 2};
     return 0;
 }
 
@@ -328,9 +392,9 @@ int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources)
         double m0, s0, m1, s1;
         int64_t t0 = bench_ft_now_ns();
         cpu_busy(&m0, &s0);
-        double base = baseline(mib << 20);
         heal_result hr;
-        failed = base <= 0 || heal_once(mib, sources, &hr) != 0;
+        failed = heal_once(mib, sources, &hr) != 0;
+        double base = hr.base_gbs;
         cpu_busy(&m1, &s1);
         double wall = (double)(bench_ft_now_ns() - t0) / 1e9;
         if (!failed) {
