@@ -380,6 +380,10 @@ static void end_lending(round *r)
     pthread_mutex_unlock(&m->mu);
     ftc_heal_snapshot *copy = NULL;
     if (!all && !stopping) {
+        FTC_LOG_INFO("manager.lend_bound",
+                     "%s rank %d: healers still at work after heal_lend_ms "
+                     "(%lld ms): serving a copy",
+                     m->base_id, m->o.group_rank, (long long)m->o.heal_lend_ms);
         int rc = ftc__heal_snapshot_take(
             &m->state, r->arrival.step, atomic_load(&m->batches),
             m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &copy);
