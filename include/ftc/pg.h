@@ -143,7 +143,11 @@ typedef struct ftc_pg_opts {
      * chooses by whether this host has a core per local rank (50 us if
      * it has, else none); -1 never polls. */
     int spin_us;
-    /* Socket buffer sizes requested from the kernel (default 4 MiB). */
+    /* Socket buffer sizes requested from the kernel. 0 (default): left
+     * to the kernel's autotuning, which grows each buffer as the
+     * connection needs up to net.ipv4.tcp_wmem / tcp_rmem's maximum. A
+     * size turns autotuning off for that buffer and is capped by
+     * net.core.wmem_max / rmem_max. */
     int sndbuf_bytes;
     int rcvbuf_bytes;
     /* TCP congestion control of the group's connections. NULL: the

@@ -43,8 +43,6 @@ void ftc_pg_opts_init(ftc_pg_opts *o)
     o->small_bytes = 64 * KIB;
     o->segment_bytes = 256 * KIB;
     o->streams = 1;
-    o->sndbuf_bytes = 4 << 20;
-    o->rcvbuf_bytes = 4 << 20;
     o->max_message_bytes = (size_t)1 << 30;
     o->max_unexpected_bytes = 64 << 20;
 }
@@ -74,8 +72,6 @@ static int resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
     DEFAULT(small_bytes)
     DEFAULT(segment_bytes)
     DEFAULT(streams)
-    DEFAULT(sndbuf_bytes)
-    DEFAULT(rcvbuf_bytes)
     DEFAULT(max_message_bytes)
     DEFAULT(max_unexpected_bytes)
 #undef DEFAULT

@@ -1,6 +1,8 @@
 /* Socket tuning of a group's connections: the congestion control chosen
- * automatically between ranks of one host, kept, or named, and a name the
- * kernel refuses failing the group's creation. */
+ * automatically between ranks of one host, kept, or named, a name the
+ * kernel refuses failing the group's creation, and socket buffers left to
+ * the kernel's autotuning unless sized. */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -74,6 +76,66 @@ static void empty_keeps_the_system_default(void **state)
     unsetenv("FTC_PG_TCP_CONGESTION");
 }
 
+static int sockopt_int(int fd, int opt)
+{
+    int v = 0;
+    socklen_t len = sizeof(v);
+    TK_OK(getsockopt(fd, SOL_SOCKET, opt, &v, &len));
+    return v;
+}
+
+/* The receive buffer of a fresh connected loopback socket: what the
+ * kernel's autotuning starts from (net.ipv4.tcp_rmem's default). */
+static int fresh_rcvbuf(void)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    TK_OK(bind(l, (struct sockaddr *)&a, sizeof(a)));
+    TK_OK(listen(l, 1));
+    TK_OK(getsockname(l, (struct sockaddr *)&a, &al));
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    TK_OK(connect(c, (struct sockaddr *)&a, sizeof(a)));
+    int v = sockopt_int(c, SO_RCVBUF);
+    close(c);
+    close(l);
+    return v;
+}
+
+/* Every collective connection has SO_SNDBUF and SO_RCVBUF of *arg. */
+static int buffers_are(ftc_pg *pg, void *arg)
+{
+    const int *want = arg;
+    ftc__tcp *g = pg->impl;
+    for (int p = 0; p < g->size; p++) {
+        int fd = g->coll[ftc__chan_id(g, p, 0)].fd;
+        if (p == g->rank) {
+            continue;
+        }
+        int snd = sockopt_int(fd, SO_SNDBUF), rcv = sockopt_int(fd, SO_RCVBUF);
+        if ((want[0] != 0 && snd != want[0]) || rcv != want[1]) {
+            return ftc__seterr(FTC_EPROTO, "rank %d to %d: sndbuf %d rcvbuf %d",
+                               g->rank, p, snd, rcv);
+        }
+    }
+    return 0;
+}
+
+static void buffers_autotune_unless_sized(void **state)
+{
+    (void)state;
+    /* Left alone, a connection starts where any other does. */
+    int fresh[2] = {0, fresh_rcvbuf()};
+    pgt_run_threads(2, NULL, buffers_are, fresh);
+    /* A size is applied (the kernel reports twice what was asked). */
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.sndbuf_bytes = o.rcvbuf_bytes = 64 << 10;
+    int sized[2] = {128 << 10, 128 << 10};
+    pgt_run_threads(2, &o, buffers_are, sized);
+}
+
 static int create_alone(const char *cc)
 {
     ftc__pg_listener l;
@@ -103,6 +165,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(automatic_is_reno_between_local_ranks),
         cmocka_unit_test(empty_keeps_the_system_default),
         cmocka_unit_test(refused_names_fail_the_creation),
+        cmocka_unit_test(buffers_autotune_unless_sized),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
