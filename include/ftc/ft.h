@@ -455,6 +455,57 @@ FTC_API void ftc_manager_destroy(ftc_manager *m);
 FTC_API int ftc_manager_register(ftc_manager *m, const char *name, int dtype,
                                  const int64_t *shape, int ndim, void *data);
 
+/* Copies the buffer's current bytes (exactly `bytes`) into dst; 0 on
+ * success. */
+typedef int (*ftc_manager_save_fn)(void *user, void *dst, size_t bytes);
+/* Adopts src (exactly `bytes`) as the buffer's state; 0 on success. src
+ * is valid only during the call. */
+typedef int (*ftc_manager_load_fn)(void *user, const void *src, size_t bytes);
+
+/* A buffer the manager does not hold, reached through its owner's
+ * callbacks (torchft's state_dict / load_state_dict pair). */
+typedef struct ftc_manager_state_cb {
+    ftc_manager_save_fn save; /* required */
+    ftc_manager_load_fn load; /* required */
+    void *user;               /* passed to both */
+} ftc_manager_state_cb;
+
+/* Registers a buffer of the state as ftc_manager_register does (same
+ * names, dtypes, shapes and order rules; the two kinds mix freely), but
+ * through callbacks instead of borrowed memory. *cb is copied; user must
+ * stay valid until the manager is destroyed. A replica cannot tell how a
+ * peer registered a buffer: the healing transfer (format, chunks,
+ * checksums, striping) is the same.
+ *
+ * save runs on the manager's quorum thread, inside a round in which this
+ * rank serves a healing replica (never in other rounds; once per buffer
+ * and round, in registration order, after the quorum is decided and
+ * before the first byte is served), into private memory that the healing
+ * server then serves: the caller must not write the buffer between
+ * start_quorum and the return of wait_quorum (the contract of borrowed
+ * buffers), and may read it. A non-zero return: this rank serves nothing
+ * in this round and answers the healers at once that it cannot (HTTP
+ * 410); a healer then takes the state from its other sources or, with
+ * none left, its step votes no (latched FTC_EPEER) and it heals again in
+ * the next round. This rank's own step is not affected.
+ *
+ * load runs on the caller's thread, when this replica healed in a round,
+ * inside the first call that takes the round over (wait_quorum, or the
+ * allreduce or should_commit that waits for it), once per buffer in
+ * registration order, with the healed bytes; heal_in_place does not apply
+ * to these buffers. A non-zero return stops there (the state is then part
+ * healed, part not), latches FTC_ECANCELED naming the buffer, and puts
+ * current_step back to where it was before the round: the step votes no
+ * and the next round heals again. Neither callback may call into the
+ * manager. A buffer of 0 bytes has nothing to save or load: its callbacks
+ * never run.
+ *
+ * Errors: FTC_EINVAL (cb, save or load NULL; as register), FTC_EEXIST,
+ * FTC_EMISUSE (a round in flight), FTC_ENOMEM. */
+FTC_API int ftc_manager_register_cb(ftc_manager *m, const char *name, int dtype,
+                                    const int64_t *shape, int ndim,
+                                    const ftc_manager_state_cb *cb);
+
 typedef struct ftc_manager_quorum_opts {
     /* Ask the lighthouse to admit no new member into this quorum (long
      * LocalSGD/DiLoCo intervals). */

@@ -20,15 +20,20 @@
 
 #include "base/base_int.h"
 #include "ft/heal_format.h"
+#include "ftc/ft.h"
 
 /* ----------------------------------------------------------------- state */
 
-/* The buffers registered for healing, in registration order. */
+/* The buffers registered for healing, in registration order. Each is
+ * either memory borrowed from the registrant (data[i]) or reached through
+ * the registrant's callbacks (cb[i].save non-NULL, data[i] NULL). */
 typedef struct ftc_heal_state {
     ftc_heal_buf *bufs;
-    void **data; /* borrowed from the registrant */
+    void **data;
+    ftc_manager_state_cb *cb;
     size_t n, cap;
-    uint64_t total; /* bytes */
+    uint64_t total;    /* bytes */
+    uint64_t cb_bytes; /* of them, behind callbacks */
 } ftc_heal_state;
 
 void ftc__heal_state_init(ftc_heal_state *s);
@@ -37,6 +42,12 @@ void ftc__heal_state_fini(ftc_heal_state *s);
  * FTC_EINVAL if data is NULL with bytes to hold, FTC_EMSGSIZE if the total
  * overflows, FTC_ENOMEM; s is unchanged on failure. */
 int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data);
+/* The same for a buffer behind callbacks (copied; save and load must be
+ * set). */
+int ftc__heal_state_add_cb(ftc_heal_state *s, const ftc_heal_buf *b,
+                           const ftc_manager_state_cb *cb);
+/* Whether buffer i is behind callbacks. */
+bool ftc__heal_state_is_cb(const ftc_heal_state *s, size_t i);
 
 /* A byte range of a snapshot: state bytes [off, off + len) are at p. */
 typedef struct ftc_heal_seg {
@@ -46,14 +57,17 @@ typedef struct ftc_heal_seg {
 
 /* The state at one step as healing serves it, with its encoded metadata:
  * a private copy, or the registered buffers themselves, lent (readable
- * only while their owner does not write them). Immutable once taken;
- * shared by the server's readers through references. */
+ * only while their owner does not write them), with the bytes of the
+ * buffers behind callbacks saved into private memory. Immutable once
+ * taken; shared by the server's readers through references. */
 typedef struct ftc_heal_snapshot {
     atomic_int refs;
     ftc_heal_meta meta;
     ftc_heal_seg *segs; /* n_segs, by offset, covering the state */
     size_t n_segs;
-    uint8_t *copy; /* the private copy (NULL when lent), segs[0] */
+    uint8_t *copy;  /* the private copy (NULL when lent), segs[0] */
+    uint8_t *saved; /* lent: what the save callbacks wrote */
+    bool borrows;   /* some segment is a registrant's memory */
     uint8_t *meta_bytes;
     size_t meta_len;
 } ftc_heal_snapshot;
@@ -64,17 +78,27 @@ typedef struct ftc_heal_snapshot {
 #define FTC__HEAL_MAX_FILL_THREADS 8
 
 /* Copies every buffer of s and checksums each chunk of chunk_bytes (>= 1),
- * on up to `threads` threads. The caller guarantees nobody writes the
- * buffers meanwhile. *out has one reference. FTC_ENOMEM, FTC_EINVAL. */
+ * on up to `threads` threads; the buffers behind callbacks are saved
+ * first, on the calling thread, in registration order, straight into the
+ * copy. The caller guarantees nobody writes the buffers meanwhile. *out
+ * has one reference. FTC_ENOMEM, FTC_EINVAL; FTC_ECANCELED when a save
+ * callback returned non-zero (the message names the buffer). */
 int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
                             unsigned threads, ftc_heal_snapshot **out);
-/* The same without the copy: the snapshot reads the buffers of s (checksums
- * computed now), valid only as long as nobody writes them and the buffers
- * of s stay registered (ftc__heal_server_lend). */
+/* The same without the copy of borrowed memory: the snapshot reads the
+ * borrowed buffers of s (checksums computed now), valid only as long as
+ * nobody writes them and they stay registered (ftc__heal_server_lend);
+ * the buffers behind callbacks are saved into the snapshot's own memory
+ * (so a state of callbacks only borrows nothing: snap->borrows false). */
 int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
                             unsigned threads, ftc_heal_snapshot **out);
+/* A private copy of snap (same step, layout and bytes; checksums computed
+ * again over the copy), on up to `threads` threads: the state for healers
+ * still at work once a lending must end. No callback runs. */
+int ftc__heal_snapshot_copy(const ftc_heal_snapshot *snap, unsigned threads,
+                            ftc_heal_snapshot **out);
 /* The first piece of state bytes [off, off + len) (len >= 1, inside the
  * state): where it lies in memory and how long it is (<= len). */
 ftc_heal_seg ftc__heal_snapshot_piece(const ftc_heal_snapshot *snap,
@@ -108,6 +132,11 @@ const char *ftc__heal_server_address(const ftc_heal_server *s);
  * one; readers of the previous keep it alive until they finish. NULL
  * stops serving. Never blocks on readers. Thread-safe. */
 void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap);
+/* Stops serving (as publish(NULL)) and answers requests for the state of
+ * step with 410 Gone from now on, until the next publish or lend: this
+ * rank cannot serve it (a save callback failed), so a healer turns to
+ * another source, or fails at once, instead of waiting. Thread-safe. */
+void ftc__heal_server_refuse(ftc_heal_server *s, int64_t step);
 /* Answers nothing more, closes every connection, frees. NULL is a no-op. */
 void ftc__heal_server_stop(ftc_heal_server *s);
 

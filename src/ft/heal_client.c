@@ -117,8 +117,9 @@ static size_t on_meta(char *p, size_t size, size_t n, void *arg)
 }
 
 /* One GET of the metadata from source s: 0 with the body, FTC_ENOENT
- * ("not yet": try again later), FTC_EPEER (unreachable), FTC_EAUTH,
- * FTC_EMSGSIZE, or a poll error. */
+ * ("not yet": try again later), FTC_EPEER (unreachable; or, with x->gone,
+ * HTTP 410: it will not serve the step), FTC_EAUTH, FTC_EMSGSIZE, or a
+ * poll error. */
 static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
                          ftc_deadline dl)
 {
@@ -127,6 +128,7 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
     char url[FTC_HOST_MAX + 96];
     ftc__heal_url(ft->f->sources[s], ft->f->step, "meta", url, sizeof(url));
     ftc__buf_reset(body);
+    x->gone = false;
     ftc__heal_request(ft, e, url, x->error, dl);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_meta);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, body);
@@ -165,6 +167,13 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
     }
     if (status == 404) {
         return ftc__seterr(FTC_ENOENT, "%s has no snapshot of step %lld yet",
+                           src, (long long)ft->f->step);
+    }
+    if (status == 410) {
+        x->gone = true;
+        return ftc__seterr(FTC_EPEER,
+                           "%s cannot serve step %lld (its save "
+                           "callback failed)",
                            src, (long long)ft->f->step);
     }
     if (status != 200) {
@@ -207,16 +216,28 @@ static int decode_meta(fetch *ft, size_t s, const ftc_buf *body,
 /* The reference metadata of f->step: from the first source that has it;
  * sources that do not have it yet (they checksum their state inside their
  * own quorum round, 10-20 ms per 256 MiB) are asked again, at most 4 ms
- * later (a healer waits for nothing else), until dl. */
+ * later (a healer waits for nothing else), until dl. A source that says it
+ * will not serve the step (410) is not asked again; once every source
+ * said so, the fetch fails at once (FTC_EPEER). */
 static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
 {
     const ftc_heal_fetch *f = ft->f;
     ftc_backoff bo;
     ftc__backoff_init(&bo, 1, 4);
     char why[256] = "";
-    int rc;
+    size_t n_gone = 0;
+    bool *gone = ftc__calloc(f->n_sources, sizeof(*gone));
+    if (gone == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "healing sources");
+    }
+    int rc = 0;
     for (size_t s = 0;; s = (s + 1) % f->n_sources) {
-        rc = get_meta_once(ft, x, s, body, dl);
+        if (n_gone == f->n_sources) {
+            rc = ftc__seterr(FTC_EPEER, "no source can serve step %lld: %s",
+                             (long long)f->step, why);
+            break;
+        }
+        rc = gone[s] ? FTC_EPEER : get_meta_once(ft, x, s, body, dl);
         if (rc == 0) {
             rc = decode_meta(ft, s, body, &ft->meta);
             ft->ref = s;
@@ -226,9 +247,14 @@ static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
             break;
         }
         /* Say why no source had it: "not yet" outranks a request that the
-         * deadline cut short. */
-        if (rc == FTC_ENOENT || why[0] == '\0') {
+         * deadline cut short; a refusal outranks both. */
+        if (!gone[s] && (rc == FTC_ENOENT || x->gone || why[0] == '\0')) {
             snprintf(why, sizeof(why), "%s", ftc_last_error());
+        }
+        if (!gone[s] && x->gone) {
+            gone[s] = true;
+            n_gone++;
+            continue;
         }
         /* After a round over every source, back off before the next. */
         if (s + 1 == f->n_sources) {
@@ -250,6 +276,7 @@ static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
                          "by the deadline: %s",
                          (long long)f->step, why);
     }
+    ftc__free(gone);
     return rc;
 }
 

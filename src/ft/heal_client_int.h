@@ -35,6 +35,7 @@ typedef struct ftc_heal_xfer {
     uint64_t incident; /* its source's failures when it started */
     size_t cursor;     /* buffer holding stream position off + got */
     bool refused;      /* the answer was not 200: its body is dropped */
+    bool gone;         /* a metadata answer was 410: no state of the step */
     char error[CURL_ERROR_SIZE];
 } ftc_heal_xfer;
 

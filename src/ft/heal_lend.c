@@ -36,6 +36,7 @@ int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
     ftc__heal_lend_clear(s);
     ftc_heal_snapshot *old = s->current;
     s->current = lent;
+    s->refused_step = -1;
     s->lending = true;
     s->healers = ids;
     s->released = released;

@@ -284,6 +284,15 @@ static ftc_heal_snapshot *snapshot_of(ftc_heal_server *s, uint64_t step,
     return snap;
 }
 
+/* Whether the state of step was refused (ftc__heal_server_refuse). */
+static bool gone(ftc_heal_server *s, uint64_t step)
+{
+    pthread_mutex_lock(&s->mu);
+    bool g = s->refused_step >= 0 && (uint64_t)s->refused_step == step;
+    pthread_mutex_unlock(&s->mu);
+    return g;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -320,6 +329,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     }
     int fault;
     ftc_heal_snapshot *snap = snapshot_of(s, step, rt, chunk, &fault);
+    if (snap == NULL && gone(s, step)) {
+        return refuse(s, c, 410,
+                      "this rank cannot serve the state of step "
+                      "%llu (its save callback failed)",
+                      (unsigned long long)step);
+    }
     if (snap == NULL) {
         return refuse(s, c, 404, "no snapshot of step %llu chunk %llu",
                       (unsigned long long)step, (unsigned long long)chunk);
@@ -380,6 +395,7 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    s->refused_step = -1;
     s->has_token = o->token != NULL;
     if (s->has_token) {
         ftc__http_token_hash(o->token, s->token_hash);
@@ -432,14 +448,28 @@ const char *ftc__heal_server_address(const ftc_heal_server *s)
     return s->address;
 }
 
-void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap)
+/* Serves snap (a reference taken) and, with refuse >= 0, answers 410 for
+ * that step. */
+static void set_current(ftc_heal_server *s, ftc_heal_snapshot *snap,
+                        int64_t refuse)
 {
     ftc__heal_snapshot_ref(snap);
     pthread_mutex_lock(&s->mu);
     ftc_heal_snapshot *old = s->current;
     s->current = snap;
+    s->refused_step = refuse;
     pthread_mutex_unlock(&s->mu);
     ftc__heal_snapshot_unref(old);
+}
+
+void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap)
+{
+    set_current(s, snap, -1);
+}
+
+void ftc__heal_server_refuse(ftc_heal_server *s, int64_t step)
+{
+    set_current(s, NULL, step);
 }
 
 void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out)

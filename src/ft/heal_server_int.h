@@ -26,6 +26,7 @@ struct ftc_heal_server {
     bool *released;
     size_t n_healers, n_released;
     bool closing;
+    int64_t refused_step; /* answered 410 (ftc__heal_server_refuse); -1 */
     int fault;
     uint32_t fault_chunk;
     atomic_uint_fast64_t meta_served, chunks_served, bytes_served, refused;

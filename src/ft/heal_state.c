@@ -1,6 +1,7 @@
-/* The registered state and its snapshots: a copy taken at a safe point,
- * or the buffers themselves lent while nobody writes them, checksummed per
- * chunk and shared by the healing server's readers. */
+/* The registered state (borrowed buffers, or buffers behind save/load
+ * callbacks) and its snapshots: a copy taken at a safe point, or the
+ * buffers lent while nobody writes them (callbacks' bytes saved),
+ * checksummed per chunk and shared by the healing server's readers. */
 #include <pthread.h>
 #include <string.h>
 
@@ -16,10 +17,13 @@ void ftc__heal_state_fini(ftc_heal_state *s)
 {
     ftc__free(s->bufs);
     ftc__free(s->data);
+    ftc__free(s->cb);
     memset(s, 0, sizeof(*s));
 }
 
-int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
+/* Appends b reached through data or cb (one of them NULL). */
+static int add(ftc_heal_state *s, const ftc_heal_buf *b, void *data,
+               const ftc_manager_state_cb *cb)
 {
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->bufs[i].name, b->name) == 0) {
@@ -27,7 +31,7 @@ int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
                                b->name);
         }
     }
-    if (data == NULL && b->nbytes > 0) {
+    if (cb == NULL && data == NULL && b->nbytes > 0) {
         return ftc__seterr(FTC_EINVAL, "buffer %s: data is NULL", b->name);
     }
     uint64_t total;
@@ -47,34 +51,72 @@ int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
             return ftc__seterr(FTC_ENOMEM, "healing registry");
         }
         s->data = d;
+        ftc_manager_state_cb *c = ftc__realloc(s->cb, cap * sizeof(*c));
+        if (c == NULL) {
+            return ftc__seterr(FTC_ENOMEM, "healing registry");
+        }
+        s->cb = c;
         s->cap = cap;
     }
     s->bufs[s->n] = *b;
-    s->data[s->n] = data;
+    s->data[s->n] = cb == NULL ? data : NULL;
+    s->cb[s->n] = cb != NULL ? *cb : (ftc_manager_state_cb){NULL, NULL, NULL};
     s->n++;
     s->total = total;
+    s->cb_bytes += cb != NULL ? b->nbytes : 0;
     return 0;
 }
 
-/* The snapshot's segments: the registered buffers (lent), or its copy. */
-static int make_segs(ftc_heal_snapshot *snap, const ftc_heal_state *s)
+int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
 {
-    snap->segs = ftc__calloc(s->n > 0 ? s->n : 1, sizeof(*snap->segs));
+    return add(s, b, data, NULL);
+}
+
+int ftc__heal_state_add_cb(ftc_heal_state *s, const ftc_heal_buf *b,
+                           const ftc_manager_state_cb *cb)
+{
+    if (cb == NULL || cb->save == NULL || cb->load == NULL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "buffer %s: save and load callbacks "
+                           "required",
+                           b->name);
+    }
+    return add(s, b, NULL, cb);
+}
+
+bool ftc__heal_state_is_cb(const ftc_heal_state *s, size_t i)
+{
+    return s->cb[i].save != NULL;
+}
+
+/* What a snapshot is taken from: the layout, and where each buffer's
+ * bytes are (a registrant's memory, saved bytes, another snapshot's). */
+typedef struct view {
+    const ftc_heal_buf *bufs;
+    size_t n;
+    uint64_t total;
+    const uint8_t **src; /* n; NULL for a buffer already in the copy */
+} view;
+
+/* The snapshot's segments: the view's buffers (lent), or its copy. */
+static int make_segs(ftc_heal_snapshot *snap, const view *v)
+{
+    snap->segs = ftc__calloc(v->n > 0 ? v->n : 1, sizeof(*snap->segs));
     if (snap->segs == NULL) {
         return ftc__seterr(FTC_ENOMEM, "snapshot segments");
     }
     if (snap->copy != NULL) {
-        snap->segs[0] = (ftc_heal_seg){snap->copy, 0, s->total};
-        snap->n_segs = s->total > 0;
+        snap->segs[0] = (ftc_heal_seg){snap->copy, 0, v->total};
+        snap->n_segs = v->total > 0;
         return 0;
     }
     uint64_t off = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->bufs[i].nbytes > 0) {
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->bufs[i].nbytes > 0) {
             snap->segs[snap->n_segs++] =
-                (ftc_heal_seg){s->data[i], off, s->bufs[i].nbytes};
+                (ftc_heal_seg){v->src[i], off, v->bufs[i].nbytes};
         }
-        off += s->bufs[i].nbytes;
+        off += v->bufs[i].nbytes;
     }
     return 0;
 }
@@ -124,21 +166,24 @@ static uint64_t chunk_hash(const ftc_heal_snapshot *snap, uint32_t i,
     return XXH3_64bits_digest(h);
 }
 
-/* Copies state bytes [off, off + len) into dst, crossing buffers. */
-static void gather(const ftc_heal_state *s, uint64_t off, uint8_t *dst,
-                   uint64_t len, size_t *cursor, uint64_t *cursor_off)
+/* Copies state bytes [off, off + len) into dst, crossing buffers; those
+ * already in place (src NULL) are skipped. */
+static void gather(const view *v, uint64_t off, uint8_t *dst, uint64_t len,
+                   size_t *cursor, uint64_t *cursor_off)
 {
     size_t j = *cursor;
     uint64_t base = *cursor_off;
     while (len > 0) {
-        uint64_t end = base + s->bufs[j].nbytes;
+        uint64_t end = base + v->bufs[j].nbytes;
         if (off >= end) {
             base = end;
             j++;
             continue;
         }
         uint64_t n = end - off < len ? end - off : len;
-        memcpy(dst, (const uint8_t *)s->data[j] + (off - base), n);
+        if (v->src[j] != NULL) {
+            memcpy(dst, v->src[j] + (off - base), n);
+        }
         dst += n;
         off += n;
         len -= n;
@@ -150,7 +195,7 @@ static void gather(const ftc_heal_state *s, uint64_t off, uint8_t *dst,
 /* A thread's share of a snapshot's chunks, [first, end): copied (when
  * the snapshot is a copy) and checksummed. */
 typedef struct share {
-    const ftc_heal_state *s;
+    const view *v;
     ftc_heal_snapshot *snap;
     bool copy;
     uint32_t first, end;
@@ -171,7 +216,7 @@ static void *fill_share(void *arg)
         if (w->copy) {
             uint64_t off, len;
             ftc__heal_chunk_range(m, i, &off, &len);
-            gather(w->s, off, w->snap->copy + off, len, &cursor, &cursor_off);
+            gather(w->v, off, w->snap->copy + off, len, &cursor, &cursor_off);
         }
         m->chunk_hash[i] = chunk_hash(w->snap, i, h);
     }
@@ -182,11 +227,11 @@ static void *fill_share(void *arg)
 /* Copies and checksums every chunk on up to `threads` threads (the
  * caller's included): one pass over the state runs at memory speed, and
  * several cores read memory faster than one. Small states take one. */
-static int fill(const ftc_heal_state *s, ftc_heal_snapshot *snap, bool copy,
+static int fill(const view *v, ftc_heal_snapshot *snap, bool copy,
                 unsigned threads)
 {
     uint32_t n = snap->meta.n_chunks;
-    unsigned k = s->total >= FTC__HEAL_PARALLEL_BYTES ? threads : 1;
+    unsigned k = v->total >= FTC__HEAL_PARALLEL_BYTES ? threads : 1;
     k = k < FTC__HEAL_MAX_FILL_THREADS ? k : FTC__HEAL_MAX_FILL_THREADS;
     k = k < n ? k : (n > 0 ? n : 1);
     k = k > 0 ? k : 1;
@@ -194,7 +239,7 @@ static int fill(const ftc_heal_state *s, ftc_heal_snapshot *snap, bool copy,
     pthread_t th[FTC__HEAL_MAX_FILL_THREADS];
     unsigned started = 1;
     for (unsigned t = 0; t < k; t++) {
-        w[t] = (share){s,
+        w[t] = (share){v,
                        snap,
                        copy,
                        (uint32_t)((uint64_t)n * t / k),
@@ -221,46 +266,32 @@ static int fill(const ftc_heal_state *s, ftc_heal_snapshot *snap, bool copy,
     return failed ? ftc__seterr(FTC_ENOMEM, "snapshot checksums") : 0;
 }
 
-/* Takes a snapshot of s: a copy (copy true) or the buffers lent. */
-static int snapshot(const ftc_heal_state *s, int64_t step,
-                    int64_t batches_committed, uint64_t chunk_bytes, bool copy,
+/* Takes a snapshot of the view: a copy (copy true: the bytes of buffers
+ * whose src is NULL are in it already) or the view's memory lent. snap
+ * comes with its copy allocated, if any; it is freed on failure. */
+static int snapshot(ftc_heal_snapshot *snap, const view *v, int64_t step,
+                    int64_t batches_committed, uint64_t chunk_bytes,
                     unsigned threads, ftc_heal_snapshot **out)
 {
     *out = NULL;
-    if (chunk_bytes == 0 || step < 0 || batches_committed < 0) {
-        return ftc__seterr(FTC_EINVAL, "snapshot: chunk_bytes %llu, step %lld",
-                           (unsigned long long)chunk_bytes, (long long)step);
-    }
-    uint64_t n_chunks = ftc__heal_chunk_count(s->total, chunk_bytes);
-    if (n_chunks > UINT32_MAX || s->n > UINT32_MAX) {
-        return ftc__seterr(FTC_EMSGSIZE, "snapshot: %llu chunks",
-                           (unsigned long long)n_chunks);
-    }
-    ftc_heal_snapshot *snap = ftc__calloc(1, sizeof(*snap));
-    if (snap == NULL) {
-        return ftc__seterr(FTC_ENOMEM, "snapshot");
-    }
-    atomic_init(&snap->refs, 1);
+    bool copy = snap->copy != NULL;
+    uint64_t n_chunks = ftc__heal_chunk_count(v->total, chunk_bytes);
     ftc_heal_meta *m = &snap->meta;
     m->step = step;
     m->batches_committed = batches_committed;
-    m->total_bytes = s->total;
+    m->total_bytes = v->total;
     m->chunk_bytes = chunk_bytes;
-    m->n_buffers = (uint32_t)s->n;
+    m->n_buffers = (uint32_t)v->n;
     m->n_chunks = (uint32_t)n_chunks;
-    m->buffers = ftc__memdup(s->bufs, (s->n > 0 ? s->n : 1) * sizeof(*s->bufs));
+    m->buffers = ftc__memdup(v->bufs, (v->n > 0 ? v->n : 1) * sizeof(*v->bufs));
     m->chunk_hash = ftc__calloc(n_chunks > 0 ? n_chunks : 1, sizeof(uint64_t));
-    if (copy) {
-        snap->copy = ftc__malloc(s->total > 0 ? s->total : 1);
-    }
     int rc = 0;
-    if (m->buffers == NULL || m->chunk_hash == NULL ||
-        (copy && snap->copy == NULL)) {
+    if (m->buffers == NULL || m->chunk_hash == NULL) {
         rc = ftc__seterr(FTC_ENOMEM, "snapshot of %llu B",
-                         (unsigned long long)s->total);
+                         (unsigned long long)v->total);
     }
-    rc = rc != 0 ? rc : make_segs(snap, s);
-    rc = rc != 0 ? rc : fill(s, snap, copy, threads);
+    rc = rc != 0 ? rc : make_segs(snap, v);
+    rc = rc != 0 ? rc : fill(v, snap, copy, threads);
     if (rc == 0) {
         ftc_buf b;
         ftc__buf_init(&b, SIZE_MAX);
@@ -279,11 +310,101 @@ static int snapshot(const ftc_heal_state *s, int64_t step,
     return 0;
 }
 
+/* An empty snapshot of total bytes (n buffers) in chunks of chunk_bytes,
+ * with a copy area (copy) and a save area of saved bytes. */
+static int blank(uint64_t total, size_t n, int64_t step,
+                 int64_t batches_committed, uint64_t chunk_bytes, bool copy,
+                 uint64_t saved, ftc_heal_snapshot **out)
+{
+    *out = NULL;
+    if (chunk_bytes == 0 || step < 0 || batches_committed < 0) {
+        return ftc__seterr(FTC_EINVAL, "snapshot: chunk_bytes %llu, step %lld",
+                           (unsigned long long)chunk_bytes, (long long)step);
+    }
+    uint64_t n_chunks = ftc__heal_chunk_count(total, chunk_bytes);
+    if (n_chunks > UINT32_MAX || n > UINT32_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE, "snapshot: %llu chunks",
+                           (unsigned long long)n_chunks);
+    }
+    ftc_heal_snapshot *snap = ftc__calloc(1, sizeof(*snap));
+    if (snap != NULL) {
+        atomic_init(&snap->refs, 1);
+        snap->copy = copy ? ftc__malloc(total > 0 ? total : 1) : NULL;
+        snap->saved = saved > 0 ? ftc__malloc(saved) : NULL;
+        if ((copy && snap->copy == NULL) ||
+            (saved > 0 && snap->saved == NULL)) {
+            ftc__heal_snapshot_unref(snap);
+            snap = NULL;
+        }
+    }
+    if (snap == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "snapshot of %llu B",
+                           (unsigned long long)total);
+    }
+    *out = snap;
+    return 0;
+}
+
+/* Where each buffer of s is read from, the buffers behind callbacks
+ * saved first (on this thread, in registration order): into their place
+ * in snap's copy (src NULL: nothing more to copy), or into its save
+ * area. */
+static int save_all(const ftc_heal_state *s, ftc_heal_snapshot *snap,
+                    const uint8_t **src)
+{
+    uint64_t off = 0, soff = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t len = s->bufs[i].nbytes;
+        src[i] = s->data[i];
+        if (ftc__heal_state_is_cb(s, i) && len > 0) {
+            uint8_t *dst =
+                snap->copy != NULL ? snap->copy + off : snap->saved + soff;
+            int rc = s->cb[i].save(s->cb[i].user, dst, (size_t)len);
+            if (rc != 0) {
+                return ftc__seterr(FTC_ECANCELED,
+                                   "save callback of buffer %s returned %d",
+                                   s->bufs[i].name, rc);
+            }
+            src[i] = snap->copy != NULL ? NULL : dst;
+            soff += len;
+        }
+        snap->borrows = snap->borrows || (snap->copy == NULL && len > 0 &&
+                                          !ftc__heal_state_is_cb(s, i));
+        off += len;
+    }
+    return 0;
+}
+
+/* A snapshot of the registered state: a copy, or lent. */
+static int of_state(const ftc_heal_state *s, int64_t step,
+                    int64_t batches_committed, uint64_t chunk_bytes, bool copy,
+                    unsigned threads, ftc_heal_snapshot **out)
+{
+    ftc_heal_snapshot *snap;
+    int rc = blank(s->total, s->n, step, batches_committed, chunk_bytes, copy,
+                   copy ? 0 : s->cb_bytes, &snap);
+    const uint8_t **src =
+        rc == 0 ? ftc__calloc(s->n > 0 ? s->n : 1, sizeof(*src)) : NULL;
+    if (rc == 0 && src == NULL) {
+        rc = ftc__seterr(FTC_ENOMEM, "snapshot");
+    }
+    rc = rc != 0 ? rc : save_all(s, snap, src);
+    if (rc != 0) {
+        ftc__heal_snapshot_unref(snap);
+        ftc__free(src);
+        return rc;
+    }
+    view v = {s->bufs, s->n, s->total, src};
+    rc = snapshot(snap, &v, step, batches_committed, chunk_bytes, threads, out);
+    ftc__free(src);
+    return rc;
+}
+
 int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
                             unsigned threads, ftc_heal_snapshot **out)
 {
-    return snapshot(s, step, batches_committed, chunk_bytes, true, threads,
+    return of_state(s, step, batches_committed, chunk_bytes, true, threads,
                     out);
 }
 
@@ -291,8 +412,40 @@ int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
                             unsigned threads, ftc_heal_snapshot **out)
 {
-    return snapshot(s, step, batches_committed, chunk_bytes, false, threads,
+    return of_state(s, step, batches_committed, chunk_bytes, false, threads,
                     out);
+}
+
+int ftc__heal_snapshot_copy(const ftc_heal_snapshot *from, unsigned threads,
+                            ftc_heal_snapshot **out)
+{
+    const ftc_heal_meta *m = &from->meta;
+    ftc_heal_snapshot *snap;
+    int rc = blank(m->total_bytes, m->n_buffers, m->step, m->batches_committed,
+                   m->chunk_bytes, true, 0, &snap);
+    const uint8_t **src =
+        rc == 0 ? ftc__calloc(m->n_buffers > 0 ? m->n_buffers : 1, sizeof(*src))
+                : NULL;
+    if (rc == 0 && src == NULL) {
+        ftc__heal_snapshot_unref(snap);
+        rc = ftc__seterr(FTC_ENOMEM, "copy of a snapshot");
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    /* Each buffer is one piece of from (a lent snapshot has a segment
+     * per buffer, a copy one for all). */
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < m->n_buffers; i++) {
+        uint64_t len = m->buffers[i].nbytes;
+        src[i] = len > 0 ? ftc__heal_snapshot_piece(from, off, len).p : NULL;
+        off += len;
+    }
+    view v = {m->buffers, m->n_buffers, m->total_bytes, src};
+    rc = snapshot(snap, &v, m->step, m->batches_committed, m->chunk_bytes,
+                  threads, out);
+    ftc__free(src);
+    return rc;
 }
 
 ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap)
@@ -309,6 +462,7 @@ void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap)
         ftc__heal_meta_fini(&snap->meta);
         ftc__free(snap->segs);
         ftc__free(snap->copy);
+        ftc__free(snap->saved);
         ftc__free(snap->meta_bytes);
         ftc__free(snap);
     }

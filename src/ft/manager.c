@@ -1,6 +1,6 @@
-/* The manager handle: options, create and destroy, the registration of
- * healing buffers, the error latch, the process group slot and the
- * getters. The step's calls are in manager_step.c. */
+/* The manager handle: options, create and destroy, the error latch, the
+ * process group slot and the getters. The step's calls are in
+ * manager_step.c, the registered state in manager_state.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,34 +355,6 @@ void ftc_manager_destroy(ftc_manager *m)
     pthread_mutex_destroy(&m->stats_mu);
     m->magic = 0;
     ftc__free(m);
-}
-
-int ftc_manager_register(ftc_manager *m, const char *name, int dtype,
-                         const int64_t *shape, int ndim, void *data)
-{
-    ftc__clearerr();
-    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
-        return ftc__seterr(FTC_EMISUSE, "manager register: not a manager");
-    }
-    size_t elem = ftc_dtype_size(dtype);
-    if (elem == 0) {
-        return ftc__seterr(FTC_EINVAL, "manager register: unknown dtype %d",
-                           dtype);
-    }
-    ftc_heal_buf b;
-    int rc = ftc__heal_buf_set(&b, name, dtype, shape, ndim, elem);
-    if (rc != 0) {
-        return rc;
-    }
-    pthread_mutex_lock(&m->mu);
-    if (m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) {
-        rc = ftc__seterr(FTC_EMISUSE, "manager register: a quorum round is "
-                                      "in flight");
-    } else {
-        rc = ftc__heal_state_add(&m->state, &b, data);
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
 }
 
 /* ---------------------------------------------------------- group keys */

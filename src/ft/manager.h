@@ -2,7 +2,8 @@
  * handed from the training thread to the quorum thread and back, the
  * process group slot that pushed aborts reach, and the error latch.
  *
- * Files: manager.c (options, create, destroy, registration, getters),
+ * Files: manager.c (options, create, destroy, getters), manager_state.c
+ * (the registered state: borrowed or behind callbacks; healed states),
  * manager_env.c (options from the launcher's environment), manager_round.c
  * (the quorum thread: one round), manager_push.c (heartbeat and watch
  * threads), manager_step.c (start/wait quorum, allreduce, should_commit),
@@ -45,8 +46,12 @@ typedef struct ftc_mgr_outcome {
     int64_t quorum_id, replica_rank, replica_world_size, max_step;
     ftc_mgr_plan plan;
     bool healed; /* the state of max_step is in place or staged */
-    bool staged; /* ... in m->staging, to copy in wait_quorum */
+    bool staged; /* ... in m->staging, to apply in wait_quorum */
     int64_t heal_step, heal_batches;
+    /* The transfer, counted in the stats once the state is applied. */
+    int64_t heal_bytes;
+    double heal_ms;
+    char heal_source[FTC_LIGHTHOUSE_STR_MAX];
     double ms;
 } ftc_mgr_outcome;
 
@@ -166,6 +171,18 @@ int ftc__mgr_gather(ftc_manager *m, int64_t k, const char *what,
                     int64_t timeout_ms, ftc_store_value *vals);
 /* Milliseconds left of dl as a timeout argument (never: infinite). */
 int64_t ftc__mgr_left_ms(ftc_deadline dl);
+
+/* Where each registered buffer receives a healed state (dest: state.n
+ * pointers): its memory when heal_in_place and it is borrowed, else
+ * m->staging (allocated here; *staged says whether anything goes there).
+ * FTC_ENOMEM. */
+int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
+                               bool *staged);
+/* Applies a staged healed state on the training thread: copies the
+ * borrowed buffers' bytes, calls each load callback (in registration
+ * order, stopping at the first non-zero return: FTC_ECANCELED naming the
+ * buffer), and frees the staging. */
+int ftc__mgr_heal_apply(ftc_manager *m, bool heal_in_place);
 
 /* Aborts the process group (if any), any thread. */
 void ftc__mgr_abort_pg(ftc_manager *m);

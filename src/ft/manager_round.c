@@ -31,8 +31,8 @@ typedef struct round {
     char replica_id[FTC__QUORUM_STR_MAX];
     ftc_quorum_result res;
     ftc_mgr_outcome *out;
-    bool *up; /* per member: up to date for this group rank */
-    bool lent;
+    bool *up;                /* per member: up to date for this group rank */
+    ftc_heal_snapshot *lent; /* this round's lent state, if any */
     int64_t lend_start_ns;
 } round;
 
@@ -325,9 +325,12 @@ static size_t members(const round *r, bool up, const char **ids,
     return n;
 }
 
-/* Lends this rank's registered buffers to the replicas that heal in this
- * round (the caller does not write them before wait_quorum returns; the
- * round ends by giving them back, end_lending), or stops serving. */
+/* Serves this rank's state to the replicas that heal in this round, or
+ * stops serving. Borrowed buffers are lent (the caller does not write them
+ * before wait_quorum returns; the round ends by giving them back,
+ * end_lending); the buffers behind callbacks are saved now. A state that
+ * cannot be served (a save callback failed) is refused: the healers turn
+ * to their other sources or fail at once; this rank's step goes on. */
 static void serve(round *r)
 {
     ftc_manager *m = r->m;
@@ -341,26 +344,40 @@ static void serve(round *r)
     size_t k = healers != NULL && buf != NULL
                    ? members(r, false, healers, healers + n, buf)
                    : 0;
-    ftc_heal_snapshot *lent = NULL;
+    ftc_heal_snapshot *snap = NULL;
     int rc = 0;
     if (k > 0) {
         rc = ftc__heal_snapshot_lend(
             &m->state, r->arrival.step, atomic_load(&m->batches),
-            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &lent);
-        rc =
-            rc != 0 ? rc : ftc__heal_server_lend(m->heal_srv, lent, healers, k);
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &snap);
     }
-    ftc__heal_snapshot_unref(lent);
+    if (rc == 0 && snap != NULL && snap->borrows) {
+        rc = ftc__heal_server_lend(m->heal_srv, snap, healers, k);
+    }
     ftc__free(healers);
     ftc__free(buf);
     if (k == 0 || rc != 0) {
         if (rc != 0) {
-            ftc__mgr_latch(m, rc, "state for healing: %s", ftc_last_error());
+            FTC_LOG_WARN("manager.serve",
+                         "%s rank %d cannot serve its state of step %" PRId64
+                         " to healing replicas: %s",
+                         m->base_id, m->o.group_rank, r->arrival.step,
+                         ftc_last_error());
+            ftc__heal_server_refuse(m->heal_srv, r->arrival.step);
+        } else {
+            ftc__heal_server_publish(m->heal_srv, NULL);
         }
-        ftc__heal_server_publish(m->heal_srv, NULL);
+        ftc__heal_snapshot_unref(snap);
         return;
     }
-    r->lent = true;
+    if (!snap->borrows) {
+        /* Nothing borrowed (every buffer saved): served as a copy, and
+         * the round does not wait for the healers. */
+        ftc__heal_server_publish(m->heal_srv, snap);
+        ftc__heal_snapshot_unref(snap);
+        return;
+    }
+    r->lent = snap;
     r->lend_start_ns = ftc__now_ns();
 }
 
@@ -370,7 +387,7 @@ static void serve(round *r)
 static void end_lending(round *r)
 {
     ftc_manager *m = r->m;
-    if (!r->lent) {
+    if (r->lent == NULL) {
         return;
     }
     ftc_deadline dl = {r->lend_start_ns + m->o.heal_lend_ms * 1000000};
@@ -384,9 +401,9 @@ static void end_lending(round *r)
                      "%s rank %d: healers still at work after heal_lend_ms "
                      "(%lld ms): serving a copy",
                      m->base_id, m->o.group_rank, (long long)m->o.heal_lend_ms);
-        int rc = ftc__heal_snapshot_take(
-            &m->state, r->arrival.step, atomic_load(&m->batches),
-            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &copy);
+        /* Of the lent state: the callbacks' bytes are not saved again. */
+        int rc = ftc__heal_snapshot_copy(r->lent, (unsigned)m->o.heal_threads,
+                                         &copy);
         if (rc != 0) {
             FTC_LOG_WARN("manager.heal",
                          "%s: no copy of the state for the "
@@ -400,6 +417,8 @@ static void end_lending(round *r)
         m->heal_srv, copy,
         ftc__deadline_in_ms(all ? FTC__MGR_DRAIN_MS : m->o.heal_lend_ms));
     ftc__heal_snapshot_unref(copy);
+    ftc__heal_snapshot_unref(r->lent);
+    r->lent = NULL;
     double ms = (double)(ftc__now_ns() - r->lend_start_ns) / 1e6;
     pthread_mutex_lock(&m->stats_mu);
     m->stats.lends++;
@@ -424,26 +443,6 @@ static void release_sources(round *r)
     ftc__free(buf);
 }
 
-/* Where a healed state goes: the registered buffers, or a staging copy
- * that wait_quorum moves into them on the training thread. */
-static int destinations(ftc_manager *m, bool in_place, void **dest)
-{
-    if (!in_place && m->state.total > 0) {
-        ftc__free(m->staging);
-        m->staging = ftc__malloc(m->state.total);
-        if (m->staging == NULL) {
-            return ftc__seterr(FTC_ENOMEM, "healing staging of %llu B",
-                               (unsigned long long)m->state.total);
-        }
-    }
-    uint64_t off = 0;
-    for (size_t i = 0; i < m->state.n; i++) {
-        dest[i] = in_place ? m->state.data[i] : m->staging + off;
-        off += m->state.bufs[i].nbytes;
-    }
-    return 0;
-}
-
 static void heal(round *r)
 {
     ftc_manager *m = r->m;
@@ -460,7 +459,10 @@ static void heal(round *r)
     }
     void **dest = ftc__calloc(m->state.n > 0 ? m->state.n : 1, sizeof(*dest));
     int rc = dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
-    rc = rc != 0 ? rc : destinations(m, r->qo.heal_in_place, dest);
+    bool staged = false;
+    rc = rc != 0 ? rc
+                 : ftc__mgr_heal_destinations(m, r->qo.heal_in_place, dest,
+                                              &staged);
     if (rc == 0 && n == 0) {
         rc = ftc__seterr(FTC_EPROTO, "no healing source has an address");
     }
@@ -491,17 +493,12 @@ static void heal(round *r)
         return;
     }
     r->out->healed = true;
-    r->out->staged = !r->qo.heal_in_place && m->state.total > 0;
+    r->out->staged = staged;
     r->out->heal_step = fr.step;
     r->out->heal_batches = fr.batches_committed;
-    pthread_mutex_lock(&m->stats_mu);
-    m->stats.heals++;
-    m->stats.heal_bytes += (int64_t)fr.bytes;
-    m->stats.last_heal_ms = ms;
-    m->stats.last_heal_step = fr.step;
-    snprintf(m->stats.last_heal_source, sizeof(m->stats.last_heal_source), "%s",
-             from);
-    pthread_mutex_unlock(&m->stats_mu);
+    r->out->heal_bytes = (int64_t)fr.bytes;
+    r->out->heal_ms = ms;
+    snprintf(r->out->heal_source, sizeof(r->out->heal_source), "%s", from);
     FTC_LOG_INFO("manager.heal",
                  "%s rank %d healed to step %" PRId64 " from %s (%zu "
                  "sources): %llu B in %.1f ms, %u chunks fetched again",

@@ -108,6 +108,32 @@ static int take_over(ftc_manager *m, bool *copy)
     return 0;
 }
 
+/* Makes a healed state this replica's, on the training thread (the caller
+ * is not reading the buffers while it is in wait_quorum): applies a staged
+ * one (copies, load callbacks) and counts the heal. A load that fails
+ * makes the step vote no from the step the replica had, so that it heals
+ * again next round. */
+static void adopt(ftc_manager *m, bool staged)
+{
+    int rc = staged ? ftc__mgr_heal_apply(m, m->qo.heal_in_place) : 0;
+    ftc_mgr_outcome *o = &m->out;
+    if (rc != 0) {
+        atomic_store(&m->step, m->step0);
+        atomic_store(&m->batches, m->batches0);
+        ftc__mgr_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
+                       o->heal_step, o->heal_source, ftc_last_error());
+        return;
+    }
+    pthread_mutex_lock(&m->stats_mu);
+    m->stats.heals++;
+    m->stats.heal_bytes += o->heal_bytes;
+    m->stats.last_heal_ms = o->heal_ms;
+    m->stats.last_heal_step = o->heal_step;
+    snprintf(m->stats.last_heal_source, sizeof(m->stats.last_heal_source), "%s",
+             o->heal_source);
+    pthread_mutex_unlock(&m->stats_mu);
+}
+
 int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
 {
     int rc = check(m, "wait_quorum");
@@ -117,7 +143,7 @@ int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
     ftc_deadline dl = timeout_ms == FTC_TIMEOUT_DEFAULT
                           ? FTC_DEADLINE_NEVER
                           : ftc__deadline_in_ms(timeout_ms);
-    bool copy = false;
+    bool copy = false, healed = false;
     pthread_mutex_lock(&m->mu);
     while (m->phase == FTC__MGR_RUNNING && !ftc__deadline_expired(dl)) {
         struct timespec ts = {dl.ns / 1000000000, dl.ns % 1000000000};
@@ -130,20 +156,13 @@ int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
                                         "running");
     } else if (m->phase == FTC__MGR_DONE) {
         rc = take_over(m, &copy);
+        healed = rc == 0 && m->out.healed;
     } else if (m->out.rc != 0) {
         rc = ftc__seterr(m->out.rc, "%s", m->out.msg);
     }
     pthread_mutex_unlock(&m->mu);
-    if (copy) {
-        /* The healed state into the buffers, on the training thread: the
-         * caller is not reading them while it is in this call. */
-        uint64_t off = 0;
-        for (size_t i = 0; i < m->state.n; i++) {
-            memcpy(m->state.data[i], m->staging + off, m->state.bufs[i].nbytes);
-            off += m->state.bufs[i].nbytes;
-        }
-        ftc__free(m->staging);
-        m->staging = NULL;
+    if (healed) {
+        adopt(m, copy);
     }
     return rc;
 }
