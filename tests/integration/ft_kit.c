@@ -129,6 +129,7 @@ static int finish_round(trainer *t)
  * those that committed it before they leave. */
 static void drain(trainer *t)
 {
+    ftk_state_round(ftc_manager_current_step(t->m));
     int rc = ftc_manager_start_quorum(t->m, NULL);
     rc = rc != 0 ? rc : ftc_manager_wait_quorum(t->m, FTC_TIMEOUT_DEFAULT);
     if (rc == 0) {
@@ -145,6 +146,7 @@ static int ddp_step(trainer *t, int64_t fail_at, int64_t fail_after,
     ftc_manager_quorum_opts qo;
     ftc_manager_quorum_opts_init(&qo);
     qo.shrink_only = ftc_manager_current_step(t->m) < shrink_until;
+    ftk_state_round(ftc_manager_current_step(t->m));
     int rc = ftc_manager_start_quorum(t->m, &qo);
     rc = rc != 0 ? rc : ftc_manager_wait_quorum(t->m, FTC_TIMEOUT_DEFAULT);
     if (rc != 0) {
@@ -328,12 +330,9 @@ int ftk_rank_role(int argc, char **argv)
     const char *algo = getenv("FTK_ALGO");
     bool diloco = algo != NULL && strcmp(algo, "diloco") == 0;
     int64_t shape[1] = {t.n};
-    int rc = ftc_manager_register(t.m, diloco ? "params" : "x", FTC_DTYPE_F32,
-                                  shape, 1, t.x);
-    if (rc == 0 && !diloco) {
-        rc =
-            ftc_manager_register(t.m, "momentum", FTC_DTYPE_F32, shape, 1, t.v);
-    }
+    int rc = diloco ? ftc_manager_register(t.m, "params", FTC_DTYPE_F32, shape,
+                                           1, t.x)
+                    : ftk_register_state(t.m, t.x, t.v, t.n, log_fd);
     bool expect_timeout = env_int("FTK_EXPECT_QUORUM_TIMEOUT", 0) != 0;
     int64_t fail_at = env_int("FTK_FAIL_AT", -1);
     int64_t fail_after = env_int("FTK_FAIL_AFTER", -1);

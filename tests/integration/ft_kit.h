@@ -87,6 +87,17 @@ void ftk_replica_id(ftk_job *j, int g, char *buf, size_t cap,
  * marks it dead (not checked at the end). */
 void ftk_reap_dead(ftk_job *j, int g, int64_t timeout_ms);
 
+/* The rank's state (ft_kit_state.c): registers x and momentum (n floats
+ * each) with m as FTK_STATE says: "borrowed" (default), "cb" (both through
+ * save/load callbacks) or "mixed" (x borrowed, momentum through
+ * callbacks). Each callback logs "save|load NAME ON_MAIN TID" to fd
+ * (ON_MAIN 1 on the thread that registered). FTK_SAVE_FAIL_AT=s fails the
+ * first save in a round started at step s (logged "savefail s"),
+ * FTK_LOAD_FAIL_AT=s the first such load ("loadfail s"). */
+int ftk_register_state(ftc_manager *m, float *x, float *v, int n, int fd);
+/* The step the rank's next round starts at (before start_quorum). */
+void ftk_state_round(int64_t step);
+
 /* The log of rank r of incarnation i of group g (a path in j->dir). */
 void ftk_log_path(const ftk_job *j, int g, int i, int r, char *buf, size_t cap);
 /* How many lines of that log start with prefix. */

@@ -3,6 +3,7 @@
 ftc_add_test(ft_manager_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/ft_manager_test.c
                      ${CMAKE_CURRENT_LIST_DIR}/ft_kit.c
+                     ${CMAKE_CURRENT_LIST_DIR}/ft_kit_state.c
                      ${CMAKE_CURRENT_LIST_DIR}/lighthouse_util.c
              LABELS integration threaded TIMEOUT 600)
 target_compile_definitions(ft_manager_test PRIVATE

@@ -2,7 +2,8 @@
  * with SIGKILL at a seeded step and restarted (it heals and rejoins), a
  * group frozen by SIGSTOP with an allreduce in flight (the others go on at
  * once, pushed by the lighthouse, and it rejoins after SIGCONT), and
- * DiLoCo through ftc_manager_algo_comm surviving a kill. Every run ends
+ * DiLoCo through ftc_manager_algo_comm surviving a kill (the victim's
+ * state behind save/load callbacks, a survivor's half so). Every run ends
  * bit-identical with every step committed exactly once per replica line.
  * FTC_TEST_SEED picks the fault's step (printed). */
 #include <signal.h>
@@ -38,21 +39,25 @@ static double survivors_ms(ftk_job *j, int except, int64_t min_step,
  * the survivors go on), kills group 1 with SIGKILL once it committed step
  * *at or a later one (*at becomes that step), restarts it, and returns
  * the time of the kill. Groups 0 and 2 wait at step gate_at until the
- * parent opens the gate. */
+ * parent opens the gate. Group 1 registers its state through save/load
+ * callbacks, group 2 half of it (the others borrowed memory): healing
+ * mixes them. */
 static int64_t run_and_kill(ftk_job *j, int gate_at, int64_t *at)
 {
     char gate[32];
     snprintf(gate, sizeof(gate), "FTK_GATE_AT=%d", gate_at);
     char *survivor[] = {gate, NULL};
+    char *mixed[] = {gate, "FTK_STATE=mixed", NULL};
+    char *victim[] = {"FTK_STATE=cb", NULL};
     ftk_spawn(j, 0, survivor);
-    ftk_spawn(j, 1, NULL);
-    ftk_spawn(j, 2, survivor);
+    ftk_spawn(j, 1, victim);
+    ftk_spawn(j, 2, mixed);
     ftk_wait_commit(j, 1, 1, 60000);
     TK_OK(ftc_lighthouse_configure_job(j->lh, "ftk:min_replicas=2"));
     *at = ftk_wait_commit(j, 1, *at, 60000);
     int64_t t_kill = ftk_now_ns();
     ftk_kill(j, 1);
-    ftk_spawn(j, 1, NULL);
+    ftk_spawn(j, 1, victim);
     return t_kill;
 }
 
@@ -76,6 +81,9 @@ static void kill9_and_restart(void **state)
     ftk_finish(&j, 180000);
     for (int r = 0; r < 2; r++) {
         assert_int_equal(ftk_count(&j, 1, 1, r, "heal "), 1);
+        /* Healed through its load callbacks. */
+        assert_int_equal(ftk_count(&j, 1, 1, r, "load x "), 1);
+        assert_int_equal(ftk_count(&j, 1, 1, r, "load momentum "), 1);
     }
     printf("kill -9 of replica group 1 after step %lld (seed %u): survivors "
            "committed their next step %.1f ms after the kill\n",

@@ -42,6 +42,25 @@ static void bad_options(void **state)
     mf_env_free(e);
 }
 
+/* Callbacks of a state never served nor healed (one replica alone). */
+static int save_none(void *user, void *dst, size_t bytes)
+{
+    (void)user;
+    (void)dst;
+    (void)bytes;
+    fail_msg("save called");
+    return -1;
+}
+
+static int load_none(void *user, const void *src, size_t bytes)
+{
+    (void)user;
+    (void)src;
+    (void)bytes;
+    fail_msg("load called");
+    return -1;
+}
+
 static void call_order(void **state)
 {
     (void)state;
@@ -62,9 +81,22 @@ static void call_order(void **state)
     TK_EXPECT(ftc_manager_register(m, "x", FTC_DTYPE_F32, shape, 1, x),
               FTC_EEXIST);
     TK_EXPECT(ftc_manager_register(m, "y", 99, shape, 1, x), FTC_EINVAL);
+    ftc_manager_state_cb cb = {save_none, load_none, NULL};
+    ftc_manager_state_cb half = {save_none, NULL, NULL};
+    TK_EXPECT(ftc_manager_register_cb(m, "c", FTC_DTYPE_F32, shape, 1, NULL),
+              FTC_EINVAL);
+    TK_EXPECT(ftc_manager_register_cb(m, "c", FTC_DTYPE_F32, shape, 1, &half),
+              FTC_EINVAL);
+    TK_EXPECT(ftc_manager_register_cb(m, "x", FTC_DTYPE_F32, shape, 1, &cb),
+              FTC_EEXIST);
+    TK_EXPECT(ftc_manager_register_cb(NULL, "c", FTC_DTYPE_F32, shape, 1, &cb),
+              FTC_EMISUSE);
+    TK_OK(ftc_manager_register_cb(m, "c", FTC_DTYPE_F32, shape, 1, &cb));
     TK_OK(ftc_manager_start_quorum(m, NULL));
     TK_EXPECT(ftc_manager_start_quorum(m, NULL), FTC_EMISUSE);
     TK_EXPECT(ftc_manager_register(m, "z", FTC_DTYPE_F32, shape, 1, x),
+              FTC_EMISUSE);
+    TK_EXPECT(ftc_manager_register_cb(m, "z", FTC_DTYPE_F32, shape, 1, &cb),
               FTC_EMISUSE);
     TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
     TK_OK(ftc_manager_wait_quorum(m, 0)); /* the same result again */
