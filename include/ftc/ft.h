@@ -527,9 +527,10 @@ FTC_API void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *opts);
  * returns at once (opts NULL: defaults). Until wait_quorum returns, the
  * caller may read the registered buffers (the forward pass) but must not
  * write them: the manager may serve them to healing replicas, and with
- * heal_in_place may write them. Errors: FTC_EMISUSE (a round is in
- * flight: wait for it first; or the last successful round was not voted
- * on: should_commit first), FTC_ECANCELED (the lighthouse killed this
+ * heal_in_place may write them; the same holds for the state behind
+ * callbacks, which the quorum thread may save then. Errors: FTC_EMISUSE (a
+ * round is in flight: wait for it first; or the last successful round was not
+ * voted on: should_commit first), FTC_ECANCELED (the lighthouse killed this
  * replica). A latched error is cleared here: each step starts clean
  * (allreduces of an earlier step still unwaited are finished first, their
  * errors going with that step). */
@@ -538,17 +539,17 @@ FTC_API int ftc_manager_start_quorum(ftc_manager *m,
 
 /* Waits until the round is done: the quorum decided, the process group
  * ready, this replica healed if it was behind (the healed state is in the
- * registered buffers and current_step() is the source's when this
- * returns) and, if it is a source, every healing replica done with its
- * buffers (bounded by heal_lend_ms: see ftc_manager_opts). timeout_ms
- * FTC_TIMEOUT_DEFAULT waits for the round's end, which its own deadlines
- * bound (quorum_timeout_ms for the quorum, again for healing, and
- * connect_timeout_ms for the process group); a shorter wait that expires
- * returns FTC_ETIMEDOUT and leaves the round running. Returns the round's
- * result; it may be called again (it returns the same). Errors: FTC_ETIMEDOUT
- * (the lighthouse did not answer in quorum_timeout_ms: every rank of the group
- * gets it), FTC_EPEER (lighthouse or group store unreachable, message
- * says which), FTC_EPROTO (the ranks of the group are at different
+ * registered buffers, load callbacks ran on this thread, and
+ * current_step() is the source's when this returns) and, if it is a source,
+ * every healing replica done with its buffers (bounded by heal_lend_ms: see
+ * ftc_manager_opts). timeout_ms FTC_TIMEOUT_DEFAULT waits for the round's end,
+ * which its own deadlines bound (quorum_timeout_ms for the quorum, again for
+ * healing, and connect_timeout_ms for the process group); a shorter wait that
+ * expires returns FTC_ETIMEDOUT and leaves the round running. Returns the
+ * round's result; it may be called again (it returns the same). Errors:
+ * FTC_ETIMEDOUT (the lighthouse did not answer in quorum_timeout_ms: every rank
+ * of the group gets it), FTC_EPEER (lighthouse or group store unreachable,
+ * message says which), FTC_EPROTO (the ranks of the group are at different
  * steps), FTC_ECANCELED (killed, or destroyed meanwhile), FTC_EMISUSE (no
  * round started). A failed round: call start_quorum again for a new one.
  * A failure to build the process group or to heal is not an error here:
@@ -628,7 +629,7 @@ typedef struct ftc_manager_stats {
     int64_t quorums;          /* rounds finished */
     int64_t reconfigurations; /* process groups built */
     int64_t commits, failed_commits;
-    int64_t heals;          /* rounds in which this rank healed */
+    int64_t heals;          /* rounds in which this rank healed (applied) */
     int64_t heal_bytes;     /* bytes received by healing */
     double last_heal_ms;    /* duration of the last healing transfer */
     int64_t last_heal_step; /* the step it healed to */

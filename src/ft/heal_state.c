@@ -380,6 +380,7 @@ static int of_state(const ftc_heal_state *s, int64_t step,
                     int64_t batches_committed, uint64_t chunk_bytes, bool copy,
                     unsigned threads, ftc_heal_snapshot **out)
 {
+    *out = NULL;
     ftc_heal_snapshot *snap;
     int rc = blank(s->total, s->n, step, batches_committed, chunk_bytes, copy,
                    copy ? 0 : s->cb_bytes, &snap);
@@ -419,6 +420,7 @@ int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
 int ftc__heal_snapshot_copy(const ftc_heal_snapshot *from, unsigned threads,
                             ftc_heal_snapshot **out)
 {
+    *out = NULL;
     const ftc_heal_meta *m = &from->meta;
     ftc_heal_snapshot *snap;
     int rc = blank(m->total_bytes, m->n_buffers, m->step, m->batches_committed,
