@@ -413,12 +413,14 @@ static void end_lending(round *r)
             FTC_MGR_STAT(m, snapshots, 1);
         }
     }
+    /* The server's reference keeps the lent state alive until it is
+     * reclaimed; reclaim counts the others as answers still sending. */
+    ftc__heal_snapshot_unref(r->lent);
+    r->lent = NULL;
     ftc__heal_server_reclaim(
         m->heal_srv, copy,
         ftc__deadline_in_ms(all ? FTC__MGR_DRAIN_MS : m->o.heal_lend_ms));
     ftc__heal_snapshot_unref(copy);
-    ftc__heal_snapshot_unref(r->lent);
-    r->lent = NULL;
     double ms = (double)(ftc__now_ns() - r->lend_start_ns) / 1e6;
     pthread_mutex_lock(&m->stats_mu);
     m->stats.lends++;
