@@ -6,10 +6,11 @@
  *     counted), heal_state.c;
  *   - the server: one per rank, serves its published or lent snapshot,
  *     heal_server.c (libmicrohttpd);
- *   - the client: fetches metadata and chunks striped across several
- *     sources, verifies every chunk, refetches a bad or lost one from
- *     another source, heal_client.c (libcurl); then releases the sources'
- *     lent state, heal_release.c. */
+ *   - the client: fetches metadata (libcurl, heal_client.c) and chunks
+ *     (plain HTTP/1.1 sockets received straight into place,
+ *     heal_chunks.c) striped across several sources, verifies every
+ *     chunk, refetches a bad or lost one from another source; then
+ *     releases the sources' lent state, heal_release.c. */
 #ifndef FTC_FT_HEAL_H
 #define FTC_FT_HEAL_H
 

@@ -1,57 +1,34 @@
 /* The healing client's chunk transfers: chunks striped over the sources
  * that hold the reference's bytes, received on several threads (lanes,
- * each a multi handle with its share of the transfers: one thread cannot
- * both receive and place the bytes as fast as loopback TCP carries them),
- * each chunk hashed as it arrives and fetched again when bad or lost. */
+ * each with its share of the transfers: one thread cannot both receive
+ * and hash the bytes as fast as loopback TCP carries them), each chunk
+ * received straight into its place in the destination over a plain
+ * HTTP/1.1 keep-alive connection (no staging copy), hashed right after
+ * each read while the bytes are in the cache, and fetched again when bad
+ * or lost. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ft/heal_client_int.h"
 
 typedef ftc_heal_fetch_state fetch;
 typedef ftc_heal_xfer xfer;
 
-/* Writes received bytes at their place in the local buffers and hashes
- * them; more bytes than the chunk holds abort the transfer. Runs on the
- * transfer's lane, without the lock: it touches only its transfer and its
- * chunk's bytes. */
-static size_t on_chunk(char *p, size_t size, size_t n, void *arg)
-{
-    xfer *x = arg;
-    size_t total = size * n;
-    if (!x->refused && x->got == 0) {
-        long status = 0;
-        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-        x->refused = status != 200;
-    }
-    if (x->refused) {
-        return 0; /* an error text: never written into the state */
-    }
-    if (total > x->len - x->got) {
-        x->got = x->len + 1; /* marks the overrun */
-        return 0;
-    }
-    XXH3_64bits_update(x->hash, p, total);
-    fetch *ft = x->ctx;
-    const ftc_heal_state *lay = ft->f->layout;
-    uint64_t pos = x->off + x->got;
-    x->got += total;
-    while (total > 0) {
-        uint64_t end = ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes;
-        if (pos >= end) {
-            x->cursor++;
-            continue;
-        }
-        size_t k = end - pos < total ? (size_t)(end - pos) : total;
-        memcpy((uint8_t *)ft->f->dest[x->cursor] +
-                   (pos - ft->starts[x->cursor]),
-               p, k);
-        p += k;
-        pos += k;
-        total -= k;
-    }
-    return size * n;
-}
+/* A source that sends nothing for this long is left for another one,
+ * not waited on until the deadline (a stopped or partitioned host). */
+#define FTC__HEAL_STALL_MS 5000
+/* Connecting to a source: refused or unreachable for this long is a
+ * failure of the transfer (another source is asked). */
+#define FTC__HEAL_CONNECT_MS 1000
+/* Bytes received per call: small enough that the hash reads them from
+ * the cache right after the kernel wrote them. */
+#define FTC__HEAL_RECV_BYTES ((size_t)256 << 10)
 
 /* The index of the buffer holding stream offset off. */
 static size_t buffer_at(const fetch *ft, uint64_t off)
@@ -82,8 +59,9 @@ static size_t source_for(const fetch *ft, uint32_t chunk, size_t s)
     return SIZE_MAX;
 }
 
-/* Starts chunk on x (ft->mu held). */
-static int start_chunk(fetch *ft, xfer *x, uint32_t chunk, ftc_deadline dl)
+/* Assigns chunk to x (ft->mu held); its request is sent by its lane
+ * outside the lock (send_request). */
+static int start_chunk(fetch *ft, xfer *x, uint32_t chunk)
 {
     size_t s = source_for(ft, chunk, ft->next_src[chunk]);
     if (s == SIZE_MAX) {
@@ -92,40 +70,27 @@ static int start_chunk(fetch *ft, xfer *x, uint32_t chunk, ftc_deadline dl)
                            "%s)",
                            ft->error);
     }
-    char what[32];
-    snprintf(what, sizeof(what), "chunk/%u", chunk);
-    char url[FTC_HOST_MAX + 96];
-    ftc__heal_url(ft->f->sources[s], ft->f->step, what, url, sizeof(url));
     x->chunk = chunk;
     x->src = s;
     x->incident = ft->incidents[s];
     ftc__heal_chunk_range(&ft->meta, chunk, &x->off, &x->len);
     x->got = 0;
-    x->refused = false;
     x->cursor = buffer_at(ft, x->off);
     XXH3_64bits_reset(x->hash);
-    ftc__heal_request(ft, x->easy, url, x->error, dl);
-    curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_chunk);
-    curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-    if (curl_multi_add_handle(x->multi, x->easy) != CURLM_OK) {
-        return ftc__seterr(FTC_ENOMEM, "heal client: curl multi");
-    }
     x->busy = true;
     return 0;
 }
 
-/* A transfer that failed without a bad answer (closed, refused, timed out,
- * 404): the source is given up after two such failures in a row, since
- * one may be its server restarting (ftc__heal_server_reclaim). ft->mu
- * held. */
-static void source_failed(fetch *ft, const xfer *x, long status, CURLcode res)
+/* A transfer that failed without a bad answer (closed, refused, stalled,
+ * not 200): the source is given up after two such failures in a row,
+ * since one may be its server restarting (ftc__heal_server_reclaim).
+ * ft->mu held. */
+static void source_failed(fetch *ft, const xfer *x)
 {
     const char *src = ft->f->sources[x->src];
     snprintf(ft->error, sizeof(ft->error), "%s: %s", src,
-             status != 0 && status != 200 ? "no snapshot of the step"
-             : x->error[0] != '\0'        ? x->error
-                                          : curl_easy_strerror(res));
+             x->status != 0 && x->status != 200 ? "no snapshot of the step"
+                                                : x->error);
     if (x->incident != ft->incidents[x->src] || ft->dead[x->src]) {
         return; /* the same failure as an earlier transfer's */
     }
@@ -142,27 +107,36 @@ static void source_failed(fetch *ft, const xfer *x, long status, CURLcode res)
                  ft->error);
 }
 
-/* A finished transfer: the chunk is in place, or goes back in the queue
- * for the next source (a dead or refusing source is not asked again).
- * ft->mu held. */
-static int finish_chunk(fetch *ft, xfer *x, CURLcode res)
+/* Closes x's connection. */
+static void disconnect(xfer *x)
 {
-    curl_multi_remove_handle(x->multi, x->easy);
+    if (x->fd >= 0) {
+        close(x->fd);
+        x->fd = -1;
+    }
+}
+
+/* A finished transfer (io: the whole answer came): the chunk is in place,
+ * or goes back in the queue for the next source (a dead or refusing
+ * source is not asked again). ft->mu held. */
+static int finish_chunk(fetch *ft, xfer *x, bool io)
+{
     x->busy = false;
-    long status = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     const char *src = ft->f->sources[x->src];
-    bool whole = res == CURLE_OK && status == 200 && x->got == x->len;
+    bool whole = io && x->status == 200 && x->got == x->len;
+    if (!io || x->close || x->status != 200) {
+        disconnect(x);
+    }
     if (whole && XXH3_64bits_digest(x->hash) == ft->meta.chunk_hash[x->chunk]) {
         ft->strikes[x->src] = 0;
         ft->done++;
         ft->out->bytes += x->len;
         return 0;
     }
-    if (status == 401 || status == 403) {
+    if (x->status == 401 || x->status == 403) {
         return ftc__seterr(FTC_EAUTH, "healing: %s refused the token", src);
     }
-    bool bad = whole || x->got > x->len || (res == CURLE_OK && status == 200);
+    bool bad = whole || (io && x->status == 200);
     if (bad) {
         ft->out->bad_chunks++;
         FTC_LOG_WARN("heal.bad_chunk",
@@ -170,7 +144,7 @@ static int finish_chunk(fetch *ft, xfer *x, CURLcode res)
                      x->chunk, (long long)ft->f->step, src,
                      whole ? "checksum mismatch" : "wrong length");
     } else {
-        source_failed(ft, x, status, res);
+        source_failed(ft, x);
     }
     ft->out->refetched++;
     /* Each source may be tried twice for one chunk before it is given up. */
@@ -185,11 +159,188 @@ static int finish_chunk(fetch *ft, xfer *x, CURLcode res)
     return 0;
 }
 
+/* ------------------------------------------------------------- transfer */
+
+/* Sends x's request ("GET .../chunk/<i>", keep-alive), connecting first
+ * when x has no connection to its source. False with x->error set when
+ * the source cannot be reached. */
+static bool send_request(fetch *ft, xfer *x, ftc_deadline dl)
+{
+    const char *src = ft->f->sources[x->src];
+    if (x->fd >= 0 && x->fd_src != x->src) {
+        disconnect(x);
+    }
+    x->reused = x->fd >= 0;
+    if (x->fd < 0) {
+        char host[FTC_HOST_MAX];
+        int port = 0;
+        ftc_deadline cdl =
+            ftc__deadline_min(dl, ftc__deadline_in_ms(FTC__HEAL_CONNECT_MS));
+        int rc = ftc__addr_split(src, 0, host, sizeof(host), &port);
+        rc = rc != 0
+                 ? rc
+                 : ftc__sock_connect(host, port, cdl, &ft->c->abort_ev, &x->fd);
+        if (rc != 0) {
+            snprintf(x->error, sizeof(x->error), "%s", ftc_last_error());
+            return false;
+        }
+        x->fd_src = x->src;
+    }
+    char req[FTC_HOST_MAX * 2 + 256];
+    const char *tok = ft->f->token;
+    int n = snprintf(req, sizeof(req),
+                     "GET /v1/heal/%lld/chunk/%u HTTP/1.1\r\nHost: %s\r\n"
+                     "%s%s%s\r\n",
+                     (long long)ft->f->step, x->chunk, src,
+                     tok != NULL ? "Authorization: Bearer " : "",
+                     tok != NULL ? tok : "", tok != NULL ? "\r\n" : "");
+    x->in_body = x->close = false;
+    x->status = 0;
+    x->head_len = 0;
+    x->last_ns = ftc__now_ns();
+    if (n < 0 || (size_t)n >= sizeof(req) ||
+        ftc__sock_send_all(x->fd, req, (size_t)n, dl, &ft->c->abort_ev) != 0) {
+        snprintf(x->error, sizeof(x->error), "request to %s: %s", src,
+                 n < 0 || (size_t)n >= sizeof(req) ? "too long"
+                                                   : ftc_last_error());
+        disconnect(x);
+        return false;
+    }
+    return true;
+}
+
+/* Hashes received chunk bytes p[0..n) and advances past them. */
+static void took(xfer *x, const uint8_t *p, size_t n)
+{
+    XXH3_64bits_update(x->hash, p, n);
+    x->got += n;
+}
+
+/* Where the chunk's next bytes go, and how many fit there (>= 1). */
+static uint8_t *next_place(fetch *ft, xfer *x, size_t *room)
+{
+    const ftc_heal_state *lay = ft->f->layout;
+    uint64_t pos = x->off + x->got;
+    while (pos >= ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes) {
+        x->cursor++;
+    }
+    uint64_t left = ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes - pos;
+    left = left < x->len - x->got ? left : x->len - x->got;
+    *room = left < FTC__HEAL_RECV_BYTES ? (size_t)left : FTC__HEAL_RECV_BYTES;
+    return (uint8_t *)ft->f->dest[x->cursor] + (pos - ft->starts[x->cursor]);
+}
+
+/* Copies body bytes that came with the head into place. */
+static void place(fetch *ft, xfer *x, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        size_t room;
+        uint8_t *dst = next_place(ft, x, &room);
+        size_t k = room < n ? room : n;
+        memcpy(dst, p, k);
+        took(x, dst, k);
+        p += k;
+        n -= k;
+    }
+}
+
+/* Parses the answer's head once it is in: 1 (body next), 0 (more head
+ * bytes needed), -1 (malformed, or not a 200 with the chunk's length:
+ * done). */
+static int parse_head(fetch *ft, xfer *x)
+{
+    x->head[x->head_len] = '\0';
+    char *end = strstr(x->head, "\r\n\r\n");
+    if (end == NULL) {
+        snprintf(x->error, sizeof(x->error), "answer head over %d bytes",
+                 FTC__HEAL_HEAD_MAX - 1);
+        return x->head_len + 1 >= sizeof(x->head) ? -1 : 0;
+    }
+    *end = '\0';
+    int minor;
+    if (sscanf(x->head, "HTTP/1.%d %ld", &minor, &x->status) != 2) {
+        snprintf(x->error, sizeof(x->error), "not an HTTP answer");
+        x->status = 0;
+        return -1;
+    }
+    unsigned long long length = ULLONG_MAX;
+    for (char *h = strstr(x->head, "\r\n"); h != NULL;
+         h = strstr(h + 2, "\r\n")) {
+        if (strncasecmp(h + 2, "Content-Length:", 15) == 0) {
+            length = strtoull(h + 17, NULL, 10);
+        } else if (strncasecmp(h + 2, "Connection:", 11) == 0) {
+            x->close = strstr(h + 13, "close") != NULL ||
+                       strstr(h + 13, "Close") != NULL;
+        }
+    }
+    if (x->status != 200) {
+        snprintf(x->error, sizeof(x->error), "HTTP %ld", x->status);
+        return -1;
+    }
+    if (length != x->len) {
+        x->got = x->len + 1; /* marks the wrong length */
+        return -1;
+    }
+    size_t body = x->head_len - (size_t)(end + 4 - x->head);
+    x->in_body = true;
+    if (body > x->len) {
+        x->got = x->len + 1;
+        return -1;
+    }
+    place(ft, x, (const uint8_t *)end + 4, body);
+    return 1;
+}
+
+/* Receives what x's connection has: 1 when the answer is complete (io
+ * true: whole; false: failed), 2 when a kept-alive connection turned out
+ * closed before any answer, 0 for more later. */
+static int on_readable(fetch *ft, xfer *x, bool *io)
+{
+    for (;;) {
+        ssize_t k;
+        if (!x->in_body) {
+            k = recv(x->fd, x->head + x->head_len,
+                     sizeof(x->head) - 1 - x->head_len, 0);
+        } else if (x->got == x->len) {
+            *io = true;
+            return 1;
+        } else {
+            size_t room;
+            uint8_t *dst = next_place(ft, x, &room);
+            k = recv(x->fd, dst, room, 0);
+            if (k > 0) {
+                took(x, dst, (size_t)k);
+            }
+        }
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        }
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k <= 0) {
+            snprintf(x->error, sizeof(x->error), "%s",
+                     k == 0 ? "connection closed" : strerror(errno));
+            *io = false;
+            return x->reused && !x->in_body && x->head_len == 0 ? 2 : 1;
+        }
+        x->last_ns = ftc__now_ns();
+        if (!x->in_body) {
+            x->head_len += (size_t)k;
+            int h = parse_head(ft, x);
+            if (h < 0) {
+                *io = x->status != 0;
+                return 1;
+            }
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- lanes */
 
 typedef struct lane {
     fetch *ft;
-    CURLM *multi;
+    unsigned index;
     xfer *xs;
     unsigned nx;
     ftc_deadline dl;
@@ -199,7 +350,7 @@ typedef struct lane {
 static void wake_lanes(fetch *ft)
 {
     for (unsigned i = 0; i < ft->lanes; i++) {
-        curl_multi_wakeup(ft->c->multi[i]);
+        ftc__event_signal(&ft->wake[i]);
     }
 }
 
@@ -212,59 +363,122 @@ static void fail(fetch *ft, int rc)
     }
 }
 
-/* Starts a chunk on every idle transfer of the lane; false once the fetch
- * is over (every chunk in, or a failure). */
-static bool lane_start(lane *l)
+/* Ends x's transfer (io: the whole answer came). */
+static void finish(lane *l, xfer *x, bool io)
 {
     fetch *ft = l->ft;
     pthread_mutex_lock(&ft->mu);
+    int rc = finish_chunk(ft, x, io);
+    if (rc != 0) {
+        fail(ft, rc);
+    }
+    bool wake = rc != 0 || ft->queued > 0 || ft->done == ft->meta.n_chunks;
+    pthread_mutex_unlock(&ft->mu);
+    if (wake) {
+        wake_lanes(ft);
+    }
+}
+
+/* Starts a chunk on every idle transfer of the lane and sends their
+ * requests; false once the fetch is over (every chunk in, or a
+ * failure). */
+static bool lane_start(lane *l)
+{
+    fetch *ft = l->ft;
+    bool fresh[FTC__HEAL_MAX_STREAMS] = {false};
+    pthread_mutex_lock(&ft->mu);
     for (unsigned i = 0; ft->rc == 0 && i < l->nx && ft->queued > 0; i++) {
         if (!l->xs[i].busy) {
-            int rc = start_chunk(ft, &l->xs[i], ft->queue[--ft->queued], l->dl);
+            int rc = start_chunk(ft, &l->xs[i], ft->queue[--ft->queued]);
+            fresh[i] = rc == 0;
             if (rc != 0) {
                 fail(ft, rc);
             }
         }
     }
+    pthread_mutex_unlock(&ft->mu);
+    for (unsigned i = 0; i < l->nx; i++) {
+        xfer *x = &l->xs[i];
+        bool sent = fresh[i] && send_request(ft, x, l->dl);
+        if (fresh[i] && !sent) {
+            finish(l, x, false);
+        }
+    }
+    pthread_mutex_lock(&ft->mu);
     bool go = ft->rc == 0 && ft->done < ft->meta.n_chunks;
     pthread_mutex_unlock(&ft->mu);
     return go;
+}
+
+/* Waits for the lane's connections, its wake event and the abort, at
+ * most until the next stall check or dl. */
+static int lane_wait(lane *l, struct pollfd *pf, xfer **who, unsigned *n)
+{
+    fetch *ft = l->ft;
+    int rc = ftc__heal_check(ft, l->dl);
+    if (rc != 0) {
+        return rc;
+    }
+    unsigned k = 0;
+    pf[k++] = (struct pollfd){ft->wake[l->index].fd, POLLIN, 0};
+    pf[k++] = (struct pollfd){ft->c->abort_ev.fd, POLLIN, 0};
+    for (unsigned i = 0; i < l->nx; i++) {
+        if (l->xs[i].busy) {
+            who[k] = &l->xs[i];
+            pf[k++] = (struct pollfd){l->xs[i].fd, POLLIN, 0};
+        }
+    }
+    int ms = ftc__deadline_poll_ms(l->dl);
+    ms = ms < 0 || ms > 1000 ? 1000 : ms;
+    int r = poll(pf, k, ms);
+    for (unsigned i = 0; r < 0 && i < k; i++) {
+        pf[i].revents = 0; /* interrupted: look again */
+    }
+    if (pf[0].revents != 0) {
+        ftc__event_clear(&ft->wake[l->index]);
+    }
+    *n = k;
+    return 0;
 }
 
 static void *lane_main(void *arg)
 {
     lane *l = arg;
     fetch *ft = l->ft;
+    struct pollfd pf[FTC__HEAL_MAX_STREAMS + 2];
+    xfer *who[FTC__HEAL_MAX_STREAMS + 2];
     while (lane_start(l)) {
-        int running;
-        curl_multi_perform(l->multi, &running);
-        CURLMsg *m;
-        int left;
-        bool wake = false;
-        while ((m = curl_multi_info_read(l->multi, &left)) != NULL) {
-            if (m->msg != CURLMSG_DONE) {
-                continue;
-            }
-            xfer *x;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
-            pthread_mutex_lock(&ft->mu);
-            int rc = finish_chunk(ft, x, m->data.result);
-            if (rc != 0) {
-                fail(ft, rc);
-            }
-            wake = wake || rc != 0 || ft->queued > 0 ||
-                   ft->done == ft->meta.n_chunks;
-            pthread_mutex_unlock(&ft->mu);
-        }
-        if (wake) {
-            wake_lanes(ft);
-        }
-        int rc = ftc__heal_wait(ft, l->multi, l->dl, l->dl);
+        unsigned n = 0;
+        int rc = lane_wait(l, pf, who, &n);
         if (rc != 0) {
             pthread_mutex_lock(&ft->mu);
             fail(ft, rc);
             pthread_mutex_unlock(&ft->mu);
             wake_lanes(ft);
+            break;
+        }
+        int64_t now = ftc__now_ns();
+        for (unsigned i = 2; i < n; i++) {
+            xfer *x = who[i];
+            bool io = false;
+            int done = pf[i].revents != 0 ? on_readable(ft, x, &io) : 0;
+            if (done == 0 &&
+                now - x->last_ns > (int64_t)FTC__HEAL_STALL_MS * 1000000) {
+                snprintf(x->error, sizeof(x->error), "no byte for %d ms",
+                         FTC__HEAL_STALL_MS);
+                done = 1;
+            }
+            /* A kept-alive connection that the source closed meanwhile
+             * fails before any answer: asked once more on a new one. */
+            if (done == 2) {
+                disconnect(x);
+                if (send_request(ft, x, l->dl)) {
+                    continue;
+                }
+            }
+            if (done != 0) {
+                finish(l, x, io);
+            }
         }
     }
     return NULL;
@@ -275,32 +489,40 @@ int ftc__heal_chunks_run(fetch *ft, xfer *xs, unsigned nx, ftc_deadline dl)
     lane ls[FTC__HEAL_MAX_LANES];
     pthread_t th[FTC__HEAL_MAX_LANES];
     unsigned n = ft->lanes;
-    for (unsigned i = 0; i < n; i++) {
+    int rc = 0;
+    unsigned opened = 0;
+    for (; rc == 0 && opened < n; opened++) {
+        ft->wake[opened].fd = -1;
+        rc = ftc__event_open(&ft->wake[opened]);
+    }
+    for (unsigned i = 0; rc == 0 && i < n; i++) {
         /* Lane i takes transfers [i * nx / n, (i + 1) * nx / n). */
         unsigned a = i * nx / n, b = (i + 1) * nx / n;
-        ls[i] = (lane){ft, ft->c->multi[i], xs + a, b - a, dl};
-        for (unsigned k = a; k < b; k++) {
-            xs[k].multi = ft->c->multi[i];
-        }
+        ls[i] = (lane){ft, i, xs + a, b - a, dl};
     }
     unsigned started = 1;
-    for (; started < n; started++) {
+    for (; rc == 0 && started < n; started++) {
         if (ftc__thread_start(&th[started], "ftc-heal-lane", lane_main,
                               &ls[started]) != 0) {
             break;
         }
     }
     /* Fewer lanes if threads are short: lane 0 takes over their shares
-     * (their transfers are idle, so it may). */
-    for (unsigned i = started; i < n; i++) {
-        for (unsigned k = 0; k < ls[i].nx; k++) {
-            ls[i].xs[k].multi = ls[0].multi;
-        }
+     * (their transfers are idle and follow lane 0's, so it may). */
+    for (unsigned i = started; rc == 0 && i < n; i++) {
         ls[0].nx += ls[i].nx;
     }
-    lane_main(&ls[0]);
-    for (unsigned i = 1; i < started; i++) {
+    if (rc == 0) {
+        lane_main(&ls[0]);
+    }
+    for (unsigned i = 1; rc == 0 && i < started; i++) {
         pthread_join(th[i], NULL);
+    }
+    for (unsigned i = 0; i < opened; i++) {
+        ftc__event_close(&ft->wake[i]);
+    }
+    if (rc != 0) {
+        return ftc__adderr(rc, "healing lanes");
     }
     if (ft->rc != 0) {
         return ftc__seterr(ft->rc, "%s", ft->rc_msg);

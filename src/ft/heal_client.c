@@ -3,6 +3,7 @@
  * (heal_chunks.c). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ft/heal_client_int.h"
 
@@ -17,6 +18,10 @@ int ftc__heal_client_create(ftc_heal_client **out)
     }
     ftc_heal_client *c = ftc__calloc(1, sizeof(*c));
     bool ok = c != NULL;
+    if (ok) {
+        c->abort_ev.fd = -1;
+        ok = ftc__event_open(&c->abort_ev) == 0;
+    }
     for (int i = 0; ok && i < FTC__HEAL_MAX_LANES; i++) {
         c->multi[i] = curl_multi_init();
         ok = c->multi[i] != NULL;
@@ -35,6 +40,7 @@ void ftc__heal_client_destroy(ftc_heal_client *c)
         for (int i = 0; i < FTC__HEAL_MAX_LANES; i++) {
             curl_multi_cleanup(c->multi[i]);
         }
+        ftc__event_close(&c->abort_ev);
         ftc__free(c);
         curl_global_cleanup();
     }
@@ -43,14 +49,14 @@ void ftc__heal_client_destroy(ftc_heal_client *c)
 void ftc__heal_client_abort(ftc_heal_client *c)
 {
     atomic_store(&c->aborted, true);
-    for (int i = 0; i < FTC__HEAL_MAX_LANES; i++) {
-        curl_multi_wakeup(c->multi[i]);
-    }
+    ftc__event_signal(&c->abort_ev);
+    curl_multi_wakeup(c->multi[0]);
 }
 
 void ftc__heal_client_clear_abort(ftc_heal_client *c)
 {
     atomic_store(&c->aborted, false);
+    ftc__event_clear(&c->abort_ev);
 }
 
 bool ftc__heal_client_aborted(ftc_heal_client *c)
@@ -90,7 +96,7 @@ void ftc__heal_request(fetch *ft, CURL *e, const char *url, char *errbuf,
     }
 }
 
-int ftc__heal_wait(fetch *ft, CURLM *multi, ftc_deadline dl, ftc_deadline until)
+int ftc__heal_check(fetch *ft, ftc_deadline dl)
 {
     if (atomic_load(&ft->c->aborted)) {
         return ftc__seterr(FTC_ECANCELED, "healing aborted");
@@ -103,6 +109,15 @@ int ftc__heal_wait(fetch *ft, CURLM *multi, ftc_deadline dl, ftc_deadline until)
                            "healing: deadline passed (%u of %u "
                            "chunks in)",
                            done, ft->meta.n_chunks);
+    }
+    return 0;
+}
+
+int ftc__heal_wait(fetch *ft, CURLM *multi, ftc_deadline dl, ftc_deadline until)
+{
+    int rc = ftc__heal_check(ft, dl);
+    if (rc != 0) {
+        return rc;
     }
     int ms = ftc__deadline_poll_ms(ftc__deadline_min(dl, until));
     curl_multi_poll(multi, NULL, 0, ms < 0 || ms > 1000 ? 1000 : ms, NULL);
@@ -309,8 +324,8 @@ static int peer_metas(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
 static void fetch_free(fetch *ft, xfer *xs, unsigned nx)
 {
     for (unsigned i = 0; i < nx; i++) {
-        if (xs[i].busy) {
-            curl_multi_remove_handle(xs[i].multi, xs[i].easy);
+        if (xs[i].fd >= 0) {
+            close(xs[i].fd);
         }
         curl_easy_cleanup(xs[i].easy);
         XXH3_freeState(xs[i].hash);
@@ -363,10 +378,12 @@ int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
     ft.lanes = ft.lanes < nx ? ft.lanes : nx;
     xfer xs[FTC__HEAL_MAX_STREAMS];
     memset(xs, 0, sizeof(xs));
+    for (unsigned i = 0; i < nx; i++) {
+        xs[i].fd = -1;
+    }
     int rc = ftc__heal_auth_header(f->token, &ft.headers);
     for (unsigned i = 0; rc == 0 && i < nx; i++) {
         xs[i].ctx = &ft;
-        xs[i].multi = c->multi[0];
         xs[i].easy = curl_easy_init();
         xs[i].hash = XXH3_createState();
         if (xs[i].easy == NULL || xs[i].hash == NULL) {

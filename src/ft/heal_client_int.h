@@ -1,6 +1,7 @@
 /* The healing client's state, shared by its files: heal_client.c (the
- * handle, requests, metadata, the fetch) and heal_chunks.c (the chunk
- * transfers, on several receiving threads: lanes). */
+ * handle, requests, metadata over libcurl, the fetch) and heal_chunks.c
+ * (the chunk transfers over plain sockets, on several receiving threads:
+ * lanes). */
 #ifndef FTC_FT_HEAL_CLIENT_INT_H
 #define FTC_FT_HEAL_CLIENT_INT_H
 
@@ -15,17 +16,21 @@
 #define FTC__HEAL_MAX_LANES 8
 
 struct ftc_heal_client {
-    /* Lane i's multi handle; multi[0] also serves the metadata. Created
-     * once; abort wakes them all. */
+    /* multi[0] serves the metadata; created once. */
     CURLM *multi[FTC__HEAL_MAX_LANES];
     atomic_bool aborted;
+    ftc_event abort_ev; /* set while aborted: wakes the chunk lanes */
 };
 
-/* One transfer slot: an easy handle reused for chunk after chunk, on one
- * lane (only that lane's thread touches it). */
+/* Bytes of a chunk answer's status line and headers. */
+#define FTC__HEAL_HEAD_MAX 1024
+
+/* One transfer slot, on one lane (only that lane's thread touches it):
+ * chunk after chunk on one kept-alive connection to a source, the body
+ * received straight into the destination (heal_chunks.c). The easy
+ * handle serves the metadata requests (xs[0]). */
 typedef struct ftc_heal_xfer {
     CURL *easy;
-    CURLM *multi; /* its lane's */
     XXH3_state_t *hash;
     struct ftc_heal_fetch_state *ctx;
     bool busy;
@@ -34,8 +39,16 @@ typedef struct ftc_heal_xfer {
     uint64_t off, len, got;
     uint64_t incident; /* its source's failures when it started */
     size_t cursor;     /* buffer holding stream position off + got */
-    bool refused;      /* the answer was not 200: its body is dropped */
-    bool gone;         /* a metadata answer was 410: no state of the step */
+    int fd;            /* its connection (-1: none), to source fd_src */
+    size_t fd_src;
+    bool reused;  /* the request went on a kept-alive connection */
+    bool in_body; /* the answer's head is in */
+    bool close;   /* the answer said Connection: close */
+    long status;
+    size_t head_len;
+    int64_t last_ns; /* when a byte last came (a stall is given up) */
+    bool gone;       /* a metadata answer was 410: no state of the step */
+    char head[FTC__HEAL_HEAD_MAX];
     char error[CURL_ERROR_SIZE];
 } ftc_heal_xfer;
 
@@ -71,6 +84,7 @@ typedef struct ftc_heal_fetch_state {
     char rc_msg[512];            /* its message */
     char error[CURL_ERROR_SIZE]; /* the last source failure */
     unsigned lanes;
+    ftc_event wake[FTC__HEAL_MAX_LANES]; /* a chunk was queued, or the end */
     ftc_heal_fetch_result *out;
 } ftc_heal_fetch_state;
 
@@ -80,6 +94,9 @@ void ftc__heal_url(const char *source, int64_t step, const char *what,
 /* Resets e for one request: URL, headers, stall and deadline limits. */
 void ftc__heal_request(ftc_heal_fetch_state *ft, CURL *e, const char *url,
                        char *errbuf, ftc_deadline dl);
+/* FTC_ECANCELED after an abort, FTC_ETIMEDOUT (saying how many chunks
+ * are in) once dl passed, else 0. */
+int ftc__heal_check(ftc_heal_fetch_state *ft, ftc_deadline dl);
 /* Waits for activity on multi, at most until `until` (never past dl):
  * FTC_ECANCELED after an abort, FTC_ETIMEDOUT once dl passed. */
 int ftc__heal_wait(ftc_heal_fetch_state *ft, CURLM *multi, ftc_deadline dl,
