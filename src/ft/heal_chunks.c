@@ -500,22 +500,24 @@ int ftc__heal_chunks_run(fetch *ft, xfer *xs, unsigned nx, ftc_deadline dl)
         unsigned a = i * nx / n, b = (i + 1) * nx / n;
         ls[i] = (lane){ft, i, xs + a, b - a, dl};
     }
-    unsigned started = 1;
-    for (; rc == 0 && started < n; started++) {
-        if (ftc__thread_start(&th[started], "ftc-heal-lane", lane_main,
-                              &ls[started]) != 0) {
+    /* Lanes start from the last one down: if a thread cannot start,
+     * lanes 1 .. lowest - 1 are left, and their transfers directly follow
+     * lane 0's, which takes them over (they are idle, so it may). */
+    unsigned lowest = n;
+    for (unsigned i = n - 1; rc == 0 && i >= 1; i--) {
+        if (ftc__thread_start(&th[i], "ftc-heal-lane", lane_main, &ls[i]) !=
+            0) {
             break;
         }
+        lowest = i;
     }
-    /* Fewer lanes if threads are short: lane 0 takes over their shares
-     * (their transfers are idle and follow lane 0's, so it may). */
-    for (unsigned i = started; rc == 0 && i < n; i++) {
+    for (unsigned i = 1; rc == 0 && i < lowest; i++) {
         ls[0].nx += ls[i].nx;
     }
     if (rc == 0) {
         lane_main(&ls[0]);
     }
-    for (unsigned i = 1; rc == 0 && i < started; i++) {
+    for (unsigned i = lowest; rc == 0 && i < n; i++) {
         pthread_join(th[i], NULL);
     }
     for (unsigned i = 0; i < opened; i++) {
