@@ -124,8 +124,8 @@ static int finish_chunk(fetch *ft, xfer *x, bool io)
     x->busy = false;
     const char *src = ft->f->sources[x->src];
     bool whole = io && x->status == 200 && x->got == x->len;
-    if (!io || x->close || x->status != 200) {
-        disconnect(x);
+    if (!whole || x->close) {
+        disconnect(x); /* what is left of the answer is not read */
     }
     if (whole && XXH3_64bits_digest(x->hash) == ft->meta.chunk_hash[x->chunk]) {
         ft->strikes[x->src] = 0;
