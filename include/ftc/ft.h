@@ -633,9 +633,11 @@ typedef struct ftc_manager_stats {
     int64_t heal_bytes;     /* bytes received by healing */
     double last_heal_ms;    /* duration of the last healing transfer */
     int64_t last_heal_step; /* the step it healed to */
-    int64_t snapshots;      /* copies taken to serve healing replicas */
-    int64_t pushed_aborts;  /* collectives aborted on a pushed change */
-    double last_quorum_ms;  /* start_quorum to round done, last round */
+    /* Copies taken to serve healing replicas (past heal_lend_ms, or a
+     * state of callbacks only, saved) */
+    int64_t snapshots;
+    int64_t pushed_aborts; /* collectives aborted on a pushed change */
+    double last_quorum_ms; /* start_quorum to round done, last round */
     char last_heal_source[FTC_LIGHTHOUSE_STR_MAX]; /* replica_id */
     /* Rounds in which this rank lent its buffers to healing replicas,
      * and how long the last one held its round (from the lending to the

@@ -375,6 +375,7 @@ static void serve(round *r)
          * the round does not wait for the healers. */
         ftc__heal_server_publish(m->heal_srv, snap);
         ftc__heal_snapshot_unref(snap);
+        FTC_MGR_STAT(m, snapshots, 1);
         return;
     }
     r->lent = snap;

@@ -2,7 +2,8 @@
  * embedded, two replica groups of one rank on two threads): the source
  * lends its registered buffers without a copy and its round ends when the
  * healer released them; with a lending bound shorter than the transfer it
- * copies its state instead; either way the healer ends bit-identical. */
+ * copies its state instead; a state behind callbacks is saved and served
+ * as a copy; either way the healer ends bit-identical. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +16,46 @@
 #define NW ((size_t)3 << 20) /* floats in "w": 12 MiB, three chunks */
 #define NM 1000              /* doubles in "m" */
 
-typedef struct group {
+typedef struct group group;
+
+/* A buffer of a group registered through callbacks. */
+typedef struct cb_buf {
+    group *g;
+    void *p;
+} cb_buf;
+
+struct group {
     ftc_manager *m;
     float *w;
     double mom[NM];
     int steps; /* to run */
     int rc;
-    char why[256]; /* the failure's message */
-} group;
+    char why[256];    /* the failure's message */
+    pthread_t thread; /* its training thread */
+    cb_buf cbs[2];
+    int saves, loads;          /* callbacks run */
+    bool saved_off, loaded_on; /* all off / on the training thread */
+};
+
+static int save(void *user, void *dst, size_t bytes)
+{
+    cb_buf *b = user;
+    b->g->saves++;
+    b->g->saved_off =
+        b->g->saved_off && !pthread_equal(pthread_self(), b->g->thread);
+    memcpy(dst, b->p, bytes);
+    return 0;
+}
+
+static int load(void *user, const void *src, size_t bytes)
+{
+    cb_buf *b = user;
+    b->g->loads++;
+    b->g->loaded_on =
+        b->g->loaded_on && pthread_equal(pthread_self(), b->g->thread);
+    memcpy(b->p, src, bytes);
+    return 0;
+}
 
 typedef struct env {
     mf_env *job;
@@ -39,7 +72,8 @@ static void group_state(group *g, float seed)
     }
 }
 
-static env *env_new(int64_t lend_ms)
+/* Two groups; with cb, both register their buffers through callbacks. */
+static env *env_new(int64_t lend_ms, bool cb)
 {
     env *e = calloc(1, sizeof(*e));
     e->job = mf_env_new();
@@ -53,8 +87,16 @@ static env *env_new(int64_t lend_ms)
         o.heal_lend_ms = lend_ms;
         TK_OK(ftc_manager_create(&g->m, &o));
         int64_t sw[] = {(int64_t)NW}, sm[] = {NM};
-        TK_OK(ftc_manager_register(g->m, "w", FTC_DTYPE_F32, sw, 1, g->w));
-        TK_OK(ftc_manager_register(g->m, "m", FTC_DTYPE_F64, sm, 1, g->mom));
+        g->saved_off = g->loaded_on = true;
+        g->cbs[0] = (cb_buf){g, g->w};
+        g->cbs[1] = (cb_buf){g, g->mom};
+        ftc_manager_state_cb cw = {save, load, &g->cbs[0]};
+        ftc_manager_state_cb cm = {save, load, &g->cbs[1]};
+        TK_OK(cb ? ftc_manager_register_cb(g->m, "w", FTC_DTYPE_F32, sw, 1, &cw)
+                 : ftc_manager_register(g->m, "w", FTC_DTYPE_F32, sw, 1, g->w));
+        TK_OK(
+            cb ? ftc_manager_register_cb(g->m, "m", FTC_DTYPE_F64, sm, 1, &cm)
+               : ftc_manager_register(g->m, "m", FTC_DTYPE_F64, sm, 1, g->mom));
     }
     return e;
 }
@@ -73,6 +115,7 @@ static void env_free(env *e)
 static void *run_group(void *arg)
 {
     group *g = arg;
+    g->thread = pthread_self();
     ftc_manager_quorum_opts qo;
     ftc_manager_quorum_opts_init(&qo);
     qo.heal_in_place = true;
@@ -120,7 +163,7 @@ static void heal_one(env *e)
 static void source_lends_without_a_copy(void **state)
 {
     (void)state;
-    env *e = env_new(tk_ms(20000));
+    env *e = env_new(tk_ms(20000), false);
     heal_one(e);
     ftc_manager_stats st;
     TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
@@ -141,11 +184,33 @@ static void source_lends_without_a_copy(void **state)
 static void lend_bound_falls_back_to_a_copy(void **state)
 {
     (void)state;
-    env *e = env_new(1);
+    env *e = env_new(1, false);
     heal_one(e);
     ftc_manager_stats st;
     TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
     assert_int_equal(st.lends, 1);
+    assert_int_equal(st.snapshots, 1);
+    env_free(e);
+}
+
+/* With both buffers behind callbacks, the source saves them on its
+ * quorum thread and publishes a copy (nothing is lent); the healer loads
+ * them on its training thread, once each. */
+static void callbacks_serve_a_copy(void **state)
+{
+    (void)state;
+    env *e = env_new(tk_ms(20000), true);
+    heal_one(e);
+    group *src = &e->g[0], *dst = &e->g[1];
+    assert_int_equal(src->saves, 2);
+    assert_true(src->saved_off);
+    assert_int_equal(src->loads, 0);
+    assert_int_equal(dst->loads, 2);
+    assert_true(dst->loaded_on);
+    assert_int_equal(dst->saves, 0);
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_get_stats(src->m, &st));
+    assert_int_equal(st.lends, 0);
     assert_int_equal(st.snapshots, 1);
     env_free(e);
 }
@@ -155,6 +220,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(source_lends_without_a_copy),
         cmocka_unit_test(lend_bound_falls_back_to_a_copy),
+        cmocka_unit_test(callbacks_serve_a_copy),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
