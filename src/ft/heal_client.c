@@ -187,8 +187,8 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
     if (status == 410) {
         x->gone = true;
         return ftc__seterr(FTC_EPEER,
-                           "%s cannot serve step %lld (its save "
-                           "callback failed)",
+                           "%s cannot serve step %lld (it could not "
+                           "take its snapshot: HTTP 410)",
                            src, (long long)ft->f->step);
     }
     if (status != 200) {

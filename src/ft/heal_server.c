@@ -332,7 +332,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     if (snap == NULL && gone(s, step)) {
         return refuse(s, c, 410,
                       "this rank cannot serve the state of step "
-                      "%llu (its save callback failed)",
+                      "%llu (it could not take its snapshot)",
                       (unsigned long long)step);
     }
     if (snap == NULL) {

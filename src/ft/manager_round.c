@@ -329,8 +329,9 @@ static size_t members(const round *r, bool up, const char **ids,
  * stops serving. Borrowed buffers are lent (the caller does not write them
  * before wait_quorum returns; the round ends by giving them back,
  * end_lending); the buffers behind callbacks are saved now. A state that
- * cannot be served (a save callback failed) is refused: the healers turn
- * to their other sources or fail at once; this rank's step goes on. */
+ * cannot be served (a save callback or an allocation failed) is refused:
+ * the healers turn to their other sources or fail at once; this rank's
+ * step goes on. */
 static void serve(round *r)
 {
     ftc_manager *m = r->m;
