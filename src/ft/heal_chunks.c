@@ -24,8 +24,10 @@ typedef ftc_heal_xfer xfer;
  * not waited on until the deadline (a stopped or partitioned host). */
 #define FTC__HEAL_STALL_MS 5000
 /* Connecting to a source: refused or unreachable for this long is a
- * failure of the transfer (another source is asked). */
-#define FTC__HEAL_CONNECT_MS 1000
+ * failure of the transfer (another source is asked). Short: a refused
+ * connection means a source that is gone, and the lane waits meanwhile;
+ * long enough for a few tries and a handshake across a data centre. */
+#define FTC__HEAL_CONNECT_MS 250
 /* Bytes received per call: small enough that the hash reads them from
  * the cache right after the kernel wrote them. */
 #define FTC__HEAL_RECV_BYTES ((size_t)256 << 10)
