@@ -8,7 +8,7 @@ packages=(
   clang-format
   libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
   libxxhash-dev libsodium-dev libcmocka-dev
-  python3 python3-venv python3-torch
+  python3 python3-venv python3-torch nodejs
   curl procps
 )
 
