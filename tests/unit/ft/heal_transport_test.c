@@ -382,6 +382,55 @@ static void abort_from_another_thread(void **state)
     world_free(w);
 }
 
+/* A state of no bytes (nothing registered on either side, or only
+ * zero-byte buffers) is served and fetched: metadata only, no chunk. */
+static void empty_state_is_fetched(void **state)
+{
+    (void)state;
+    ftc_heal_state src, dst;
+    ftc__heal_state_init(&src);
+    ftc__heal_state_init(&dst);
+    ftc_heal_server *srv;
+    ftc_heal_server_opts o = {0};
+    TK_OK(ftc__heal_server_start(&srv, &o));
+    const char *addr[] = {ftc__heal_server_address(srv)};
+    ftc_heal_client *cli;
+    TK_OK(ftc__heal_client_create(&cli));
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* the same with two zero-byte buffers */
+            ftc_heal_buf buf;
+            int64_t d0[] = {0}, d2[] = {5, 0};
+            TK_OK(ftc__heal_buf_set(&buf, "none", FTC_DTYPE_F32, d0, 1, 4));
+            TK_OK(ftc__heal_state_add(&src, &buf, NULL));
+            TK_OK(ftc__heal_state_add(&dst, &buf, NULL));
+            TK_OK(ftc__heal_buf_set(&buf, "flat", FTC_DTYPE_I64, d2, 2, 8));
+            TK_OK(ftc__heal_state_add(&src, &buf, NULL));
+            TK_OK(ftc__heal_state_add(&dst, &buf, NULL));
+        }
+        ftc_heal_snapshot *snap;
+        TK_OK(ftc__heal_snapshot_lend(&src, 3, 5, 1024, 1, &snap));
+        ftc__heal_server_publish(srv, snap);
+        void *dest[2] = {NULL, NULL};
+        const ftc_heal_fetch f = {.sources = addr,
+                                  .n_sources = 1,
+                                  .step = 3,
+                                  .layout = &dst,
+                                  .dest = dest};
+        ftc_heal_fetch_result res;
+        TK_OK(ftc__heal_client_fetch(cli, &f, ftc__deadline_in_ms(tk_ms(5000)),
+                                     &res));
+        assert_int_equal(res.step, 3);
+        assert_int_equal(res.batches_committed, 5);
+        assert_int_equal(res.bytes, 0);
+        assert_int_equal(res.chunks, 0);
+        ftc__heal_snapshot_unref(snap);
+    }
+    ftc__heal_client_destroy(cli);
+    ftc__heal_server_stop(srv);
+    ftc__heal_state_fini(&src);
+    ftc__heal_state_fini(&dst);
+}
+
 /* Hostile or wrong requests get exact statuses and change nothing. */
 static long http_status(const char *addr, const char *path, bool post)
 {
@@ -461,6 +510,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(token_required),
         cmocka_unit_test(snapshot_published_later),
         cmocka_unit_test(abort_from_another_thread),
+        cmocka_unit_test(empty_state_is_fetched),
         cmocka_unit_test(hostile_requests),
         cmocka_unit_test(bad_server_options),
     };
