@@ -431,18 +431,22 @@ static void empty_state_is_fetched(void **state)
     ftc__heal_state_fini(&dst);
 }
 
-/* Hostile or wrong requests get exact statuses and change nothing. */
-static long http_status(const char *addr, const char *path, bool post)
+/* Hostile or wrong requests get exact statuses and change nothing. A
+ * request is sent with method (NULL: GET) and body (NULL: none). */
+static long http_status(const char *addr, const char *path, const char *method,
+                        const char *body)
 {
     char url[512];
     snprintf(url, sizeof(url), "http://%s%s", addr, path);
     CURL *e = curl_easy_init();
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
     FILE *sink = fopen("/dev/null", "w");
     curl_easy_setopt(e, CURLOPT_WRITEDATA, sink);
-    if (post) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "x");
+    if (body != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    }
+    if (method != NULL) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
     long status = 0;
     if (curl_easy_perform(e) == CURLE_OK) {
@@ -453,22 +457,37 @@ static long http_status(const char *addr, const char *path, bool post)
     return status;
 }
 
+static long get_status(const char *addr, const char *path)
+{
+    return http_status(addr, path, NULL, NULL);
+}
+
 static void hostile_requests(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
     const char *a = w->addr[0];
-    assert_int_equal(http_status(a, "/v1/heal/7/meta", false), 200);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/0", false), 200);
-    assert_int_equal(http_status(a, "/v1/heal/7/meta", true), 405);
-    assert_int_equal(http_status(a, "/", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/-7/meta", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/99999", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/1x", false), 404);
+    assert_int_equal(get_status(a, "/v1/heal/7/meta"), 200);
+    assert_int_equal(get_status(a, "/v1/heal/7/chunk/0"), 200);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "POST", ""), 405);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "PUT", NULL), 405);
+    /* No heal request has a body: any is refused, whatever the route. */
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "POST", "x"), 413);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "GET", "x"), 413);
     assert_int_equal(
-        http_status(a, "/v1/heal/99999999999999999999999/meta", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/meta/", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/6/meta", false), 404);
+        http_status(a, "/v1/heal/7/release?replica=r", "POST", "x"), 413);
+    static const char *const not_found[] = {
+        "/",
+        "/v1/heal/-7/meta",
+        "/v1/heal/7/chunk/99999",
+        "/v1/heal/7/chunk/1x",
+        "/v1/heal/99999999999999999999999/meta",
+        "/v1/heal/7/meta/",
+        "/v1/heal/6/meta",
+    };
+    for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++) {
+        assert_int_equal(get_status(a, not_found[i]), 404);
+    }
     /* The server still serves a whole transfer. */
     ftc_heal_fetch f = fetch_of(w, 1);
     ftc_heal_fetch_result res;
