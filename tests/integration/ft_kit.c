@@ -425,6 +425,12 @@ void ftk_restart_lighthouse(ftk_job *j)
     snprintf(j->lh_addr, sizeof(j->lh_addr), "127.0.0.1:%d", j->lh_port);
 }
 
+void ftk_stop_lighthouse(ftk_job *j)
+{
+    ftc_lighthouse_destroy(j->lh);
+    j->lh = NULL;
+}
+
 void ftk_spawn(ftk_job *j, int g, char *const extra_env[])
 {
     int i = ++j->inc[g];

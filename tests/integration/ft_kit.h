@@ -60,6 +60,9 @@ void ftk_wait_participant(ftk_job *j, int g, int64_t timeout_ms);
 void ftk_open_gate(ftk_job *j);
 /* Stops the lighthouse and starts a new one on the same port. */
 void ftk_restart_lighthouse(ftk_job *j);
+/* Stops the lighthouse (its port stays the job's: restart it with
+ * ftk_restart_lighthouse). */
+void ftk_stop_lighthouse(ftk_job *j);
 /* Waits until rank 0 of group g's current incarnation committed step
  * `step` or a later one (its log has "commit s", s >= step); returns the
  * last step it committed. */
