@@ -293,6 +293,17 @@ static bool gone(ftc_heal_server *s, uint64_t step)
     return g;
 }
 
+/* Whether the request announces a body: a Content-Length other than 0,
+ * or any Transfer-Encoding (chunked). */
+static bool has_body(struct MHD_Connection *c)
+{
+    const char *cl = MHD_lookup_connection_value(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(
+        c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te != NULL || (cl != NULL && cl[strspn(cl, "0")] != '\0');
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -302,16 +313,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     (void)upload_data;
     ftc_heal_server *s = cls;
     bool post = strcmp(method, "POST") == 0;
+    if (*con_cls == NULL) {
+        *con_cls = s; /* the headers are in */
+        /* No heal request has a body. One is refused before a byte of
+         * it is read (MHD then closes the connection instead of reading
+         * on): a client announcing a terabyte costs nothing. */
+        if (has_body(c)) {
+            return refuse(s, c, 413, "heal requests carry no body");
+        }
+        if (post) {
+            return MHD_YES; /* the answer comes after the empty body */
+        }
+    }
+    if (*upload_data_size != 0) {
+        return MHD_NO; /* a body that was not announced: cut */
+    }
     if (!post && strcmp(method, "GET") != 0) {
         return refuse(s, c, 405, "only GET and POST");
-    }
-    if (post && *con_cls == NULL) {
-        *con_cls = s; /* headers in: the answer comes after the body */
-        return MHD_YES;
-    }
-    if (post && *upload_data_size != 0) {
-        *upload_data_size = 0; /* a body means nothing here: dropped */
-        return MHD_YES;
     }
     if (s->has_token && !ftc__http_bearer_ok(c, s->token_hash)) {
         return refuse(s, c, 401, "token required");

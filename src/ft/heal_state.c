@@ -283,7 +283,10 @@ static int snapshot(ftc_heal_snapshot *snap, const view *v, int64_t step,
     m->chunk_bytes = chunk_bytes;
     m->n_buffers = (uint32_t)v->n;
     m->n_chunks = (uint32_t)n_chunks;
-    m->buffers = ftc__memdup(v->bufs, (v->n > 0 ? v->n : 1) * sizeof(*v->bufs));
+    /* An empty state has no buffer array to copy (v->bufs may be NULL);
+     * it still gets one allocation, so that NULL means out of memory. */
+    m->buffers = v->n > 0 ? ftc__memdup(v->bufs, v->n * sizeof(*v->bufs))
+                          : ftc__calloc(1, sizeof(*v->bufs));
     m->chunk_hash = ftc__calloc(n_chunks > 0 ? n_chunks : 1, sizeof(uint64_t));
     int rc = 0;
     if (m->buffers == NULL || m->chunk_hash == NULL) {

@@ -168,6 +168,9 @@ static int ddp_step(trainer *t, int64_t fail_at, int64_t fail_after,
     }
     note_heal(t);
     int64_t s = ftc_manager_current_step(t->m);
+    /* Before any collective of the quorum: a quorum this rank is in can
+     * only commit once it logged this line. */
+    say("round %" PRId64 " %" PRId64, s, ftc_manager_quorum_id(t->m));
     for (int i = 0; i < t->n; i++) {
         t->g[i] = t->x[i] - target(t->rep, t->rank, s, i);
     }
@@ -280,7 +283,7 @@ static int make_manager(trainer *t)
         return 3;
     }
     o.quorum_timeout_ms = env_int("FTK_QUORUM_TIMEOUT_MS", tk_ms(30000));
-    o.timeout_ms = tk_ms(20000);
+    o.timeout_ms = tk_ms(env_int("FTK_TIMEOUT_MS", 20000));
     o.connect_timeout_ms = tk_ms(20000);
     o.heal_chunk_bytes = 1024; /* several chunks even for a small state */
     if (env_int("FTK_SPARES", 0) != 0) {
@@ -420,6 +423,12 @@ void ftk_restart_lighthouse(ftk_job *j)
     TK_OK(ftc_lighthouse_create(&j->lh, &lo));
     j->lh_port = ftc_lighthouse_port(j->lh);
     snprintf(j->lh_addr, sizeof(j->lh_addr), "127.0.0.1:%d", j->lh_port);
+}
+
+void ftk_stop_lighthouse(ftk_job *j)
+{
+    ftc_lighthouse_destroy(j->lh);
+    j->lh = NULL;
 }
 
 void ftk_spawn(ftk_job *j, int g, char *const extra_env[])
@@ -685,31 +694,95 @@ int64_t ftk_wait_commit(ftk_job *j, int g, int64_t step, int64_t timeout_ms)
     return last_commit(j, g, j->inc[g], 0);
 }
 
+/* Calls fn(arg, line) on each line (without its newline) of every rank's
+ * log of group g's incarnation i. */
+static void each_line(const ftk_job *j, int g, int i,
+                      void (*fn)(void *, const char *), void *arg)
+{
+    for (int r = 0; r < j->ranks; r++) {
+        char *text = slurp(j, g, i, r);
+        for (char *line = text; *line != '\0';) {
+            char *end = strchr(line, '\n');
+            if (end == NULL) {
+                break;
+            }
+            *end = '\0';
+            fn(arg, line);
+            line = end + 1;
+        }
+        free(text);
+    }
+}
+
+/* The search of ftk_first_commit_after / _without: the earliest commit
+ * after t_ns of a step >= min_step in a quorum not in skip[0..n_skip). */
+typedef struct first_commit {
+    int64_t min_step, t_ns;
+    const int64_t *skip;
+    size_t n_skip;
+    int64_t best, step, quorum_id;
+} first_commit;
+
+static void find_first(void *arg, const char *line)
+{
+    first_commit *f = arg;
+    long long s, q, p, t;
+    if (sscanf(line, "commit %lld %lld %lld %lld", &s, &q, &p, &t) != 4 ||
+        s < f->min_step || t <= f->t_ns || (f->best >= 0 && t >= f->best)) {
+        return;
+    }
+    for (size_t x = 0; x < f->n_skip; x++) {
+        if (f->skip[x] == q) {
+            return;
+        }
+    }
+    f->best = t;
+    f->step = s;
+    f->quorum_id = q;
+}
+
 int64_t ftk_first_commit_after(ftk_job *j, int g, int64_t min_step,
                                int64_t t_ns)
 {
-    int64_t best = -1;
+    first_commit f = {min_step, t_ns, NULL, 0, -1, -1, -1};
     for (int i = 0; i <= j->inc[g]; i++) {
-        for (int r = 0; r < j->ranks; r++) {
-            char *text = slurp(j, g, i, r);
-            for (char *line = text; *line != '\0';) {
-                char *end = strchr(line, '\n');
-                if (end == NULL) {
-                    break;
-                }
-                *end = '\0';
-                long long s, q, p, t;
-                if (sscanf(line, "commit %lld %lld %lld %lld", &s, &q, &p,
-                           &t) == 4 &&
-                    s >= min_step && t > t_ns && (best < 0 || t < best)) {
-                    best = t;
-                }
-                line = end + 1;
-            }
-            free(text);
+        each_line(j, g, i, find_first, &f);
+    }
+    return f.best;
+}
+
+/* Quorum ids that a log line shows its rank in (a round or a commit). */
+typedef struct quorum_ids {
+    int64_t ids[4096];
+    size_t n;
+} quorum_ids;
+
+static void add_quorum(void *arg, const char *line)
+{
+    quorum_ids *qs = arg;
+    long long s, q;
+    if (sscanf(line, "round %lld %lld", &s, &q) == 2 ||
+        sscanf(line, "commit %lld %lld", &s, &q) == 2) {
+        assert_true(qs->n < sizeof(qs->ids) / sizeof(qs->ids[0]));
+        qs->ids[qs->n++] = q;
+    }
+}
+
+int64_t ftk_first_commit_without(ftk_job *j, int g, int i, int64_t t_ns,
+                                 int64_t *step, int64_t *quorum_id)
+{
+    static quorum_ids qs;
+    qs.n = 0;
+    each_line(j, g, i, add_quorum, &qs);
+    first_commit f = {0, t_ns, qs.ids, qs.n, -1, -1, -1};
+    for (int o = 0; o < j->groups; o++) {
+        for (int k = 0; o != g && k <= j->inc[o]; k++) {
+            each_line(j, o, k, find_first, &f);
         }
     }
-    return best;
+    *step = f.step;
+    *quorum_id = f.quorum_id;
+    return f.best;
 }
 
 /* Checks one incarnation's log: commits consecutive from 0 or from a

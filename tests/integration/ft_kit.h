@@ -60,6 +60,9 @@ void ftk_wait_participant(ftk_job *j, int g, int64_t timeout_ms);
 void ftk_open_gate(ftk_job *j);
 /* Stops the lighthouse and starts a new one on the same port. */
 void ftk_restart_lighthouse(ftk_job *j);
+/* Stops the lighthouse (its port stays the job's: restart it with
+ * ftk_restart_lighthouse). */
+void ftk_stop_lighthouse(ftk_job *j);
 /* Waits until rank 0 of group g's current incarnation committed step
  * `step` or a later one (its log has "commit s", s >= step); returns the
  * last step it committed. */
@@ -68,6 +71,13 @@ int64_t ftk_wait_commit(ftk_job *j, int g, int64_t step, int64_t timeout_ms);
  * any rank of group g (any incarnation) after t_ns, or -1. */
 int64_t ftk_first_commit_after(ftk_job *j, int g, int64_t min_step,
                                int64_t t_ns);
+/* The monotonic time (ns) of the first commit after t_ns by a rank of
+ * any group but g, in a quorum that no rank of g's incarnation i was in
+ * (never logged a round or a commit in it: a quorum with a member that
+ * did not reach its collectives cannot commit); -1 if none yet. Sets
+ * *step and *quorum_id to that commit's. */
+int64_t ftk_first_commit_without(ftk_job *j, int g, int i, int64_t t_ns,
+                                 int64_t *step, int64_t *quorum_id);
 /* Reaps every live rank (they exit once trained) and checks each exited
  * 0, then runs ftk_check. */
 void ftk_finish(ftk_job *j, int64_t timeout_ms);

@@ -1,7 +1,9 @@
 /* Snapshots of a state registered through save/load callbacks, borrowed
  * memory or both: the same metadata and bytes whichever way, the saves
  * run once per snapshot (none for a copy of a snapshot, none for an empty
- * buffer), and a failed save fails the snapshot cleanly. */
+ * buffer), a failed save fails the snapshot cleanly, and an empty state
+ * (no buffer, or zero-byte ones) snapshots, copies and round-trips its
+ * metadata without touching any memory. */
 #include <string.h>
 
 #include "ft/heal.h"
@@ -176,12 +178,72 @@ static void callbacks_are_required(void **state_)
     ftc__heal_state_fini(&st);
 }
 
+/* An empty state: 0 bytes, no chunk, its metadata decodes to the
+ * same. */
+static void assert_empty(const ftc_heal_snapshot *snap, uint32_t n_buffers)
+{
+    assert_int_equal(snap->meta.total_bytes, 0);
+    assert_int_equal(snap->meta.n_chunks, 0);
+    assert_int_equal(snap->meta.n_buffers, n_buffers);
+    assert_int_equal(snap->meta.step, 4);
+    assert_int_equal(snap->meta.batches_committed, 6);
+    assert_int_equal(snap->n_segs, 0);
+    assert_false(snap->borrows);
+    ftc_heal_meta m;
+    const ftc_heal_limits lim = {8, 8, 1 << 20};
+    TK_OK(ftc__heal_meta_decode(snap->meta_bytes, snap->meta_len, &lim, &m));
+    assert_int_equal(m.n_buffers, n_buffers);
+    assert_int_equal(m.total_bytes, 0);
+    assert_int_equal(m.n_chunks, 0);
+    ftc__heal_meta_fini(&m);
+}
+
+/* Every kind of snapshot of st, each checked empty. */
+static void snapshot_every_way(const ftc_heal_state *st, uint32_t n_buffers)
+{
+    ftc_heal_snapshot *taken, *lent, *copy;
+    TK_OK(ftc__heal_snapshot_take(st, 4, 6, 1000, 2, &taken));
+    TK_OK(ftc__heal_snapshot_lend(st, 4, 6, 1000, 2, &lent));
+    TK_OK(ftc__heal_snapshot_copy(lent, 2, &copy));
+    assert_empty(taken, n_buffers);
+    assert_empty(lent, n_buffers);
+    assert_empty(copy, n_buffers);
+    assert_int_equal(taken->meta_len, lent->meta_len);
+    assert_memory_equal(taken->meta_bytes, lent->meta_bytes, lent->meta_len);
+    assert_memory_equal(copy->meta_bytes, lent->meta_bytes, lent->meta_len);
+    ftc__heal_snapshot_unref(taken);
+    ftc__heal_snapshot_unref(lent);
+    ftc__heal_snapshot_unref(copy);
+}
+
+/* Nothing registered, then only zero-byte buffers (one borrowed with no
+ * memory at all, one behind callbacks that must not run). */
+static void empty_state_snapshots(void **state_)
+{
+    (void)state_;
+    ftc_heal_state st;
+    ftc__heal_state_init(&st);
+    snapshot_every_way(&st, 0);
+    src none = {0};
+    ftc_manager_state_cb cb = {save, load, &none};
+    ftc_heal_buf buf;
+    int64_t d0[] = {0}, d2[] = {3, 0};
+    TK_OK(ftc__heal_buf_set(&buf, "nothing", FTC_DTYPE_F32, d0, 1, 4));
+    TK_OK(ftc__heal_state_add(&st, &buf, NULL));
+    TK_OK(ftc__heal_buf_set(&buf, "flat", FTC_DTYPE_F64, d2, 2, 8));
+    TK_OK(ftc__heal_state_add_cb(&st, &buf, &cb));
+    snapshot_every_way(&st, 2);
+    assert_int_equal(none.saves, 0);
+    ftc__heal_state_fini(&st);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_registration_serves_the_same),
         cmocka_unit_test(failed_save_fails_the_snapshot),
         cmocka_unit_test(callbacks_are_required),
+        cmocka_unit_test(empty_state_snapshots),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

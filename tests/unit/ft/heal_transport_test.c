@@ -382,18 +382,71 @@ static void abort_from_another_thread(void **state)
     world_free(w);
 }
 
-/* Hostile or wrong requests get exact statuses and change nothing. */
-static long http_status(const char *addr, const char *path, bool post)
+/* A state of no bytes (nothing registered on either side, or only
+ * zero-byte buffers) is served and fetched: metadata only, no chunk. */
+static void empty_state_is_fetched(void **state)
+{
+    (void)state;
+    ftc_heal_state src, dst;
+    ftc__heal_state_init(&src);
+    ftc__heal_state_init(&dst);
+    ftc_heal_server *srv;
+    ftc_heal_server_opts o = {0};
+    TK_OK(ftc__heal_server_start(&srv, &o));
+    const char *addr[] = {ftc__heal_server_address(srv)};
+    ftc_heal_client *cli;
+    TK_OK(ftc__heal_client_create(&cli));
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* the same with two zero-byte buffers */
+            ftc_heal_buf buf;
+            int64_t d0[] = {0}, d2[] = {5, 0};
+            TK_OK(ftc__heal_buf_set(&buf, "none", FTC_DTYPE_F32, d0, 1, 4));
+            TK_OK(ftc__heal_state_add(&src, &buf, NULL));
+            TK_OK(ftc__heal_state_add(&dst, &buf, NULL));
+            TK_OK(ftc__heal_buf_set(&buf, "flat", FTC_DTYPE_I64, d2, 2, 8));
+            TK_OK(ftc__heal_state_add(&src, &buf, NULL));
+            TK_OK(ftc__heal_state_add(&dst, &buf, NULL));
+        }
+        ftc_heal_snapshot *snap;
+        TK_OK(ftc__heal_snapshot_lend(&src, 3, 5, 1024, 1, &snap));
+        ftc__heal_server_publish(srv, snap);
+        void *dest[2] = {NULL, NULL};
+        const ftc_heal_fetch f = {.sources = addr,
+                                  .n_sources = 1,
+                                  .step = 3,
+                                  .layout = &dst,
+                                  .dest = dest};
+        ftc_heal_fetch_result res;
+        TK_OK(ftc__heal_client_fetch(cli, &f, ftc__deadline_in_ms(tk_ms(5000)),
+                                     &res));
+        assert_int_equal(res.step, 3);
+        assert_int_equal(res.batches_committed, 5);
+        assert_int_equal(res.bytes, 0);
+        assert_int_equal(res.chunks, 0);
+        ftc__heal_snapshot_unref(snap);
+    }
+    ftc__heal_client_destroy(cli);
+    ftc__heal_server_stop(srv);
+    ftc__heal_state_fini(&src);
+    ftc__heal_state_fini(&dst);
+}
+
+/* Hostile or wrong requests get exact statuses and change nothing. A
+ * request is sent with method (NULL: GET) and body (NULL: none). */
+static long http_status(const char *addr, const char *path, const char *method,
+                        const char *body)
 {
     char url[512];
     snprintf(url, sizeof(url), "http://%s%s", addr, path);
     CURL *e = curl_easy_init();
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_NOBODY, 0L);
     FILE *sink = fopen("/dev/null", "w");
     curl_easy_setopt(e, CURLOPT_WRITEDATA, sink);
-    if (post) {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "x");
+    if (body != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    }
+    if (method != NULL) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     }
     long status = 0;
     if (curl_easy_perform(e) == CURLE_OK) {
@@ -404,22 +457,37 @@ static long http_status(const char *addr, const char *path, bool post)
     return status;
 }
 
+static long get_status(const char *addr, const char *path)
+{
+    return http_status(addr, path, NULL, NULL);
+}
+
 static void hostile_requests(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
     const char *a = w->addr[0];
-    assert_int_equal(http_status(a, "/v1/heal/7/meta", false), 200);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/0", false), 200);
-    assert_int_equal(http_status(a, "/v1/heal/7/meta", true), 405);
-    assert_int_equal(http_status(a, "/", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/-7/meta", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/99999", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/chunk/1x", false), 404);
+    assert_int_equal(get_status(a, "/v1/heal/7/meta"), 200);
+    assert_int_equal(get_status(a, "/v1/heal/7/chunk/0"), 200);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "POST", ""), 405);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "PUT", NULL), 405);
+    /* No heal request has a body: any is refused, whatever the route. */
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "POST", "x"), 413);
+    assert_int_equal(http_status(a, "/v1/heal/7/meta", "GET", "x"), 413);
     assert_int_equal(
-        http_status(a, "/v1/heal/99999999999999999999999/meta", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/7/meta/", false), 404);
-    assert_int_equal(http_status(a, "/v1/heal/6/meta", false), 404);
+        http_status(a, "/v1/heal/7/release?replica=r", "POST", "x"), 413);
+    static const char *const not_found[] = {
+        "/",
+        "/v1/heal/-7/meta",
+        "/v1/heal/7/chunk/99999",
+        "/v1/heal/7/chunk/1x",
+        "/v1/heal/99999999999999999999999/meta",
+        "/v1/heal/7/meta/",
+        "/v1/heal/6/meta",
+    };
+    for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++) {
+        assert_int_equal(get_status(a, not_found[i]), 404);
+    }
     /* The server still serves a whole transfer. */
     ftc_heal_fetch f = fetch_of(w, 1);
     ftc_heal_fetch_result res;
@@ -461,6 +529,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(token_required),
         cmocka_unit_test(snapshot_published_later),
         cmocka_unit_test(abort_from_another_thread),
+        cmocka_unit_test(empty_state_is_fetched),
         cmocka_unit_test(hostile_requests),
         cmocka_unit_test(bad_server_options),
     };

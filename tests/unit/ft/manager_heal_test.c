@@ -3,7 +3,8 @@
  * lends its registered buffers without a copy and its round ends when the
  * healer released them; with a lending bound shorter than the transfer it
  * copies its state instead; a state behind callbacks is saved and served
- * as a copy; either way the healer ends bit-identical. */
+ * as a copy; either way the healer ends bit-identical. A state with
+ * nothing registered heals too (metadata only). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #define NW ((size_t)3 << 20) /* floats in "w": 12 MiB, three chunks */
 #define NM 1000              /* doubles in "m" */
+#define STATE_BYTES (NW * sizeof(float) + NM * sizeof(double))
 
 typedef struct group group;
 
@@ -72,9 +74,13 @@ static void group_state(group *g, float seed)
     }
 }
 
-/* Two groups; with cb, both register their buffers through callbacks. */
-static env *env_new(int64_t lend_ms, bool cb)
+/* How both groups register their state. */
+typedef enum how { BORROWED, CALLBACKS, NOTHING } how;
+
+/* Two groups, registering their buffers as `reg` says. */
+static env *env_new(int64_t lend_ms, how reg)
 {
+    bool cb = reg == CALLBACKS;
     env *e = calloc(1, sizeof(*e));
     e->job = mf_env_new();
     for (int k = 0; k < 2; k++) {
@@ -92,6 +98,9 @@ static env *env_new(int64_t lend_ms, bool cb)
         g->cbs[1] = (cb_buf){g, g->mom};
         ftc_manager_state_cb cw = {save, load, &g->cbs[0]};
         ftc_manager_state_cb cm = {save, load, &g->cbs[1]};
+        if (reg == NOTHING) {
+            continue;
+        }
         TK_OK(cb ? ftc_manager_register_cb(g->m, "w", FTC_DTYPE_F32, sw, 1, &cw)
                  : ftc_manager_register(g->m, "w", FTC_DTYPE_F32, sw, 1, g->w));
         TK_OK(
@@ -136,8 +145,9 @@ static void *run_group(void *arg)
 }
 
 /* Both groups run 2 steps (min_replicas 2, so the first quorum has both):
- * in the first, group 1 heals from group 0, the primary (init_sync). */
-static void heal_one(env *e)
+ * in the first, group 1 heals from group 0, the primary (init_sync),
+ * receiving `bytes`. */
+static void heal_one(env *e, uint64_t bytes)
 {
     TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=2"));
     pthread_t t[2];
@@ -152,19 +162,22 @@ static void heal_one(env *e)
         }
         assert_int_equal(ftc_manager_current_step(e->g[k].m), 2);
     }
-    assert_memory_equal(e->g[0].w, e->g[1].w, NW * sizeof(float));
-    assert_memory_equal(e->g[0].mom, e->g[1].mom, sizeof(e->g[0].mom));
+    if (bytes > 0) { /* else nothing registered: nothing to compare */
+        assert_memory_equal(e->g[0].w, e->g[1].w, NW * sizeof(float));
+        assert_memory_equal(e->g[0].mom, e->g[1].mom, sizeof(e->g[0].mom));
+    }
     ftc_manager_stats st;
     TK_OK(ftc_manager_get_stats(e->g[1].m, &st));
     assert_int_equal(st.heals, 1);
-    assert_int_equal(st.heal_bytes, NW * sizeof(float) + NM * sizeof(double));
+    assert_int_equal(st.heal_bytes, bytes);
+    assert_int_equal(st.last_heal_step, 0);
 }
 
 static void source_lends_without_a_copy(void **state)
 {
     (void)state;
-    env *e = env_new(tk_ms(20000), false);
-    heal_one(e);
+    env *e = env_new(tk_ms(20000), BORROWED);
+    heal_one(e, STATE_BYTES);
     ftc_manager_stats st;
     TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
     assert_int_equal(st.lends, 1);
@@ -184,8 +197,8 @@ static void source_lends_without_a_copy(void **state)
 static void lend_bound_falls_back_to_a_copy(void **state)
 {
     (void)state;
-    env *e = env_new(1, false);
-    heal_one(e);
+    env *e = env_new(1, BORROWED);
+    heal_one(e, STATE_BYTES);
     ftc_manager_stats st;
     TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
     assert_int_equal(st.lends, 1);
@@ -199,8 +212,8 @@ static void lend_bound_falls_back_to_a_copy(void **state)
 static void callbacks_serve_a_copy(void **state)
 {
     (void)state;
-    env *e = env_new(tk_ms(20000), true);
-    heal_one(e);
+    env *e = env_new(tk_ms(20000), CALLBACKS);
+    heal_one(e, STATE_BYTES);
     group *src = &e->g[0], *dst = &e->g[1];
     assert_int_equal(src->saves, 2);
     assert_true(src->saved_off);
@@ -215,12 +228,26 @@ static void callbacks_serve_a_copy(void **state)
     env_free(e);
 }
 
+/* Nothing registered: the healer still heals (the step, nothing else),
+ * with nothing lent, saved or loaded. */
+static void nothing_registered_heals(void **state)
+{
+    (void)state;
+    env *e = env_new(tk_ms(20000), NOTHING);
+    heal_one(e, 0);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(e->g[k].saves + e->g[k].loads, 0);
+    }
+    env_free(e);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(source_lends_without_a_copy),
         cmocka_unit_test(lend_bound_falls_back_to_a_copy),
         cmocka_unit_test(callbacks_serve_a_copy),
+        cmocka_unit_test(nothing_registered_heals),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
