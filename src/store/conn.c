@@ -379,6 +379,12 @@ void ftc__conn_start(store_conn *c)
         ftc__addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        /* A client on this host: reno, not the system's pacing default
+         * (docs/decisions.md). */
+        ftc__sock_reno_if_same_host(fd);
+    }
     /* Notices peers that vanished without a FIN (a crashed host), so
      * their parked waits and buffers do not stay forever. */
     uv_tcp_keepalive(&c->tcp, 1, 60);
