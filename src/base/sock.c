@@ -2,6 +2,7 @@
 #include "base/sock.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -36,6 +37,40 @@ int ftc__sock_set_nodelay(int fd)
         return ftc__seterr_errno(errno, "setsockopt(TCP_NODELAY)");
     }
     return 0;
+}
+
+bool ftc__sock_same_host(int fd)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof(me), pl = sizeof(peer);
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 ||
+        me.ss_family != peer.ss_family) {
+        return false;
+    }
+    if (peer.ss_family == AF_INET) {
+        struct sockaddr_in a, b;
+        memcpy(&a, &me, sizeof(a));
+        memcpy(&b, &peer, sizeof(b));
+        return a.sin_addr.s_addr == b.sin_addr.s_addr ||
+               (ntohl(b.sin_addr.s_addr) >> 24) == 127;
+    }
+    if (peer.ss_family == AF_INET6) {
+        struct sockaddr_in6 a, b;
+        memcpy(&a, &me, sizeof(a));
+        memcpy(&b, &peer, sizeof(b));
+        return memcmp(&a.sin6_addr, &b.sin6_addr, sizeof(a.sin6_addr)) == 0 ||
+               IN6_IS_ADDR_LOOPBACK(&b.sin6_addr);
+    }
+    return false;
+}
+
+int ftc__sock_reno_if_same_host(int fd)
+{
+    static const char reno[] = "reno";
+    return ftc__sock_same_host(fd) &&
+           setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno,
+                      (socklen_t)strlen(reno)) == 0;
 }
 
 int ftc__sock_set_keepalive(int fd, int idle_s, int intvl_s, int count)

@@ -5,6 +5,7 @@
 #define FTC_BASE_SOCK_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/uio.h>
 
@@ -30,6 +31,15 @@ int ftc__sock_set_nodelay(int fd);
 /* Sends keepalive probes after idle_s idle seconds, every intvl_s, and
  * drops the connection after count unanswered probes. */
 int ftc__sock_set_keepalive(int fd, int idle_s, int intvl_s, int count);
+/* Whether both ends of a connected socket are on this host: the same
+ * address at both ends, or a loopback peer. */
+bool ftc__sock_same_host(int fd);
+/* Between two ends on one host nothing needs congestion control, and a
+ * pacing algorithm (BBR, a common system default) costs hrtimers and
+ * smaller bursts on every send: sets reno, which every process may choose,
+ * when fd is same-host. Returns 1 if it did, 0 if not (another host, or
+ * refused: the default stays). */
+int ftc__sock_reno_if_same_host(int fd);
 /* Requests kernel buffer sizes (either may be 0 to leave as is). */
 void ftc__sock_set_bufsizes(int fd, int sndbuf, int rcvbuf);
 

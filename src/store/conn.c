@@ -14,6 +14,13 @@
 #define READ_MAX (4u << 20)
 /* An emptied input buffer bigger than this is given back. */
 #define KEEP_IN (4u << 20)
+/* A SET value at least this big is received straight into the store's
+ * buffer for it instead of through `in` (one copy less). */
+#define SINK_MIN (64u << 10)
+
+/* Where a read goes: the server's shared buffer, the connection's own
+ * input buffer, or the value of a big SET (c->sink). */
+enum { READ_TO_SHARED, READ_TO_IN, READ_TO_SINK };
 
 store_conn *ftc__conn_new(struct ftc_store_server *srv)
 {
@@ -36,6 +43,16 @@ store_conn *ftc__conn_new(struct ftc_store_server *srv)
     return c;
 }
 
+/* Drops a value being received: the request never happened. */
+static void drop_sink(store_conn *c)
+{
+    if (c->sink != NULL) {
+        ftc__kv_unreserve(c->srv->kv, c->sink_held);
+        ftc__kv_value_unref(c->sink);
+        c->sink = NULL;
+    }
+}
+
 static void on_closed(uv_handle_t *h)
 {
     store_conn *c = h->data;
@@ -56,6 +73,7 @@ void ftc__conn_close(store_conn *c, int level, const char *tag,
         FTC_LOG_AT(level, tag, "client %s: %s; closing its connection", c->peer,
                    reason);
     }
+    drop_sink(c);
     ftc__kv_client_forget(c->srv->kv, &c->kv);
     if (ftc__list_linked(&c->node)) {
         ftc__list_remove(&c->node);
@@ -171,6 +189,62 @@ static void look_for_cancel(store_conn *c)
     }
 }
 
+/* When `in` ends with the head of a big SET, moves the value bytes that
+ * came with it into a buffer of the value's full size, where the rest will
+ * be read. The store's total limit is checked (and the room held) before
+ * that buffer exists; when it does not fit or memory is short, the request
+ * takes the ordinary path and fails there as any SET would. */
+static void start_sink(store_conn *c)
+{
+    ftc_wire_str key;
+    size_t off;
+    uint64_t len;
+    uint8_t *p = ftc__buf_begin(&c->in);
+    if (c->sink != NULL || c->parked || c->dialect < 0 ||
+        !ftc__wire_pending_set(&c->dec, p, &key, &off, &len) ||
+        len < SINK_MIN) {
+        return;
+    }
+    uint64_t held;
+    if (ftc__kv_reserve(c->srv->kv, key.len, (size_t)len, &held) != 0) {
+        return;
+    }
+    ftc_kv_value *v = ftc__kv_value_alloc((size_t)len);
+    if (v == NULL) {
+        ftc__kv_unreserve(c->srv->kv, held);
+        return;
+    }
+    size_t have = ftc__buf_size(&c->in) - off;
+    memcpy(v->data, p + off, have);
+    c->in.len -= have;
+    c->sink = v;
+    c->sink_got = have;
+    c->sink_held = held;
+}
+
+/* The whole value of a big SET arrived: serve the SET with it and drop its
+ * head from `in`. */
+static void finish_sink(store_conn *c)
+{
+    ftc_wire_str key;
+    size_t off;
+    uint64_t len;
+    uint8_t *p = ftc__buf_begin(&c->in);
+    ftc_kv_value *v = c->sink;
+    int ok = ftc__wire_pending_set(&c->dec, p, &key, &off, &len);
+    if (FTC_NEVER(!ok || off != ftc__buf_size(&c->in) || len != v->len)) {
+        ftc__conn_close(c, FTC_LOG_ERROR, "store.sink", "lost its request");
+        return;
+    }
+    ftc__kv_unreserve(c->srv->kv, c->sink_held);
+    c->sink = NULL;
+    c->srv->live.requests++;
+    ftc__store_set_value(c, key, v);
+    ftc__buf_consume(&c->in, off);
+    ftc__wire_decoder_init(&c->dec, c->dialect);
+    c->need = 0;
+}
+
 /* After new input: scan ahead if parked, apply back-pressure to a parked
  * connection that keeps sending, and give back a big emptied buffer. */
 static void after_input(store_conn *c)
@@ -180,6 +254,8 @@ static void after_input(store_conn *c)
     }
     if (c->parked) {
         look_for_cancel(c);
+    } else {
+        start_sink(c);
     }
     if (c->parked && ftc__buf_size(&c->in) >= FTC__STORE_PARKED_INPUT) {
         set_reading(c, 0);
@@ -207,13 +283,21 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     store_conn *c = h->data;
     (void)suggested;
     size_t have = ftc__buf_size(&c->in);
+    if (c->sink != NULL) {
+        /* Exactly the rest of the value: what follows is the next
+         * request's, read into the other buffers. */
+        c->read_to = READ_TO_SINK;
+        buf->base = (char *)c->sink->data + c->sink_got;
+        buf->len = c->sink->len - c->sink_got;
+        return;
+    }
     if (!c->parked && have == 0) {
-        c->in_shared = 1;
+        c->read_to = READ_TO_SHARED;
         buf->base = (char *)c->srv->rbuf;
         buf->len = FTC__STORE_RBUF;
         return;
     }
-    c->in_shared = 0;
+    c->read_to = READ_TO_IN;
     size_t want = c->need > have ? c->need - have : 0;
     want = want < READ_MIN ? READ_MIN : want > READ_MAX ? READ_MAX : want;
     if (want > c->in.max - have) {
@@ -244,7 +328,15 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         return;
     }
-    if (!c->in_shared) {
+    if (c->read_to == READ_TO_SINK) {
+        c->sink_got += (size_t)nread;
+        if (c->sink_got == c->sink->len) {
+            finish_sink(c);
+            ftc__conn_process(c);
+        }
+        return;
+    }
+    if (c->read_to == READ_TO_IN) {
         c->in.len += (size_t)nread;
         ftc__conn_process(c);
         return;
@@ -287,6 +379,12 @@ void ftc__conn_start(store_conn *c)
         ftc__addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        /* A client on this host: reno, not the system's pacing default
+         * (docs/decisions.md). */
+        ftc__sock_reno_if_same_host(fd);
+    }
     /* Notices peers that vanished without a FIN (a crashed host), so
      * their parked waits and buffers do not stay forever. */
     uv_tcp_keepalive(&c->tcp, 1, 60);

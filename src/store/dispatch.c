@@ -58,6 +58,15 @@ static void park_or_reply(store_conn *c, int rc, const char *op)
     }
 }
 
+void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v)
+{
+    int rc = ftc__kv_set_value(c->srv->kv, key, v);
+    if (rc != 0) {
+        ftc__kv_value_unref(v);
+    }
+    failed(c, rc, "set");
+}
+
 static void multi_get(store_conn *c, const ftc_wire_req *r)
 {
     const uint8_t *cur = r->items;

@@ -19,6 +19,7 @@ struct ftc_kv {
     uint64_t bytes;    /* keys holding data, values, queued items */
     uint64_t overhead; /* slots, headers, registrations, other keys */
     uint64_t nkeys;    /* slots with a map value */
+    uint64_t reserved; /* room held for values still arriving */
 };
 
 /* A client parked on a key (WAIT or BARRIER) or watching it. */
@@ -46,11 +47,10 @@ enum { REG_WAIT, REG_BARRIER, REG_WATCH };
 
 /* ---------------------------------------------------------------- values */
 
-static ftc_kv_value *value_new(const void *a, size_t alen, const void *b,
-                               size_t blen)
+ftc_kv_value *ftc__kv_value_alloc(size_t len)
 {
-    size_t len = alen + blen;
     if (len > SIZE_MAX - sizeof(ftc_kv_value)) {
+        ftc__seterr(FTC_ENOMEM, "value of %zu B", len);
         return NULL;
     }
     ftc_kv_value *v = ftc__malloc(sizeof(*v) + len);
@@ -61,6 +61,16 @@ static ftc_kv_value *value_new(const void *a, size_t alen, const void *b,
     v->refs = 1;
     v->len = len;
     v->cap = len;
+    return v;
+}
+
+static ftc_kv_value *value_new(const void *a, size_t alen, const void *b,
+                               size_t blen)
+{
+    ftc_kv_value *v = ftc__kv_value_alloc(alen + blen);
+    if (v == NULL) {
+        return NULL;
+    }
     if (alen > 0) {
         memcpy(v->data, a, alen);
     }
@@ -161,6 +171,11 @@ uint64_t ftc__kv_overhead(const ftc_kv *kv)
     return kv->overhead;
 }
 
+uint64_t ftc__kv_reserved(const ftc_kv *kv)
+{
+    return kv->reserved;
+}
+
 void ftc__kv_client_init(ftc_kv_client *c)
 {
     c->awaited = 0;
@@ -180,12 +195,12 @@ static int holds_data(const ftc_kv_slot *s)
  * (after dropping sub) past the total limit. */
 static int afford(const ftc_kv *kv, uint64_t add, uint64_t sub)
 {
-    uint64_t held = kv->bytes + kv->overhead - sub;
+    uint64_t held = kv->bytes + kv->overhead + kv->reserved - sub;
     if (add > kv->max_bytes || held > kv->max_bytes - add) {
-        return ftc__seterr(FTC_EMSGSIZE,
-                           "store full: %" PRIu64 " B held, +%" PRIu64
-                           " B > limit %" PRIu64,
-                           kv->bytes + kv->overhead, add, kv->max_bytes);
+        return ftc__seterr(
+            FTC_EMSGSIZE,
+            "store full: %" PRIu64 " B held, +%" PRIu64 " B > limit %" PRIu64,
+            kv->bytes + kv->overhead + kv->reserved, add, kv->max_bytes);
     }
     return 0;
 }
@@ -339,25 +354,21 @@ static void put_value(ftc_kv *kv, ftc_kv_slot *s, ftc_kv_value *v)
     wake(kv, s, 0, 0);
 }
 
-/* Stores a+b as key's value; the common path of every map write. */
-static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
-                 const void *b, size_t blen, ftc_kv_slot **slot)
+/* The room a new value v_len bytes long for key takes, given its slot s
+ * (NULL: none yet), and *sub what it frees (the value it replaces). */
+static uint64_t value_cost(const ftc_kv_slot *s, ftc_wire_str key, size_t vlen,
+                           uint64_t *sub)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
-    uint64_t sub =
-        s != NULL && s->value != NULL ? s->value->len + VALUE_COST : 0;
-    int rc = afford(
-        kv, (uint64_t)alen + blen + VALUE_COST + new_slot_cost(s, key), sub);
-    if (rc != 0) {
-        return rc;
-    }
-    ftc_kv_value *v = value_new(a, alen, b, blen);
-    if (v == NULL) {
-        return FTC_ENOMEM;
-    }
+    *sub = s != NULL && s->value != NULL ? s->value->len + VALUE_COST : 0;
+    return (uint64_t)vlen + VALUE_COST + new_slot_cost(s, key);
+}
+
+/* Makes v (owned, already paid for) key's value in slot s (NULL: create). */
+static int place(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key, ftc_kv_value *v,
+                 ftc_kv_slot **slot)
+{
     s = slot_for(kv, s, key);
     if (s == NULL) {
-        ftc__kv_value_unref(v);
         return ftc__seterr(FTC_ENOMEM, "key of %zu B", key.len);
     }
     put_value(kv, s, v);
@@ -367,11 +378,59 @@ static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
     return 0;
 }
 
+/* Stores a+b as key's value; the common path of every map write. */
+static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
+                 const void *b, size_t blen, ftc_kv_slot **slot)
+{
+    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    uint64_t sub;
+    uint64_t cost = value_cost(s, key, alen + blen, &sub);
+    int rc = afford(kv, cost, sub);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc_kv_value *v = value_new(a, alen, b, blen);
+    if (v == NULL) {
+        return FTC_ENOMEM;
+    }
+    rc = place(kv, s, key, v, slot);
+    if (rc != 0) {
+        ftc__kv_value_unref(v);
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- writes */
 
 int ftc__kv_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
 {
     return store(kv, key, val.p, val.len, NULL, 0, NULL);
+}
+
+int ftc__kv_set_value(ftc_kv *kv, ftc_wire_str key, ftc_kv_value *v)
+{
+    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    uint64_t sub;
+    uint64_t cost = value_cost(s, key, v->len, &sub);
+    int rc = afford(kv, cost, sub);
+    return rc != 0 ? rc : place(kv, s, key, v, NULL);
+}
+
+int ftc__kv_reserve(ftc_kv *kv, size_t klen, size_t vlen, uint64_t *held)
+{
+    /* As if the key were new and replaced nothing: the most it can take. */
+    uint64_t n = (uint64_t)vlen + VALUE_COST + SLOT_COST + klen;
+    int rc = afford(kv, n, 0);
+    if (rc == 0) {
+        kv->reserved += n;
+        *held = n;
+    }
+    return rc;
+}
+
+void ftc__kv_unreserve(ftc_kv *kv, uint64_t held)
+{
+    kv->reserved -= held;
 }
 
 /* Grows a value nobody else references in place (amortised doubling), so

@@ -22,6 +22,9 @@ typedef struct ftc_kv_value {
 } ftc_kv_value;
 
 ftc_kv_value *ftc__kv_value_ref(ftc_kv_value *v);
+/* A value of len bytes whose contents the caller fills (one reference);
+ * NULL when out of memory. */
+ftc_kv_value *ftc__kv_value_alloc(size_t len);
 void ftc__kv_value_unref(ftc_kv_value *v);
 
 /* A client of the state (one per connection). */
@@ -66,12 +69,24 @@ void ftc__kv_free(ftc_kv *kv);
 uint64_t ftc__kv_num_keys(const ftc_kv *kv);
 uint64_t ftc__kv_bytes(const ftc_kv *kv);
 uint64_t ftc__kv_overhead(const ftc_kv *kv);
+/* Bytes held by ftc__kv_reserve (also bounded by max_total_bytes). */
+uint64_t ftc__kv_reserved(const ftc_kv *kv);
 
 /* Writes. Each returns 0, FTC_ENOMEM, or FTC_EMSGSIZE when the store would
  * pass max_total_bytes (nothing is changed then; the same holds for the
  * registrations of wait, barrier and watch below). A write that leaves a
  * value wakes every waiter on its key and notifies its watchers. */
 int ftc__kv_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
+/* Like ftc__kv_set with a value the caller built (ftc__kv_value_alloc):
+ * on success the store takes the caller's reference; on failure the
+ * caller keeps it. */
+int ftc__kv_set_value(ftc_kv *kv, ftc_wire_str key, ftc_kv_value *v);
+/* Holds room against max_total_bytes for a SET of a klen-byte key and a
+ * vlen-byte value that is still arriving, so that writes in between
+ * cannot take it; *held is what to give back with ftc__kv_unreserve
+ * before the SET. FTC_EMSGSIZE (nothing held) when it would not fit. */
+int ftc__kv_reserve(ftc_kv *kv, size_t klen, size_t vlen, uint64_t *held);
+void ftc__kv_unreserve(ftc_kv *kv, uint64_t held);
 int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val);
 /* Adds delta to the decimal integer at key (missing = 0; parsed like C++
  * std::stoll: leading blanks, a sign, digits, anything after ignored) and

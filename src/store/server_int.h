@@ -43,10 +43,16 @@ typedef struct store_conn {
     ftc_list dirty_node; /* in srv->dirty: output to flush */
     int dialect;         /* -1 until the first bytes tell */
     ftc_wire_decoder dec;
-    ftc_buf in;    /* received bytes; head = the next request */
-    size_t need;   /* bytes of the current request needed before decoding */
-    int in_shared; /* the last read went to the server's shared buffer */
-    int parked;    /* a WAIT/BARRIER holds this connection's later replies */
+    ftc_buf in;  /* received bytes; head = the next request */
+    size_t need; /* bytes of the current request needed before decoding */
+    int read_to; /* where the last read went: READ_TO_* in conn.c */
+    /* A big SET's value, received straight into its final buffer while
+     * the request's head waits in `in`; sink_held is the room reserved
+     * for it in the store. */
+    ftc_kv_value *sink;
+    size_t sink_got;
+    uint64_t sink_held;
+    int parked; /* a WAIT/BARRIER holds this connection's later replies */
     ftc_wire_decoder look; /* scans ahead for CANCEL_WAIT while parked */
     size_t look_off;
     int reading;
@@ -104,6 +110,8 @@ void ftc__conn_unpark(store_conn *c, uint8_t reply);
 
 /* dispatch.c: serves one complete request. */
 void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r);
+/* Serves a SET whose value was received in place; takes v's reference. */
+void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v);
 /* The answer of a WAIT, BARRIER or CONTROL_BARRIER that is done:
  * STOP_WAITING, and for CONTROL_BARRIER the arrival number and the value
  * of last_members (whose reference it releases). */

@@ -44,6 +44,7 @@ void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect)
     memset(d, 0, sizeof(*d));
     d->dialect = dialect;
     d->op = FTC__OP_INVALID;
+    d->str_len = UINT64_MAX;
 }
 
 static int oversize(ftc_wire_decoder *d, const char *what, uint64_t n,
@@ -116,8 +117,10 @@ static int take(ftc_wire_decoder *d, char kind, const uint8_t *buf, size_t len,
         }
         if (len < d->pos + 8 + n) {
             *need = d->pos + 8 + (size_t)n;
+            d->str_len = n;
             return FTC__WIRE_MORE;
         }
+        d->str_len = UINT64_MAX;
         *soff = d->pos + 8;
         *slen = (size_t)n;
         width = 8 + (size_t)n;
@@ -225,6 +228,20 @@ int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
     }
     finish(d, buf, req);
     return FTC__WIRE_DONE;
+}
+
+int ftc__wire_pending_set(const ftc_wire_decoder *d, const uint8_t *buf,
+                          ftc_wire_str *key, size_t *value_off,
+                          uint64_t *value_len)
+{
+    if (d->op != FTC__OP_SET || d->field != 1 || d->str_len == UINT64_MAX) {
+        return 0;
+    }
+    key->p = buf + d->off[0];
+    key->len = d->len[0];
+    *value_off = d->pos + 8;
+    *value_len = d->str_len;
+    return 1;
 }
 
 void ftc__wire_next_str(const uint8_t **cursor, ftc_wire_str *out)

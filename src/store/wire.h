@@ -68,7 +68,9 @@ typedef struct ftc_wire_decoder {
     int64_t num2;
     uint8_t nnum; /* i64 fields parsed: the first is num, the second num2 */
     uint32_t u32;
-    const char *tag; /* after an error: a stable log tag */
+    uint64_t str_len; /* length of the string it stopped in; UINT64_MAX:
+                         it did not stop inside a string */
+    const char *tag;  /* after an error: a stable log tag */
 } ftc_wire_decoder;
 
 void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect);
@@ -86,6 +88,16 @@ void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect);
 int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
                      const ftc_wire_limits *lim, ftc_wire_req *req,
                      size_t *need);
+
+/* When decoding of a SET stopped for more bytes inside its value (whose
+ * length is known), returns 1 with the key (a view into buf, the bytes the
+ * last ftc__wire_decode call saw), the offset of the value's first byte
+ * from the request's start and its length: the value is the request's
+ * last field, so a caller may receive it somewhere else and finish the
+ * request itself (then it re-initialises the decoder). Else 0. */
+int ftc__wire_pending_set(const ftc_wire_decoder *d, const uint8_t *buf,
+                          ftc_wire_str *key, size_t *value_off,
+                          uint64_t *value_len);
 
 /* Reads the string at *cursor (u64 length, bytes) inside a request that
  * ftc__wire_decode completed, and advances the cursor past it. MULTI_SET

@@ -250,6 +250,68 @@ static void split_writes(void **state)
     }
 }
 
+/* A value of n patterned bytes (seeded, so neighbours differ). */
+static uint8_t *pattern(size_t n, unsigned seed)
+{
+    uint8_t *v = malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        v[i] = (uint8_t)(i * 31u + seed + (i >> 12));
+    }
+    return v;
+}
+
+static void expect_big(sr_conn *c, const uint8_t *want, size_t n)
+{
+    size_t len;
+    char *got = sr_read_str(c, &len);
+    assert_true(len == n);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+/* Big SETs (received in place, not through the input buffer) arrive in
+ * pieces of every size, head and value split anywhere, with the next
+ * request right behind the value in the same write; a WAIT parked on the
+ * key is woken by the finished SET. */
+static void big_set_in_pieces(void **state)
+{
+    fixture *f = *state;
+    const size_t n = (1u << 20) + 17;
+    const size_t pieces[] = {1, 7, 1000, 65536 + 3, 300000};
+    for (int d = 0; d < 2; d++) {
+        sr_conn c, w;
+        sr_connect(&c, f->port, d);
+        sr_connect(&w, f->port, d);
+        const char *k[] = {"/bigw"};
+        sr_keys(&f->b, d, FTC__OP_WAIT, k, 1);
+        sr_flush(&w, &f->b);
+        for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+            uint8_t *v = pattern(n, (unsigned)(p + 10 * d));
+            sr_kv(&f->b, d, FTC__OP_SET, p == 0 ? "/bigw" : "/big", v, n);
+            sr_key(&f->b, d, FTC__OP_GET, p == 0 ? "/bigw" : "/big");
+            size_t total = ftc__buf_size(&f->b);
+            const uint8_t *b = ftc__buf_begin(&f->b);
+            for (size_t off = 0, len; off < total; off += len) {
+                len = total - off < pieces[p] ? total - off : pieces[p];
+                /* 1-byte pieces only for the head and the value's start
+                 * and end: a million sends would take long */
+                if (pieces[p] == 1 && off > 64 && off + 64 < total - 16) {
+                    len = total - 64 - 16 - off;
+                }
+                sr_send(&c, b + off, len);
+            }
+            ftc__buf_reset(&f->b);
+            expect_big(&c, v, n);
+            if (p == 0) {
+                assert_int_equal(sr_read_u8(&w), 0);
+            }
+            free(v);
+        }
+        sr_close(&c);
+        sr_close(&w);
+    }
+}
+
 /* A WAIT on a missing key holds every later reply of its connection until
  * the key appears; each kind of write releases it. */
 static void wait_parks_until_each_kind_of_write(void **state)
@@ -554,6 +616,7 @@ int main(int argc, char **argv)
         T(probe_ping),
         T(pipelining),
         T(split_writes),
+        T(big_set_in_pieces),
         T(wait_parks_until_each_kind_of_write),
         T(cancel_wait_while_parked),
         T(cancel_after_wait_completed),

@@ -1,6 +1,5 @@
 /* Socket options of a group's connections: non-blocking I/O, TCP_NODELAY,
  * buffer sizes and the congestion control (docs/decisions.md). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -8,34 +7,6 @@
 #include <unistd.h>
 
 #include "pg/tcp/tcp_int.h"
-
-/* Whether both ends of a connection are on this host: the same address
- * at both ends, or a loopback peer. */
-static bool same_host(int fd)
-{
-    struct sockaddr_storage me, peer;
-    socklen_t ml = sizeof(me), pl = sizeof(peer);
-    if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
-        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0 ||
-        me.ss_family != peer.ss_family) {
-        return false;
-    }
-    if (peer.ss_family == AF_INET) {
-        struct sockaddr_in a, b;
-        memcpy(&a, &me, sizeof(a));
-        memcpy(&b, &peer, sizeof(b));
-        return a.sin_addr.s_addr == b.sin_addr.s_addr ||
-               (ntohl(b.sin_addr.s_addr) >> 24) == 127;
-    }
-    if (peer.ss_family == AF_INET6) {
-        struct sockaddr_in6 a, b;
-        memcpy(&a, &me, sizeof(a));
-        memcpy(&b, &peer, sizeof(b));
-        return memcmp(&a.sin6_addr, &b.sin6_addr, sizeof(a.sin6_addr)) == 0 ||
-               IN6_IS_ADDR_LOOPBACK(&b.sin6_addr);
-    }
-    return false;
-}
 
 static int refused(const char *cc, int err)
 {
@@ -64,24 +35,18 @@ int ftc__tcp_check_congestion(const ftc_pg_opts *o)
     return rc;
 }
 
-/* Between two ranks of one host nothing needs congestion control, and a
- * pacing algorithm (BBR, a common system default) costs hrtimers and
- * smaller bursts on every send: reno, which every process may choose, is
- * the cheapest. An explicit choice applies everywhere and must work. */
+/* Between two ranks of one host reno (ftc__sock_reno_if_same_host says
+ * why); elsewhere the system default. An explicit choice applies
+ * everywhere and must work. */
 static int set_congestion(ftc__tcp *g, int fd)
 {
     const char *cc = g->pg->opts.tcp_congestion;
-    bool automatic = cc == NULL;
-    if (automatic) {
-        if (!same_host(fd)) {
-            return 0;
-        }
-        cc = "reno";
+    if (cc == NULL) {
+        ftc__sock_reno_if_same_host(fd);
+        return 0;
     }
-    if (cc[0] == '\0' ||
-        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc,
-                   (socklen_t)strlen(cc)) == 0 ||
-        automatic) {
+    if (cc[0] == '\0' || setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc,
+                                    (socklen_t)strlen(cc)) == 0) {
         return 0;
     }
     return refused(cc, errno);

@@ -1,4 +1,6 @@
 /* Socket helpers: connect/listen, deadline-bounded I/O, cancellation. */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +17,16 @@ static int accept_blocking(int lfd)
     int fd = accept(lfd, NULL, NULL);
     assert_true(fd >= 0);
     return fd;
+}
+
+/* A connection on 127.0.0.1: its listener, client end and accepted end. */
+static int loopback_pair(int *lfd, int *cfd)
+{
+    int port;
+    TK_OK(ftc__sock_listen("127.0.0.1", 0, 16, lfd, &port));
+    TK_OK(ftc__sock_connect("127.0.0.1", port, ftc__deadline_in_ms(tk_ms(5000)),
+                            NULL, cfd));
+    return accept_blocking(*lfd);
 }
 
 static void connect_send_recv(void **state)
@@ -53,11 +65,8 @@ static void connect_send_recv(void **state)
 static void recv_times_out(void **state)
 {
     (void)state;
-    int lfd, port, cfd;
-    TK_OK(ftc__sock_listen("127.0.0.1", 0, 16, &lfd, &port));
-    TK_OK(ftc__sock_connect("127.0.0.1", port, ftc__deadline_in_ms(tk_ms(5000)),
-                            NULL, &cfd));
-    int sfd = accept_blocking(lfd);
+    int lfd, cfd;
+    int sfd = loopback_pair(&lfd, &cfd);
     char c;
     int64_t t0 = tk_now_ms();
     TK_EXPECT(ftc__sock_recv_all(cfd, &c, 1, ftc__deadline_in_ms(50), NULL),
@@ -173,6 +182,41 @@ static void bad_host_fails_clearly(void **state)
               FTC_EINVAL);
 }
 
+static void expect_congestion(int fd, const char *want)
+{
+    char cc[32] = {0};
+    socklen_t len = sizeof(cc) - 1;
+    assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len), 0);
+    assert_string_equal(cc, want);
+}
+
+/* Both ends of a loopback connection are same-host and get reno; a socket
+ * with no peer is not, and keeps its algorithm. */
+static void same_host_gets_reno(void **state)
+{
+    (void)state;
+    int lfd, cfd;
+    int sfd = loopback_pair(&lfd, &cfd);
+    assert_true(ftc__sock_same_host(cfd));
+    assert_true(ftc__sock_same_host(sfd));
+    assert_int_equal(ftc__sock_reno_if_same_host(sfd), 1);
+    expect_congestion(sfd, "reno");
+    int lone = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(lone >= 0);
+    char before[32] = {0};
+    socklen_t len = sizeof(before) - 1;
+    assert_int_equal(
+        getsockopt(lone, IPPROTO_TCP, TCP_CONGESTION, before, &len), 0);
+    assert_false(ftc__sock_same_host(lone));
+    assert_false(ftc__sock_same_host(lfd)); /* listening: no peer */
+    assert_int_equal(ftc__sock_reno_if_same_host(lone), 0);
+    expect_congestion(lone, before);
+    close(lone);
+    close(sfd);
+    close(cfd);
+    close(lfd);
+}
+
 static void ipv6_loopback_when_available(void **state)
 {
     (void)state;
@@ -196,6 +240,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(connect_send_recv),
+        cmocka_unit_test(same_host_gets_reno),
         cmocka_unit_test(recv_times_out),
         cmocka_unit_test(cancel_unblocks_recv),
         cmocka_unit_test(connect_to_nothing_times_out_with_reason),

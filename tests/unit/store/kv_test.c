@@ -584,6 +584,37 @@ static void total_bytes_limit(void **state)
     ftc__kv_free(kv);
 }
 
+/* Room reserved for a value still arriving counts against the limit until
+ * given back; a value built by the caller is stored without a copy. */
+static void reserved_room_and_owned_values(void **state)
+{
+    (void)state;
+    ftc_kv *probe = new_kv(UINT64_MAX);
+    TK_OK(ftc__kv_set(probe, S("/a"), S("12345678")));
+    uint64_t one = held(probe);
+    ftc__kv_free(probe);
+    ftc_kv *kv = new_kv(one);
+    uint64_t room;
+    TK_EXPECT(ftc__kv_reserve(kv, 2, 9, &room), FTC_EMSGSIZE);
+    assert_int_equal(ftc__kv_reserved(kv), 0);
+    TK_OK(ftc__kv_reserve(kv, 2, 8, &room));
+    assert_int_equal(room, one);
+    assert_int_equal(ftc__kv_reserved(kv), one);
+    /* held for the value on its way: nothing else fits */
+    TK_EXPECT(ftc__kv_set(kv, S("/b"), S("")), FTC_EMSGSIZE);
+    ftc_kv_value *v = ftc__kv_value_alloc(8);
+    assert_non_null(v);
+    memcpy(v->data, "abcdefgh", 8);
+    TK_EXPECT(ftc__kv_set_value(kv, S("/a"), v), FTC_EMSGSIZE);
+    ftc__kv_unreserve(kv, room);
+    assert_int_equal(ftc__kv_reserved(kv), 0);
+    TK_OK(ftc__kv_set_value(kv, S("/a"), v));
+    assert_ptr_equal(ftc__kv_get(kv, S("/a")), v);
+    expect_val(kv, "/a", "abcdefgh");
+    assert_int_equal(held(kv), one);
+    ftc__kv_free(kv);
+}
+
 /* Waits and watches hold memory too: they count against the limit, so
  * empty requests cannot exhaust the server. */
 static void registrations_count_against_the_limit(void **state)
@@ -784,6 +815,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(control_barrier_with_plain_ops),
         cmocka_unit_test(watches),
         cmocka_unit_test(total_bytes_limit),
+        cmocka_unit_test(reserved_room_and_owned_values),
         cmocka_unit_test(registrations_count_against_the_limit),
         cmocka_unit_test(accounting_returns_to_zero),
         cmocka_unit_test(append_keeps_shared_values),

@@ -178,14 +178,21 @@ static void every_op_split_at_every_byte(void **state)
 }
 
 /* Jumping straight to the need hint reaches the end in few calls. */
+/* Appends op (SET or APPEND) of key "/big" with a VAL_900-byte value. */
+#define VAL_900 900
+static void put_900(ftc_buf *b, int dialect, ftc_store_op op)
+{
+    char val[VAL_900];
+    memset(val, 'v', sizeof(val));
+    sr_kv(b, dialect, op, "/big", val, sizeof(val));
+}
+
 static void need_hint_is_exact_for_values(void **state)
 {
     (void)state;
     ftc_buf b;
     ftc__buf_init(&b, 1 << 20);
-    char val[900];
-    memset(val, 'v', sizeof(val));
-    sr_kv(&b, SR_V2, FTC__OP_SET, "/big", val, sizeof(val));
+    put_900(&b, SR_V2, FTC__OP_SET);
     ftc_wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
     ftc_wire_req req;
@@ -199,7 +206,55 @@ static void need_hint_is_exact_for_values(void **state)
     assert_int_equal(rc, FTC__WIRE_DONE);
     /* query byte, key length, key, value length, value */
     assert_int_equal(calls, 5);
-    assert_int_equal(req.val.len, sizeof(val));
+    assert_int_equal(req.val.len, VAL_900);
+    ftc__buf_free(&b);
+}
+
+/* A SET stopped inside its value reports the key, where the value starts
+ * and its length (so the server can receive it in place); every other
+ * stop does not. */
+static void pending_set_is_reported(void **state)
+{
+    (void)state;
+    ftc_buf b;
+    ftc__buf_init(&b, 1 << 20);
+    for (int dialect = 0; dialect < 2; dialect++) {
+        put_900(&b, dialect, FTC__OP_SET);
+        const uint8_t *p = ftc__buf_begin(&b);
+        size_t head = 1 + 8 + 4 + 8;
+        for (size_t have = 0; have < ftc__buf_size(&b); have++) {
+            ftc_wire_decoder d;
+            ftc__wire_decoder_init(&d, dialect);
+            ftc_wire_req req;
+            size_t need, off = 0;
+            uint64_t len = 0;
+            ftc_wire_str key;
+            assert_int_equal(
+                ftc__wire_decode(&d, p, have, &limits, &req, &need),
+                FTC__WIRE_MORE);
+            int got = ftc__wire_pending_set(&d, p, &key, &off, &len);
+            assert_int_equal(got, have >= head);
+            if (got) {
+                expect_str(key, "/big");
+                assert_int_equal(off, head);
+                assert_int_equal(len, VAL_900);
+            }
+        }
+        ftc__buf_reset(&b);
+    }
+    /* APPEND (2.x only) has the same shape but is not a SET */
+    put_900(&b, SR_V2, FTC__OP_APPEND);
+    ftc_wire_decoder d;
+    ftc__wire_decoder_init(&d, SR_V2);
+    ftc_wire_req req;
+    size_t need, off;
+    uint64_t len;
+    ftc_wire_str key;
+    assert_int_equal(
+        ftc__wire_decode(&d, ftc__buf_begin(&b), 30, &limits, &req, &need),
+        FTC__WIRE_MORE);
+    assert_int_equal(
+        ftc__wire_pending_set(&d, ftc__buf_begin(&b), &key, &off, &len), 0);
     ftc__buf_free(&b);
 }
 
@@ -522,6 +577,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_op_split_at_every_byte),
         cmocka_unit_test(need_hint_is_exact_for_values),
+        cmocka_unit_test(pending_set_is_reported),
         cmocka_unit_test(pipelined_requests),
         cmocka_unit_test(unknown_query_types),
         cmocka_unit_test(oversize_rejected_from_the_header),
