@@ -8,6 +8,13 @@
 (b) end to end: PyTorch client + PyTorch server (the runs of (a)) against ftc's
     C client + ftc's server (`ftc bench store --json`). The ratio is ftc /
     PyTorch.
+--floor adds, interleaved with the passes above, bench/store_floor: the
+    same clients and request patterns against an epoll server that does no
+    protocol work (build/bench/store_floor), i.e. what this machine's
+    loopback allows any server; (b) then also prints the floor and
+    floor / PyTorch per cell, so a target ratio can be checked against what
+    is physically reachable here. --part b skips the passes that only (a)
+    needs (PyTorch clients against ftc's server).
 
 Ratios are > 1 when ftc is better: ops/s divided by PyTorch's; for barrier
 latency, PyTorch's latency divided by ftc's.
@@ -26,6 +33,7 @@ includes the server applying every set.
 
 usage: bench/store_vs_torch.py [--ftc PATH] [--torch1 PY] [--torch2 PY]
                                [--duration S] [--repeat N] [--quick]
+                               [--floor [--store-floor PATH]] [--part b]
                                [--out FILE.jsonl]
 Internal modes (run under a torch interpreter): --serve, --workload ADDR.
 """
@@ -310,6 +318,12 @@ def main():
                     help="interleaved passes; cells report the median")
     ap.add_argument("--quick", action="store_true",
                     help="0.5 s cells, K up to 16 (a smoke run)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run bench/store_floor (the loopback floor)")
+    ap.add_argument("--store-floor",
+                    default=os.path.join(ROOT, "build/bench/store_floor"))
+    ap.add_argument("--part", choices=["ab", "b"], default="ab",
+                    help="b: only what (b) needs (PyTorch's servers)")
     ap.add_argument("--out", help="append every measurement to this JSONL file")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--legacy", action="store_true", help=argparse.SUPPRESS)
@@ -332,6 +346,8 @@ def main():
     for rep in range(a.repeat):
         for name, py in [("torch 1.13", a.torch1), ("torch 2.x", a.torch2)]:
             order = ["pytorch", "ftc"] if rep % 2 == 0 else ["ftc", "pytorch"]
+            if a.part == "b":
+                order = ["pytorch"]
             for server in order:
                 print("pass %d/%d (a): %s clients, %s server ..."
                       % (rep + 1, a.repeat, name, server),
@@ -348,18 +364,29 @@ def main():
                 raw += rs
         print("pass %d/%d (b): ftc bench store ..." % (rep + 1, a.repeat),
               file=sys.stderr, flush=True)
-        for k in sorted(set(tp_ks) | set(bar_ks)):
-            ops = ",".join(([] if k not in tp_ks else ["set", "get", "add"]) +
-                           ([] if k not in bar_ks else ["barrier"]))
-            for r in run_jsonl([a.ftc, "bench", "store", "--json", "--clients",
-                                str(k), "--ops", ops,
-                                "--duration", str(a.duration)], 3600):
-                r.update({"client": "ftc", "server": "ftc", "pass": rep})
-                raw.append(r)
+        # The floor right before or after ftc's own cells, alternating.
+        benches = [("ftc", [a.ftc, "bench", "store"])]
+        if a.floor:
+            benches.append(("floor", [a.store_floor]))
+            if rep % 2 == 1:
+                benches.reverse()
+        for name, cmd in benches:
+            if name == "floor":
+                print("pass %d/%d (b): store_floor ..." % (rep + 1, a.repeat),
+                      file=sys.stderr, flush=True)
+            for k in sorted(set(tp_ks) | set(bar_ks)):
+                ops = ",".join(([] if k not in tp_ks else ["set", "get", "add"]) +
+                               ([] if k not in bar_ks else ["barrier"]))
+                for r in run_jsonl(cmd + ["--json", "--clients", str(k),
+                                          "--ops", ops,
+                                          "--duration", str(a.duration)], 3600):
+                    r.update({"client": name, "server": name, "pass": rep})
+                    raw.append(r)
     runs = medians(raw)
     ours = runs.get(("ftc", "ftc"), {})
 
-    cells = sorted({key(r) for r in raw if r["client"] != "ftc"},
+    floor = runs.get(("floor", "floor"), {})
+    cells = sorted({key(r) for r in raw if r["client"] not in ("ftc", "floor")},
                    key=lambda k: (["set", "get", "add", "barrier"].index(k[0]),
                                   k[2], k[1]))
     rows = []
@@ -371,19 +398,30 @@ def main():
             f = runs.get((name, "ftc"), {}).get(c)
             row += [metric(t, b), metric(f, b), ratio(f, t, b)]
         rows.append(row)
-    table("(a) server vs server: PyTorch clients; ops/s, or barrier p50 latency",
-          ["cell", "1.13 srv", "ftc srv", "ratio", "2.x srv", "ftc srv", "ratio"],
-          rows)
+    if a.part == "ab":
+        table("(a) server vs server: PyTorch clients; ops/s, or barrier p50 latency",
+              ["cell", "1.13 srv", "ftc srv", "ratio", "2.x srv", "ftc srv",
+               "ratio"], rows)
     rows = []
     for c in cells:
         b = c[0] == "barrier"
         t1 = runs.get(("torch 1.13", "pytorch"), {}).get(c)
         t2 = runs.get(("torch 2.x", "pytorch"), {}).get(c)
         f = ours.get(c)
-        rows.append([label(c), metric(t1, b), metric(t2, b), metric(f, b),
-                     ratio(f, t1, b), ratio(f, t2, b)])
+        row = [label(c), metric(t1, b), metric(t2, b), metric(f, b),
+               ratio(f, t1, b), ratio(f, t2, b)]
+        if a.floor:
+            fl = floor.get(c)
+            row += [metric(fl, b), ratio(fl, t1, b), ratio(fl, t2, b),
+                    ratio(f, fl, b)]
+        rows.append(row)
+    columns = ["cell", "torch 1.13", "torch 2.x", "ftc", "vs 1.13", "vs 2.x"]
+    if a.floor:
+        # floor vs X: the most any server could reach here against X;
+        # ftc/floor: how much of the floor ftc reaches (1.00x = all of it).
+        columns += ["floor", "floor vs 1.13", "floor vs 2.x", "ftc/floor"]
     table("(b) end to end: PyTorch client+server vs ftc client+server",
-          ["cell", "torch 1.13", "torch 2.x", "ftc", "vs 1.13", "vs 2.x"], rows)
+          columns, rows)
     if a.out:
         with open(a.out, "a") as fh:
             for r in raw:

@@ -318,7 +318,7 @@ int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
 {
     while (iovcnt > 0) {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
-        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -358,7 +358,7 @@ int ftc__sock_recv_all(int fd, void *p, size_t n, ftc_deadline dl,
 {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = recv(fd, (char *)p + got, n - got, 0);
+        ssize_t r = recv(fd, (char *)p + got, n - got, MSG_DONTWAIT);
         if (r > 0) {
             got += (size_t)r;
             continue;

@@ -49,7 +49,9 @@ int ftc__sock_wait(int fd, short events, ftc_deadline dl,
                    const ftc_event *cancel);
 
 /* Sends every byte of the iovecs (modified in place) or fails: FTC_EPEER on
- * reset, FTC_ETIMEDOUT, FTC_ECANCELED. */
+ * reset, FTC_ETIMEDOUT, FTC_ECANCELED. These and recv_all never block in
+ * the system call (MSG_DONTWAIT), so they keep their deadline on a
+ * blocking socket too. */
 int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
                         const ftc_event *cancel);
 int ftc__sock_send_all(int fd, const void *p, size_t n, ftc_deadline dl,

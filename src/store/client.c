@@ -162,10 +162,7 @@ void ftc_store_client_cancel(ftc_store_client *client)
     if (!valid(client)) {
         return;
     }
-    /* The flag first: a call that finds it clears the event on entry, so
-     * a cancel aimed at an earlier call never stops a later one. */
-    atomic_store(&client->core->cancel_pending, 1);
-    ftc__event_signal(&client->core->cancel);
+    ftc__store_conn_cancel(&client->core->conn, &client->core->cancel);
 }
 
 int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
@@ -206,11 +203,10 @@ int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
     k->keys = keys;
     k->nkeys = nkeys;
     pthread_mutex_lock(&core->lock);
-    if (atomic_exchange(&core->cancel_pending, 0)) {
-        ftc__event_clear(&core->cancel);
-    }
+    ftc__store_conn_enter(k->conn, &core->cancel);
     int rc = ftc__store_conn_ready(k->conn, k->dl, k->cancel);
     if (rc != 0) {
+        ftc__store_conn_leave(k->conn);
         pthread_mutex_unlock(&core->lock);
         return ftc__adderr(rc, "store %s", op);
     }
@@ -237,6 +233,7 @@ int ftc__store_call_end(ftc__store_call *k, int rc)
 {
     /* A request that failed half-encoded must not reach the next call. */
     ftc__store_req_reset(&k->conn->req);
+    ftc__store_conn_leave(k->conn);
     pthread_mutex_unlock(&k->core->lock);
     if (rc == 0) {
         return 0;

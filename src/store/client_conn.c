@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "store/client_int.h"
@@ -23,20 +24,24 @@ void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
     c->connect_timeout_ms = opts->connect_timeout_ms;
     c->max_value_bytes = opts->max_value_bytes;
     c->recv_chunk = RECV_CHUNK;
+    c->rcvtimeo_us = -1;
+    pthread_mutex_init(&c->fd_lock, NULL);
     ftc__buf_init(&c->in, 2 * RECV_CHUNK);
     ftc__store_req_init(&c->req, opts->dialect);
 }
 
 static void drop(ftc__store_conn *c)
 {
+    pthread_mutex_lock(&c->fd_lock);
     if (c->fd >= 0) {
         close(c->fd);
     }
     c->fd = -1;
+    pthread_mutex_unlock(&c->fd_lock);
     c->broken = 0;
     c->held_replies = 0;
     c->cancel_owed = 0;
-    c->recv_first = 0;
+    c->rcvtimeo_us = -1;
     c->server = FTC__STORE_SERVER_UNKNOWN;
     ftc__buf_reset(&c->in);
     ftc__store_req_reset(&c->req);
@@ -47,11 +52,55 @@ void ftc__store_conn_close(ftc__store_conn *c)
     drop(c);
     ftc__buf_free(&c->in);
     ftc__store_req_free(&c->req);
+    pthread_mutex_destroy(&c->fd_lock);
 }
 
+void ftc__store_conn_enter(ftc__store_conn *c, ftc_event *ev)
+{
+    pthread_mutex_lock(&c->fd_lock);
+    if (atomic_load(&c->cancelled)) {
+        atomic_store(&c->cancelled, 0);
+        ftc__event_clear(ev);
+    }
+    c->in_call = 1;
+    pthread_mutex_unlock(&c->fd_lock);
+}
+
+void ftc__store_conn_leave(ftc__store_conn *c)
+{
+    pthread_mutex_lock(&c->fd_lock);
+    c->in_call = 0;
+    /* Shut down (or about to be, had it connected): never reuse it. */
+    c->broken |= atomic_load(&c->cancelled);
+    pthread_mutex_unlock(&c->fd_lock);
+}
+
+/* Under fd_lock: a cancelled call's socket is shut down, so that a recv
+ * blocked on it (or the next one) returns at once. */
+static void stop_if_cancelled(ftc__store_conn *c)
+{
+    if (c->in_call && c->fd >= 0 && atomic_load(&c->cancelled)) {
+        shutdown(c->fd, SHUT_RDWR);
+    }
+}
+
+void ftc__store_conn_cancel(ftc__store_conn *c, ftc_event *ev)
+{
+    pthread_mutex_lock(&c->fd_lock);
+    atomic_store(&c->cancelled, 1);
+    ftc__event_signal(ev);
+    stop_if_cancelled(c);
+    pthread_mutex_unlock(&c->fd_lock);
+}
+
+/* Every failure of a call passes here. One that a cancel caused (a socket
+ * shut down under a read or a send) is reported as the cancel. */
 static int broken(ftc__store_conn *c, int rc)
 {
     c->broken = 1;
+    if (rc != FTC_ECANCELED && atomic_load(&c->cancelled)) {
+        return ftc__seterr(FTC_ECANCELED, "cancelled");
+    }
     return rc;
 }
 
@@ -72,55 +121,82 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
         }
     }
     ftc__store_req_reset(&c->req);
-    c->recv_first = 0;
     atomic_fetch_add_explicit(&c->writes, 1, memory_order_relaxed);
     return rc != 0 ? broken(c, rc) : 0;
 }
 
-/* Receives until at least need bytes are buffered: poll, then recv (or
- * recv first when the last one filled its buffer; see recv_first). */
-static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl,
-                const ftc_event *cancel)
+/* Bounds the next blocking recv by dl with SO_RCVTIMEO, or fails with
+ * FTC_ETIMEDOUT once dl has passed. The system call is made only when the
+ * value in force would outlast dl, or would wake the recv before half of
+ * what is left (a wake-up before dl only costs another loop): calls with
+ * the same timeout keep the value set by the first, since it is set a
+ * sixteenth short of what was left then. So a call's timeout never
+ * outlives it, and the hot path makes no setsockopt. */
+static int bound_recv(ftc__store_conn *c, ftc_deadline dl)
+{
+    int64_t want = -1;
+    if (!ftc__deadline_is_never(dl)) {
+        int64_t left = (dl.ns - ftc__now_ns()) / 1000;
+        if (left <= 0) {
+            return ftc__seterr(FTC_ETIMEDOUT, "timed out");
+        }
+        if (c->rcvtimeo_us > 0 && c->rcvtimeo_us <= left &&
+            c->rcvtimeo_us >= left / 2) {
+            return 0;
+        }
+        want = left - left / 16;
+    } else if (c->rcvtimeo_us < 0) {
+        return 0;
+    }
+    struct timeval tv = {0, 0}; /* zero: no timeout */
+    if (want > 0) {
+        tv.tv_sec = (time_t)(want / 1000000);
+        tv.tv_usec = (suseconds_t)(want % 1000000);
+    }
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+        return ftc__seterr_errno(errno, "setsockopt(SO_RCVTIMEO)");
+    }
+    c->rcvtimeo_us = want;
+    return 0;
+}
+
+/* Receives until at least need bytes are buffered, each time with one
+ * blocking recv (bounded by bound_recv; a cancel shuts the socket down
+ * under it). */
+static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl)
 {
     while (ftc__buf_size(&c->in) < need) {
         size_t want = c->recv_chunk > 0 ? c->recv_chunk : 1;
         int rc = ftc__buf_reserve(&c->in, want);
+        if (rc == 0) {
+            rc = bound_recv(c, dl);
+        }
         if (rc != 0) {
             return rc;
-        }
-        if (!c->recv_first) {
-            rc = ftc__sock_wait(c->fd, POLLIN, dl, cancel);
-            if (rc != 0) {
-                return rc;
-            }
         }
         ssize_t r = recv(c->fd, c->in.data + c->in.len, want, 0);
         if (r > 0) {
             c->in.len += (size_t)r;
-            c->recv_first = (size_t)r == want;
             continue;
         }
         if (r == 0) {
             return ftc__seterr(FTC_ECLOSED, "connection closed by %s:%d",
                                c->host, c->port);
         }
-        if (errno == EINTR) {
-            continue;
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        /* EAGAIN: SO_RCVTIMEO ran out; bound_recv decides what next. */
+        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
             return ftc__seterr_errno(errno, "recv from %s:%d", c->host,
                                      c->port);
         }
-        c->recv_first = 0;
     }
     return 0;
 }
 
 /* Fills n bytes and hands them out; the caller consumes them. */
 static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
-                ftc_deadline dl, const ftc_event *cancel)
+                ftc_deadline dl)
 {
-    int rc = fill(c, n, dl, cancel);
+    int rc = fill(c, n, dl);
     if (rc != 0) {
         return broken(c, rc);
     }
@@ -132,8 +208,9 @@ static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
                               ftc_deadline dl, const ftc_event *cancel)
 {
-    const uint8_t *p;
-    int rc = take(c, size, &p, dl, cancel);
+    (void)cancel; /* a cancel stops reads by shutting the socket down */
+    const uint8_t *p = NULL;
+    int rc = take(c, size, &p, dl);
     if (rc == 0) {
         uint64_t x = 0;
         for (size_t i = size; i-- > 0;) {
@@ -169,7 +246,7 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **out, size_t *n,
     /* Small values are buffered (the next reply may come in the same recv);
      * big ones are received straight into their own memory. */
     if (len <= c->recv_chunk / 2) {
-        rc = fill(c, len, dl, cancel);
+        rc = fill(c, len, dl);
         if (rc != 0) {
             return broken(c, rc);
         }
@@ -247,7 +324,7 @@ int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
                               ftc_deadline dl, const ftc_event *cancel)
 {
-    int rc = fill(c, 1, dl, cancel);
+    int rc = fill(c, 1, dl);
     /* A pipelined WAIT can be cancelled in-protocol only on an ftc server,
      * whose answers behind it are known; the 1.13 dialect has no cancel. */
     if (rc == FTC_ETIMEDOUT && ftc__buf_size(&c->in) == 0 &&
@@ -303,11 +380,23 @@ static int open_conn(ftc__store_conn *c, ftc_deadline dl,
     ftc_backoff backoff;
     ftc__backoff_init(&backoff, 10, 1000);
     for (;;) {
-        int rc = ftc__sock_connect(c->host, c->port, dl, cancel, &c->fd);
+        int fd = -1;
+        int rc = ftc__sock_connect(c->host, c->port, dl, cancel, &fd);
+        /* Blocking, for fill's recv; everything else passes
+         * MSG_DONTWAIT. */
+        if (rc == 0) {
+            rc = ftc__sock_set_nonblock(fd, 0);
+            if (rc != 0) {
+                close(fd);
+            }
+        }
         if (rc != 0) {
-            c->fd = -1;
             return rc;
         }
+        pthread_mutex_lock(&c->fd_lock);
+        c->fd = fd;
+        stop_if_cancelled(c); /* a cancel that came during the connect */
+        pthread_mutex_unlock(&c->fd_lock);
         atomic_fetch_add_explicit(&c->connects, 1, memory_order_relaxed);
         if (c->dialect == FTC_STORE_DIALECT_V1) {
             return 0;

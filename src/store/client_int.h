@@ -16,9 +16,9 @@
 #define FTC__STORE_CANCEL_GRACE_MS 2000
 
 /* One TCP connection to a store server. Not thread-safe: the owning core's
- * lock serialises every use. */
+ * lock serialises every use, except what fd_lock guards for cancel. */
 typedef struct ftc__store_conn {
-    int fd;      /* -1 while disconnected */
+    int fd;      /* -1 while disconnected; changed under fd_lock */
     int dialect; /* FTC_STORE_DIALECT_* */
     int server;  /* FTC__STORE_SERVER_* found by the probe */
     int broken;  /* state unknown: replace before the next request */
@@ -33,12 +33,17 @@ typedef struct ftc__store_conn {
     int64_t connect_timeout_ms;
     size_t max_value_bytes;
     size_t recv_chunk; /* most bytes one recv asks for (tests shrink it) */
-    /* The last recv filled all it asked for, so more bytes may be waiting:
-     * the next read tries recv before poll. Otherwise (and after every
-     * send, when the reply cannot be there yet) it polls first, which
-     * saves a recv that would fail with EAGAIN. */
-    int recv_first;
-    ftc_buf in; /* received bytes not yet consumed */
+    /* Replies are read with one blocking recv bounded by SO_RCVTIMEO
+     * (see bound_recv); the value in force, in us, -1 for none. */
+    int64_t rcvtimeo_us;
+    /* A blocking recv does not watch the cancel event, so cancel from
+     * another thread shuts the socket down (conn_cancel). fd_lock keeps
+     * the fd from being closed, and its number reused, meanwhile, and
+     * makes "is a call in progress" and "was it cancelled" one state. */
+    pthread_mutex_t fd_lock;
+    int in_call;          /* under fd_lock: between conn_enter and leave */
+    atomic_int cancelled; /* set by conn_cancel, cleared by conn_enter */
+    ftc_buf in;           /* received bytes not yet consumed */
     ftc__store_req req;
     /* Counters for tests and diagnostics, readable from any thread. */
     _Atomic uint64_t connects; /* successful TCP connects */
@@ -48,6 +53,16 @@ typedef struct ftc__store_conn {
 void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
                           const ftc_store_client_opts *opts);
 void ftc__store_conn_close(ftc__store_conn *c);
+
+/* A call starts: a cancel from before it is forgotten (and ev cleared);
+ * one from now on stops it. */
+void ftc__store_conn_enter(ftc__store_conn *c, ftc_event *ev);
+/* The call ends; if it was cancelled the connection is replaced next. */
+void ftc__store_conn_leave(ftc__store_conn *c);
+/* From any thread: signals ev and stops the call in progress, if any, by
+ * shutting its socket down; a blocked read then fails, and the failure
+ * is reported as FTC_ECANCELED. */
+void ftc__store_conn_cancel(ftc__store_conn *c, ftc_event *ev);
 
 /* Makes the connection usable for a new call: (re)connects with the
  * handshake if it is closed or broken, and replaces it if the server closed
@@ -91,8 +106,7 @@ int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
 /* What a client and all its views share. */
 typedef struct ftc__store_core {
     pthread_mutex_t lock; /* held for the whole of every call */
-    ftc_event cancel;
-    atomic_int cancel_pending; /* cancel() ran since the last clear */
+    ftc_event cancel;     /* signalled by cancel, cleared by the next call */
     ftc_store_client_opts opts;
     ftc__store_conn conn;
 } ftc__store_core;

@@ -209,16 +209,24 @@ static void get_waits_first_against_pytorch(void **state)
 
 /* ---- timeouts */
 
+/* A WAIT for key that the client cancels (CANCEL_WAIT, 0c) after its
+ * timeout, answered with answer. */
+static void expect_cancelled_wait(fs_server *s, int fd, ftc__store_req *r,
+                                  const char *key, const char *answer)
+{
+    TK_OK(ftc__store_enc_keys(r, FTC__OP_WAIT, NULL, &key, 1));
+    fs_expect_req(s, fd, r);
+    fs_expect_hex(s, fd, "0c");
+    fs_send_hex(s, fd, answer);
+}
+
 static void script_wait_cancel(fs_server *s)
 {
     ftc__store_req r = req_v(V2);
     int *kind = s->arg;
     const char *k = "k";
     int fd = fs_accept_v2(s, *kind);
-    TK_OK(ftc__store_enc_keys(&r, FTC__OP_WAIT, NULL, &k, 1));
-    fs_expect_req(s, fd, &r);
-    fs_expect_hex(s, fd, "0c"); /* CANCEL_WAIT after the timeout */
-    fs_send_hex(s, fd, "01");
+    expect_cancelled_wait(s, fd, &r, k, "01");
     /* The same connection serves the next call, whose own timeout is
      * infinite: the earlier 50 ms must not apply to it. */
     TK_OK(ftc__store_enc_add(&r, NULL, "c", 1));
@@ -226,10 +234,7 @@ static void script_wait_cancel(fs_server *s)
     tk_pause_ms(200);
     fs_send_i64(s, fd, 7);
     /* The keys arrive in the race: STOP_WAITING, then WAIT_CANCELED. */
-    TK_OK(ftc__store_enc_keys(&r, FTC__OP_WAIT, NULL, &k, 1));
-    fs_expect_req(s, fd, &r);
-    fs_expect_hex(s, fd, "0c");
-    fs_send_hex(s, fd, "00 01");
+    expect_cancelled_wait(s, fd, &r, k, "00 01");
     fs_end(s, fd);
     ftc__store_req_free(&r);
 }
@@ -241,10 +246,7 @@ static void script_get_race_torch(fs_server *s)
     ftc__store_req r = req_v(V2);
     const char *k = "k";
     int fd = fs_accept_v2(s, TORCH);
-    TK_OK(ftc__store_enc_keys(&r, FTC__OP_WAIT, NULL, &k, 1));
-    fs_expect_req(s, fd, &r);
-    fs_expect_hex(s, fd, "0c");
-    fs_send_hex(s, fd, "00 01");
+    expect_cancelled_wait(s, fd, &r, k, "00 01");
     TK_OK(ftc__store_enc_key(&r, FTC__OP_GET, NULL, k));
     fs_expect_req(s, fd, &r);
     tk_pause_ms(20); /* the answer comes after the deadline passed */
@@ -288,6 +290,47 @@ static void wait_timeout_cancels_in_protocol(void **state)
         ftc_store_client_close(c);
         fs_finish(&s);
     }
+}
+
+/* Replies are read with a blocking recv under SO_RCVTIMEO, which the
+ * socket keeps between calls: each call must get its own timeout, longer
+ * or shorter than the one before. */
+static void script_timeouts_per_call(fs_server *s)
+{
+    ftc__store_req r = req_v(V2);
+    const char *k = "k";
+    int fd = fs_accept_v2(s, FTC);
+    expect_cancelled_wait(s, fd, &r, k, "01");
+    TK_OK(ftc__store_enc_add(&r, NULL, "c", 1));
+    fs_expect_req(s, fd, &r);
+    tk_pause_ms(200); /* longer than the 50 ms of the call before */
+    fs_send_i64(s, fd, 7);
+    expect_cancelled_wait(s, fd, &r, k, "01");
+    fs_end(s, fd);
+    ftc__store_req_free(&r);
+}
+
+static void timeouts_are_per_call(void **state)
+{
+    (void)state;
+    fs_server s;
+    fs_start(&s, script_timeouts_per_call, NULL);
+    ftc_store_client *c = connect_to(&s, V2);
+    const char *k = "k";
+    TK_EXPECT(ftc_store_client_wait(c, &k, 1, 50), FTC_ETIMEDOUT);
+    int64_t v = 0;
+    TK_OK(ftc_store_client_add(c, "c", 1, &v, tk_ms(10000)));
+    assert_int_equal(v, 7);
+    /* After a 10 s call, a 100 ms one still times out at 100 ms (the
+     * bound proves the mechanism; it is not a timing assertion). */
+    int64_t t0 = tk_now_ms();
+    TK_EXPECT(ftc_store_client_wait(c, &k, 1, 100), FTC_ETIMEDOUT);
+    int64_t took = tk_now_ms() - t0;
+    assert_true(took >= 95);
+    assert_true(took < 5000);
+    assert_int_equal(conn_of(c)->connects, 1);
+    ftc_store_client_close(c);
+    fs_finish(&s);
 }
 
 /* A pipelined get (WAIT + GET in one write) that times out against an ftc
@@ -765,6 +808,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(get_is_one_write_against_ftc),
         cmocka_unit_test(get_waits_first_against_pytorch),
         cmocka_unit_test(wait_timeout_cancels_in_protocol),
+        cmocka_unit_test(timeouts_are_per_call),
         cmocka_unit_test(get_that_wins_the_cancel_race_returns_the_value),
         cmocka_unit_test(pipelined_timeout_cancels_in_protocol),
         cmocka_unit_test(late_reply_is_never_the_next_answer),
