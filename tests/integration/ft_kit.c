@@ -164,6 +164,8 @@ static int ddp_step(trainer *t, int64_t fail_at, int64_t fail_after,
         char id[256];
         ftc_manager_replica_id(t->m, id, sizeof(id));
         say("id %s", id);
+        ftc_manager_heal_address(t->m, id, sizeof(id));
+        say("healing %s", id);
         t->said_id = true;
     }
     note_heal(t);

@@ -251,6 +251,87 @@ static void spares(void **state)
     ftk_stop(&j);
 }
 
+/* What rank r of group g logged after `prefix` (its first such line),
+ * waited for up to 10 s. */
+static void logged(const ftk_job *j, int g, int r, const char *prefix,
+                   char *buf, size_t cap)
+{
+    char path[256], line[512];
+    ftk_log_path(j, g, 0, r, path, sizeof(path));
+    buf[0] = '\0';
+    int64_t end = tk_now_ms() + tk_ms(10000);
+    while (buf[0] == '\0' && tk_now_ms() < end) {
+        FILE *f = fopen(path, "r");
+        while (f != NULL && buf[0] == '\0' &&
+               fgets(line, sizeof(line), f) != NULL) {
+            if (strncmp(line, prefix, strlen(prefix)) == 0) {
+                snprintf(buf, cap, "%.*s",
+                         (int)strcspn(line, "\n") - (int)strlen(prefix),
+                         line + strlen(prefix));
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        tk_pause_ms(10);
+    }
+    if (buf[0] == '\0') {
+        fail_msg("group %d rank %d logged no '%s' line", g, r, prefix);
+    }
+}
+
+/* Replica group 0 advertises 127.0.0.2 (FTC_ADVERTISE_HOST), another
+ * loopback address: the lighthouse shows it as the member's address and
+ * each rank's healing address, its healing servers listen there only,
+ * and group 1, joining late, heals through it (group 0 is its only
+ * source). */
+static void advertised_address_heals(void **state)
+{
+    (void)state;
+    ftk_job j;
+    ftk_start(&j, 2, 2, 20, 1);
+    char *src[] = {"FTC_ADVERTISE_HOST=127.0.0.2", "FTK_GATE_AT=8", NULL};
+    ftk_spawn(&j, 0, src);
+    ftk_wait_commit(&j, 0, 7, 60000);
+    char id[256], heal[2][128];
+    ftk_replica_id(&j, 0, id, sizeof(id), 10000);
+    for (int r = 0; r < 2; r++) {
+        logged(&j, 0, r, "healing ", heal[r], sizeof(heal[r]));
+        assert_int_equal(strncmp(heal[r], "127.0.0.2:", 10), 0);
+        /* Nothing of it listens on 127.0.0.1. */
+        char other[160];
+        snprintf(other, sizeof(other), "127.0.0.1:%s", heal[r] + 10);
+        assert_int_equal(
+            lt_http(other, "GET", "/v1/heal/0/meta", NULL, NULL, NULL), 0);
+    }
+    json_t *st = lt_get_json(j.lh_addr, "/v1/jobs/ftk/status");
+    json_t *members = json_object_get(json_object_get(st, "quorum"), "members");
+    assert_int_equal(json_array_size(members), 1);
+    json_t *m = json_array_get(members, 0);
+    assert_string_equal(json_string_value(json_object_get(m, "replica_id")),
+                        id);
+    char want[160];
+    snprintf(want, sizeof(want), "http://%s", heal[0]);
+    assert_string_equal(json_string_value(json_object_get(m, "address")), want);
+    json_t *data_heal = json_object_get(json_object_get(m, "data"), "heal");
+    for (int r = 0; r < 2; r++) {
+        assert_string_equal(
+            json_string_value(json_array_get(data_heal, (size_t)r)), heal[r]);
+    }
+    json_decref(st);
+    ftk_spawn(&j, 1, NULL);
+    ftk_wait_participant(&j, 1, 60000);
+    ftk_open_gate(&j);
+    ftk_finish(&j, 120000);
+    char healed[2][512];
+    for (int r = 0; r < 2; r++) {
+        logged(&j, 1, r, "heal 8 ", healed[r], sizeof(healed[r]));
+        assert_int_equal(strncmp(healed[r], id, strlen(id)), 0);
+        assert_int_equal(ftk_count(&j, 1, 0, r, "heal "), 1);
+    }
+    ftk_stop(&j);
+}
+
 /* With a token, the lighthouse's operator can kill a replica: both its
  * ranks learn it from their own watch and stop (start_quorum returns
  * FTC_ECANCELED), the other trains on alone. The token also guards the
@@ -344,6 +425,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(shrink_only_keeps_newcomers_out),
         cmocka_unit_test(upscale),
         cmocka_unit_test(spares),
+        cmocka_unit_test(advertised_address_heals),
         cmocka_unit_test(operator_kill_with_token),
         cmocka_unit_test(launched_by_ftc_run),
     };
