@@ -312,12 +312,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = c->in.cap - c->in.len;
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+/* Takes nread bytes that arrived in buf (as on_alloc chose) and serves
+ * the requests they complete. */
+static void take_input(store_conn *c, ssize_t nread, const uv_buf_t *buf)
 {
-    store_conn *c = s->data;
-    if (nread == 0 || c->closing) {
-        return;
-    }
     if (nread < 0) {
         if (nread == UV_ENOBUFS) {
             ftc__conn_close(c, FTC_LOG_ERROR, "store.nomem",
@@ -355,6 +353,24 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     after_input(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    store_conn *c = s->data;
+    if (nread == 0 || c->closing) {
+        return;
+    }
+    take_input(c, nread, buf);
+    /* This read's replies go out now, not with the iteration's batch: the
+     * client can go on while the loop serves the other connections that
+     * were ready (on a few cores, the client may run meanwhile). Replies
+     * to clients that another connection's write released still wait
+     * for the end of the iteration, one write each. */
+    if (!c->closing && ftc__list_linked(&c->dirty_node)) {
+        ftc__list_remove(&c->dirty_node);
+        ftc__out_flush(c);
+    }
 }
 
 static void set_reading(store_conn *c, int on)

@@ -22,14 +22,7 @@ struct ftc_kv {
     uint64_t reserved; /* room held for values still arriving */
 };
 
-/* A client parked on a key (WAIT or BARRIER) or watching it. */
-typedef struct kv_reg {
-    ftc_list slot_node;   /* in slot->waiters or slot->watchers */
-    ftc_list client_node; /* in client->waits or client->watches */
-    ftc_kv_client *client;
-    ftc_kv_slot *slot;
-    int barrier; /* released only when a BARRIER on the key completes */
-} kv_reg;
+typedef ftc_kv_reg kv_reg;
 
 typedef struct kv_item {
     ftc_list node;
@@ -179,6 +172,7 @@ uint64_t ftc__kv_reserved(const ftc_kv *kv)
 void ftc__kv_client_init(ftc_kv_client *c)
 {
     c->awaited = 0;
+    c->first_used = 0;
     c->control = 0;
     c->arrived = 0;
     c->outcome = NULL;
@@ -252,7 +246,31 @@ static void release_reg(ftc_kv *kv, kv_reg *r)
     ftc__list_remove(&r->slot_node);
     ftc__list_remove(&r->client_node);
     kv->overhead -= REG_COST;
-    ftc__free(r);
+    if (r == &r->client->first) {
+        r->client->first_used = 0;
+    } else {
+        ftc__free(r);
+    }
+}
+
+/* Storage for a registration of c: its own first one when unused (waits
+ * only: a watch lasts, and would keep it from every later wait). */
+static kv_reg *new_reg(ftc_kv_client *c, int kind)
+{
+    if (kind != REG_WATCH && !c->first_used) {
+        c->first_used = 1;
+        return &c->first;
+    }
+    return ftc__malloc(sizeof(kv_reg));
+}
+
+static void drop_new_reg(kv_reg *r, ftc_kv_client *c)
+{
+    if (r == &c->first) {
+        c->first_used = 0;
+    } else {
+        ftc__free(r);
+    }
 }
 
 /* Registers c as a waiter (kind REG_WAIT or REG_BARRIER) or watcher of
@@ -265,10 +283,12 @@ static int add_reg(ftc_kv *kv, ftc_kv_slot **sp, ftc_wire_str key,
     if (rc != 0) {
         return rc;
     }
-    kv_reg *r = ftc__malloc(sizeof(*r));
+    kv_reg *r = new_reg(c, kind);
     s = r != NULL ? slot_for(kv, s, key) : s;
     if (r == NULL || s == NULL) {
-        ftc__free(r);
+        if (r != NULL) {
+            drop_new_reg(r, c);
+        }
         return ftc__seterr(FTC_ENOMEM, "wait registration");
     }
     r->client = c;
@@ -744,7 +764,10 @@ int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
     }
     char rank_suffix[24];
     snprintf(rank_suffix, sizeof(rank_suffix), "/%" PRId64, rank);
-    uint8_t *buf = ftc__malloc(key.len + 32);
+    /* The derived keys: on the stack when short, as c10d's are. */
+    uint8_t local[256];
+    uint8_t *buf =
+        key.len + 32 <= sizeof(local) ? local : ftc__malloc(key.len + 32);
     if (buf == NULL) {
         return ftc__seterr(FTC_ENOMEM, "barrier key of %zu B", key.len);
     }
@@ -786,7 +809,9 @@ int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
         c->awaited = rc == 0 ? 1 : 0;
         c->control = rc == 0;
     }
-    ftc__free(buf);
+    if (buf != local) {
+        ftc__free(buf);
+    }
     return rc;
 }
 

@@ -27,11 +27,25 @@ ftc_kv_value *ftc__kv_value_ref(ftc_kv_value *v);
 ftc_kv_value *ftc__kv_value_alloc(size_t len);
 void ftc__kv_value_unref(ftc_kv_value *v);
 
+/* A client parked on a key (WAIT or BARRIER) or watching it. Private to
+ * kv.c; declared here so a client can hold its first one. */
+typedef struct ftc_kv_reg {
+    ftc_list slot_node;   /* in slot->waiters or slot->watchers */
+    ftc_list client_node; /* in client->waits or client->watches */
+    struct ftc_kv_client *client;
+    struct ftc_kv_slot *slot;
+    int barrier; /* released only when a BARRIER on the key completes */
+} ftc_kv_reg;
+
 /* A client of the state (one per connection). */
 typedef struct ftc_kv_client {
     size_t awaited;   /* keys its pending WAIT or BARRIER still needs */
     ftc_list waits;   /* its wait registrations */
     ftc_list watches; /* its watch registrations (1.13 WATCH_KEY) */
+    /* The registration of its first wait key: a WAIT on one key or a
+     * barrier parks without allocating. */
+    ftc_kv_reg first;
+    int first_used;
     /* Set by ftc__kv_control_barrier: its wait is a CONTROL_BARRIER's,
      * arrived is this client's arrival number, and outcome (once the
      * barrier is done, before the ready hook runs) a reference to the

@@ -267,6 +267,41 @@ static void wait_and_wakes(void **state)
     ftc__kv_free(kv);
 }
 
+/* Parking on one key whose slot exists allocates nothing (the client's
+ * own first registration), again and again, and a watch does not take
+ * that registration away. */
+static void parking_allocates_nothing(void **state)
+{
+    (void)state;
+    ftc_kv_client cl[2]; /* cl[1] also watches the key */
+    for (int i = 0; i < 2; i++) {
+        ftc__kv_client_init(&cl[i]);
+    }
+    ftc_kv *kv = new_kv(1 << 20);
+    TK_OK(ftc__kv_watch(kv, &cl[1], S("/x")));
+    keylist kl;
+    keys_of(&kl, (const char *const[]){"/x"}, 1);
+    for (int round = 0; round < 3; round++) {
+        int rc[2];
+        ftc__alloc_fail_after(0);
+        for (int i = 0; i < 2; i++) {
+            rc[i] = ftc__kv_wait(kv, &cl[i], ftc__buf_begin(&kl.b), kl.n);
+        }
+        ftc__alloc_fail_after(-1);
+        assert_int_equal(rc[0], 0);
+        assert_int_equal(rc[1], 0);
+        TK_OK(ftc__kv_set(kv, S("/x"), S("v")));
+        assert_int_equal(nready, 2 * (round + 1));
+        assert_int_equal(ftc__kv_delete(kv, S("/x")), 1);
+    }
+    ftc__buf_free(&kl.b);
+    for (int i = 0; i < 2; i++) {
+        ftc__kv_client_forget(kv, &cl[i]);
+    }
+    assert_int_equal(ftc__kv_overhead(kv), 0);
+    ftc__kv_free(kv);
+}
+
 static void cancel_wait(void **state)
 {
     (void)state;
@@ -807,6 +842,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(add_parses_like_stoll),
         cmocka_unit_test(compare_set_four_cases),
         cmocka_unit_test(wait_and_wakes),
+        cmocka_unit_test(parking_allocates_nothing),
         cmocka_unit_test(cancel_wait),
         cmocka_unit_test(queues),
         cmocka_unit_test(queue_push_wakes_one),
