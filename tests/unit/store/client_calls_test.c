@@ -1,6 +1,7 @@
 /* Store client calls against a scripted fake server: the handshake and
  * probe, one-write get, timeouts that never desynchronise, reconnects,
  * cancel from another thread, reply limits and malformed replies. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -624,6 +625,52 @@ static void cancel_from_another_thread(void **state)
     fs_finish(&s);
 }
 
+/* Reads and drops bytes until the client closes fd (at most 20 s). */
+static void discard_until_eof(fs_server *s, int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    uint8_t b[256];
+    while (poll(&p, 1, 20000) == 1) {
+        if (recv(fd, b, sizeof(b), 0) <= 0) {
+            return;
+        }
+    }
+    fs_fail(s, "the client did not close its connection");
+}
+
+/* The first connection fails a call; the reconnect's handshake is never
+ * answered, so the next call blocks in it until cancelled. */
+static void script_cancel_in_handshake(fs_server *s)
+{
+    ftc__store_req r = req_v(V2);
+    int fd = fs_accept_v2(s, FTC);
+    TK_OK(ftc__store_enc_bare(&r, FTC__OP_GETNUMKEYS));
+    fs_expect_req(s, fd, &r);
+    fs_close(fd);
+    int fd2 = fs_accept(s);
+    discard_until_eof(s, fd2);
+    fs_close(fd2);
+    ftc__store_req_free(&r);
+}
+
+/* A cancel reaches a call blocked in the handshake of its reconnect (a
+ * blocking read on a socket the call has just opened). */
+static void cancel_reaches_a_reconnect(void **state)
+{
+    (void)state;
+    fs_server s;
+    fs_start(&s, script_cancel_in_handshake, NULL);
+    ftc_store_client *c = connect_to(&s, V2);
+    int64_t v = 0;
+    TK_EXPECT(ftc_store_client_num_keys(c, &v, tk_ms(5000)), FTC_ECLOSED);
+    sck_blocked g;
+    sck_block_in_get(&g, c, "never");
+    assert_int_equal(sck_cancel_and_join(&g, c), FTC_ECANCELED);
+    assert_int_equal(conn_of(c)->connects, 2);
+    ftc_store_client_close(c);
+    fs_finish(&s);
+}
+
 /* ---- other ops */
 
 static void script_views(fs_server *s)
@@ -816,6 +863,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(faults_force_a_clean_reconnect),
         cmocka_unit_test(oversized_reply_is_refused_before_allocating),
         cmocka_unit_test(cancel_from_another_thread),
+        cmocka_unit_test(cancel_reaches_a_reconnect),
         cmocka_unit_test(views_prefix_keys_and_share_the_connection),
         cmocka_unit_test(v1_multi_ops_fall_back_to_single_queries),
         cmocka_unit_test(queue_pop_and_ping),
