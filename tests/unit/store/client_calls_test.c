@@ -625,8 +625,9 @@ static void cancel_from_another_thread(void **state)
     fs_finish(&s);
 }
 
-/* Reads and drops bytes until the client closes fd (at most 20 s). */
-static void discard_until_eof(fs_server *s, int fd)
+/* Reads and drops bytes until the client closes fd (at most 20 s); sets
+ * *got once the first bytes came. */
+static void discard_until_eof(fs_server *s, int fd, atomic_int *got)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     uint8_t b[256];
@@ -634,6 +635,7 @@ static void discard_until_eof(fs_server *s, int fd)
         if (recv(fd, b, sizeof(b), 0) <= 0) {
             return;
         }
+        atomic_store(got, 1);
     }
     fs_fail(s, "the client did not close its connection");
 }
@@ -648,7 +650,7 @@ static void script_cancel_in_handshake(fs_server *s)
     fs_expect_req(s, fd, &r);
     fs_close(fd);
     int fd2 = fs_accept(s);
-    discard_until_eof(s, fd2);
+    discard_until_eof(s, fd2, s->arg);
     fs_close(fd2);
     ftc__store_req_free(&r);
 }
@@ -659,12 +661,15 @@ static void cancel_reaches_a_reconnect(void **state)
 {
     (void)state;
     fs_server s;
-    fs_start(&s, script_cancel_in_handshake, NULL);
+    atomic_int in_handshake = 0;
+    fs_start(&s, script_cancel_in_handshake, &in_handshake);
     ftc_store_client *c = connect_to(&s, V2);
     int64_t v = 0;
     TK_EXPECT(ftc_store_client_num_keys(c, &v, tk_ms(5000)), FTC_ECLOSED);
     sck_blocked g;
     sck_block_in_get(&g, c, "never");
+    /* Connected again and sent the handshake: cancel only now. */
+    TK_WAIT_UNTIL(atomic_load(&in_handshake), 10000);
     assert_int_equal(sck_cancel_and_join(&g, c), FTC_ECANCELED);
     assert_int_equal(conn_of(c)->connects, 2);
     ftc_store_client_close(c);
