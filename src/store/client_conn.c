@@ -393,6 +393,9 @@ static int open_conn(ftc__store_conn *c, ftc_deadline dl,
         if (rc != 0) {
             return rc;
         }
+        /* A server on this host: reno, as the server does on its side
+         * (docs/decisions.md); what a big SET's sender paces matters. */
+        ftc__sock_reno_if_same_host(fd);
         pthread_mutex_lock(&c->fd_lock);
         c->fd = fd;
         stop_if_cancelled(c); /* a cancel that came during the connect */
