@@ -299,7 +299,7 @@ int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
     if (rc == 0 && c->cancel_owed) {
         /* The keys came as the wait was cancelled: after the fetch comes
          * the cancel's own answer. */
-        rc = ftc__store_conn_recv_cancel_owed(c, k->cancel);
+        rc = ftc__store_conn_recv_cancel_owed(c);
     }
     return rc;
 }
@@ -312,6 +312,5 @@ int ftc__store_call_send(ftc__store_call *k, int rc)
 int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v)
 {
     rc = ftc__store_call_send(k, rc);
-    return rc != 0 ? rc
-                   : ftc__store_conn_recv_i64(k->conn, v, k->dl, k->cancel);
+    return rc != 0 ? rc : ftc__store_conn_recv_i64(k->conn, v, k->dl);
 }

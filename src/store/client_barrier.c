@@ -30,7 +30,7 @@ static int one_request(ftc__store_call *k, const char *key, int rank, int world,
         return rc;
     }
     ftc_deadline dl = ftc__store_call_fetch_deadline(k);
-    rc = ftc__store_conn_recv_i64(c, &res->arrived, dl, k->cancel);
+    rc = ftc__store_conn_recv_i64(c, &res->arrived, dl);
     if (rc == 0) {
         rc = ftc__store_conn_recv_value(c, &res->last_members,
                                         &res->last_members_len, dl, k->cancel);
@@ -38,7 +38,7 @@ static int one_request(ftc__store_call *k, const char *key, int rank, int world,
     if (rc == 0 && c->cancel_owed) {
         /* Done as the timed-out wait was cancelled: the cancel's own
          * answer follows. */
-        rc = ftc__store_conn_recv_cancel_owed(c, k->cancel);
+        rc = ftc__store_conn_recv_cancel_owed(c);
     }
     return rc;
 }

@@ -206,9 +206,8 @@ static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
 }
 
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
-                              ftc_deadline dl, const ftc_event *cancel)
+                              ftc_deadline dl)
 {
-    (void)cancel; /* a cancel stops reads by shutting the socket down */
     const uint8_t *p = NULL;
     int rc = take(c, size, &p, dl);
     if (rc == 0) {
@@ -221,11 +220,10 @@ int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
     return rc;
 }
 
-int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl,
-                             const ftc_event *cancel)
+int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl)
 {
     uint64_t x = 0;
-    int rc = ftc__store_conn_recv_uint(c, 8, &x, dl, cancel);
+    int rc = ftc__store_conn_recv_uint(c, 8, &x, dl);
     *v = (int64_t)x;
     return rc;
 }
@@ -234,7 +232,7 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **out, size_t *n,
                                ftc_deadline dl, const ftc_event *cancel)
 {
     int64_t raw;
-    int rc = ftc__store_conn_recv_i64(c, &raw, dl, cancel);
+    int rc = ftc__store_conn_recv_i64(c, &raw, dl);
     if (rc != 0) {
         return rc;
     }
@@ -287,7 +285,7 @@ static int cancel_wait(ftc__store_conn *c, int pipelined,
     }
     uint64_t b = 0;
     if (rc == 0) {
-        rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace, cancel);
+        rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace);
     }
     if (rc == 0 && b == FTC__WAIT_CANCELED) {
         c->held_replies = pipelined;
@@ -298,7 +296,7 @@ static int cancel_wait(ftc__store_conn *c, int pipelined,
             c->cancel_owed = 1;
             return 0;
         }
-        return ftc__store_conn_recv_cancel_owed(c, cancel);
+        return ftc__store_conn_recv_cancel_owed(c);
     }
     if (rc == 0) {
         rc = ftc__seterr(FTC_EPROTO, "CANCEL_WAIT answered with byte %u",
@@ -307,12 +305,11 @@ static int cancel_wait(ftc__store_conn *c, int pipelined,
     return broken(c, rc);
 }
 
-int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
-                                     const ftc_event *cancel)
+int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c)
 {
     uint64_t b = 0;
     c->cancel_owed = 0;
-    int rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace, cancel);
+    int rc = ftc__store_conn_recv_uint(c, 1, &b, c->grace);
     if (rc == 0 && b != FTC__WAIT_CANCELED) {
         rc = broken(c,
                     ftc__seterr(FTC_EPROTO, "CANCEL_WAIT answered with byte %u",
@@ -354,7 +351,7 @@ static int handshake(ftc__store_conn *c, ftc_deadline dl,
     }
     uint64_t reply = 0;
     if (rc == 0) {
-        rc = ftc__store_conn_recv_uint(c, 4, &reply, dl, cancel);
+        rc = ftc__store_conn_recv_uint(c, 4, &reply, dl);
     }
     if (rc != 0) {
         return rc;

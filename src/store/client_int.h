@@ -79,9 +79,8 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
  * recv_wait leaves it to the caller when nothing at all has arrived. */
 /* A little-endian unsigned integer of size bytes (1, 4 or 8). */
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
-                              ftc_deadline dl, const ftc_event *cancel);
-int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl,
-                             const ftc_event *cancel);
+                              ftc_deadline dl);
+int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl);
 /* A u64 length (checked against max_value_bytes) and that many bytes into a
  * new buffer (never NULL, released with ftc__free). */
 int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
@@ -98,8 +97,7 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
  * Every other failure marks the connection broken. */
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
                               ftc_deadline dl, const ftc_event *cancel);
-int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c,
-                                     const ftc_event *cancel);
+int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c);
 
 #define FTC__STORE_CLIENT_MAGIC 0x53544f43u /* "STOC" */
 

@@ -233,7 +233,7 @@ int ftc_store_client_check(ftc_store_client *client, const char *const *keys,
                               ftc__store_enc_keys(&k.conn->req, FTC__OP_CHECK,
                                                   k.prefix, keys, nkeys));
     if (rc == 0) {
-        rc = ftc__store_conn_recv_uint(k.conn, 1, &b, k.dl, k.cancel);
+        rc = ftc__store_conn_recv_uint(k.conn, 1, &b, k.dl);
     }
     if (rc == 0 && b != FTC__CHECK_READY && b != FTC__CHECK_NOT_READY) {
         k.conn->broken = 1;

@@ -22,7 +22,7 @@ static int pop_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
 {
     struct pop_ctx *p = ctx;
     int64_t size = 0;
-    int rc = ftc__store_conn_recv_i64(k->conn, &size, dl, k->cancel);
+    int rc = ftc__store_conn_recv_i64(k->conn, &size, dl);
     if (rc == 0 && size < 0) {
         k->conn->broken = 1;
         rc = ftc__seterr(FTC_EPROTO, "QUEUE_POP answered size %lld",
@@ -103,7 +103,7 @@ int ftc_store_client_ping(ftc_store_client *client, int64_t timeout_ms)
     uint64_t reply = 0;
     rc = ftc__store_call_send(&k, ftc__store_enc_ping(&k.conn->req, nonce));
     if (rc == 0) {
-        rc = ftc__store_conn_recv_uint(k.conn, 4, &reply, k.dl, k.cancel);
+        rc = ftc__store_conn_recv_uint(k.conn, 4, &reply, k.dl);
     }
     if (rc == 0 &&
         ftc__store_probe_kind(nonce, (uint32_t)reply) != k.conn->server) {

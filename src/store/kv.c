@@ -241,16 +241,22 @@ static void tidy(ftc_kv *kv, ftc_kv_slot *s)
     }
 }
 
+/* Gives back a registration's storage (see new_reg). */
+static void drop_new_reg(kv_reg *r, ftc_kv_client *c)
+{
+    if (r == &c->first) {
+        c->first_used = 0;
+    } else {
+        ftc__free(r);
+    }
+}
+
 static void release_reg(ftc_kv *kv, kv_reg *r)
 {
     ftc__list_remove(&r->slot_node);
     ftc__list_remove(&r->client_node);
     kv->overhead -= REG_COST;
-    if (r == &r->client->first) {
-        r->client->first_used = 0;
-    } else {
-        ftc__free(r);
-    }
+    drop_new_reg(r, r->client);
 }
 
 /* Storage for a registration of c: its own first one when unused (waits
@@ -262,15 +268,6 @@ static kv_reg *new_reg(ftc_kv_client *c, int kind)
         return &c->first;
     }
     return ftc__malloc(sizeof(kv_reg));
-}
-
-static void drop_new_reg(kv_reg *r, ftc_kv_client *c)
-{
-    if (r == &c->first) {
-        c->first_used = 0;
-    } else {
-        ftc__free(r);
-    }
 }
 
 /* Registers c as a waiter (kind REG_WAIT or REG_BARRIER) or watcher of
