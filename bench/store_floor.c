@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "cmd_bench.h" /* bench_hist (tools/ftc/cmd_bench_hist.c) */
+#include "bench/cmd_bench.h" /* bench_hist (tools/ftc/bench/cmd_bench_hist.c) */
 
 #define PROCS_MAX 64
 #define MSG_MAX 128

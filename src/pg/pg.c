@@ -81,7 +81,7 @@ static int resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
     const int colls[] = {FTC__ALLREDUCE, FTC__ALLGATHER, FTC__REDUCE_SCATTER,
                          FTC__BROADCAST, FTC__REDUCE};
     for (int i = 0; i < 5; i++) {
-        int rc = ftc__algo_validate(colls[i], algos[i]);
+        int rc = ftc__sched_validate(colls[i], algos[i]);
         if (rc != 0) {
             return rc;
         }
@@ -308,7 +308,7 @@ static int begin(req *r, ftc_pg *pg, int coll, const ftc_pg_op_opts *o,
         return rc;
     }
     int algo = o != NULL ? o->algo : FTC_ALGO_AUTO;
-    rc = ftc__algo_validate(coll, algo);
+    rc = ftc__sched_validate(coll, algo);
     if (rc != 0) {
         return rc;
     }

@@ -138,6 +138,6 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
 void ftc__pg_free(ftc_pg *pg);
 
 /* 0 if algo (FTC_ALGO_*) applies to the collective, else FTC_EINVAL. */
-int ftc__algo_validate(int coll, int algo);
+int ftc__sched_validate(int coll, int algo);
 
 #endif

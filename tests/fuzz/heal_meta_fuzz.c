@@ -8,7 +8,7 @@
 #include <xxhash.h>
 
 #include "base/base_int.h"
-#include "ft/heal_format.h"
+#include "ft/heal/heal_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "ft/lighthouse_json.h"
+#include "ft/lighthouse/lighthouse_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

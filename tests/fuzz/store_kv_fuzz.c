@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "store/kv.h"
+#include "store/server/kv.h"
 #include "store/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

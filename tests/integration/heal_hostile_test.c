@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "ft/heal.h"
+#include "ft/heal/heal.h"
 #include "lighthouse_util.h"
 #include "testkit.h"
 

@@ -1,6 +1,6 @@
 # `ftc run` (the launcher): the real ftc binary runs run_fake_trainer, a
 # stand-in trainer that follows the launcher contract; plus unit tests of
-# the launcher's pure parts (tools/ftc/run_*.c).
+# the launcher's pure parts (tools/ftc/run/run_*.c).
 add_executable(run_fake_trainer ${CMAKE_CURRENT_LIST_DIR}/run_fake_trainer.c)
 foreach(t run_cli_test run_restart_test run_inject_test run_signal_test)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
@@ -13,7 +13,7 @@ foreach(t run_cli_test run_restart_test run_inject_test run_signal_test)
   endif()
 endforeach()
 set(RUN_PARTS event lines inject stats env opts)
-list(TRANSFORM RUN_PARTS REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/tools/ftc/run_\\1.c")
+list(TRANSFORM RUN_PARTS REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/tools/ftc/run/run_\\1.c")
 ftc_add_test(run_parts_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_parts_test.c ${RUN_PARTS}
              LABELS unit TIMEOUT 60)

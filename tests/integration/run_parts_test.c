@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "run_env.h"
-#include "run_event.h"
-#include "run_inject.h"
-#include "run_lines.h"
-#include "run_opts.h"
-#include "run_stats.h"
+#include "run/run_env.h"
+#include "run/run_event.h"
+#include "run/run_inject.h"
+#include "run/run_lines.h"
+#include "run/run_opts.h"
+#include "run/run_stats.h"
 #include "testkit.h"
 
 static run_event_kind parse(const char *line, run_event *ev)

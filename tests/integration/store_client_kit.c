@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "store/client_int.h"
+#include "store/client/client_int.h"
 #include "testkit.h"
 
 ftc_store_client *sck_connect(const char *addr, int dialect)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "store/client_int.h"
+#include "store/client/client_int.h"
 #include "store_client_kit.h"
 #include "testkit.h"
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "store/client_int.h"
+#include "store/client/client_int.h"
 #include "store_client_kit.h"
 #include "testkit.h"
 #include "store_client_torch_agent.h"

@@ -284,7 +284,7 @@ static bool start_next(ftc__tcp *g)
     g->cur = op;
     g->cur_start_ns = ftc__now_ns();
     g->probing = false;
-    int rc = ftc__algo_build(g, op);
+    int rc = ftc__sched_build(g, op);
     if (rc != 0) {
         ftc__tcp_fail(g, rc, "%s #%llu: %s", ftc__coll_name(op->coll),
                       (unsigned long long)op->seq, ftc_last_error());

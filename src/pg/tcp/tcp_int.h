@@ -201,9 +201,9 @@ uint32_t ftc__plan_recv(ftc__plan *p, int chan, void *dst, size_t len,
 uint32_t ftc__plan_recv_reduce(ftc__plan *p, int chan, void *dst, const void *a,
                                size_t len, ftc__dep dep, bool avg);
 
-/* ---- algorithms (algo_*.c): build the plan of g->cur. Return 0 or an
+/* ---- algorithms (sched_*.c): build the plan of g->cur. Return 0 or an
  * error (FTC_ENOMEM, FTC_EINVAL for a bad algorithm override). */
-int ftc__algo_build(ftc__tcp *g, ftc__op *op);
+int ftc__sched_build(ftc__tcp *g, ftc__op *op);
 
 /* Channel of stream s to peer. */
 static inline int ftc__chan_id(const ftc__tcp *g, int peer, int s)

@@ -6,7 +6,7 @@
 #include <xxhash.h>
 
 #include "base/base_int.h"
-#include "ft/heal.h"
+#include "ft/heal/heal.h"
 #include "testkit.h"
 
 static const ftc_heal_limits big = {64, 1u << 20, 1u << 30};

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "ft/heal.h"
+#include "ft/heal/heal.h"
 #include "testkit.h"
 
 /* Two buffers: chunks of 64 KiB span both. */

@@ -6,7 +6,7 @@
  * metadata without touching any memory. */
 #include <string.h>
 
-#include "ft/heal.h"
+#include "ft/heal/heal.h"
 #include "testkit.h"
 
 #define NA 3000 /* floats */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "ft/heal.h"
+#include "ft/heal/heal.h"
 #include "testkit.h"
 
 #define NSRC 3

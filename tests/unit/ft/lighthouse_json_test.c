@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "ft/lighthouse_json.h"
+#include "ft/lighthouse/lighthouse_json.h"
 #include "testkit.h"
 
 static ftc_quorum_member sample_member(const char *id, int64_t step,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ft/manager.h"
+#include "ft/manager/manager.h"
 #include "manager_fixture.h"
 #include "testkit.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "ft/manager_plan.h"
+#include "ft/manager/manager_plan.h"
 #include "quorum_fixture.h"
 #include "testkit.h"
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ft/quorum.h"
+#include "ft/quorum/quorum.h"
 
 /* A monotonic "now" far from 0, so tests can go back hours. */
 #define QF_NOW ((int64_t)1000000000000)

@@ -10,7 +10,7 @@
 
 #include "base/base_int.h"
 #include "client_fake_server_helper.h"
-#include "store/client_int.h"
+#include "store/client/client_int.h"
 #include "store_client_kit.h"
 #include "testkit.h"
 

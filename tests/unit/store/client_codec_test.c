@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "store/client_codec.h"
+#include "store/client/client_codec.h"
 #include "client_fake_server_helper.h"
 #include "testkit.h"
 

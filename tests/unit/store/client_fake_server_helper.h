@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/client_codec.h"
+#include "store/client/client_codec.h"
 
 #define FS_MAX_FDS 64
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "store/kv.h"
+#include "store/server/kv.h"
 #include "store_raw.h"
 #include "testkit.h"
 

@@ -1,0 +1,130 @@
+/* Lending: a source serves its registered buffers themselves, without a
+ * copy, while its owner does not write them (inside the quorum round); the
+ * round ends once every healer released them, or, after a bound, with a
+ * copy for the healers still at work and the lent answers cut. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ft/heal/heal_server_int.h"
+
+void ftc__heal_lend_clear(ftc_heal_server *s)
+{
+    ftc__free(s->healers);
+    ftc__free(s->released);
+    s->healers = NULL;
+    s->released = NULL;
+    s->n_healers = s->n_released = 0;
+    s->lending = false;
+}
+
+int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
+                          const char *const *healers, size_t n)
+{
+    char(*ids)[FTC__HEAL_ID_MAX] = ftc__calloc(n > 0 ? n : 1, sizeof(*ids));
+    bool *released = ftc__calloc(n > 0 ? n : 1, sizeof(*released));
+    if (ids == NULL || released == NULL) {
+        ftc__free(ids);
+        ftc__free(released);
+        return ftc__seterr(FTC_ENOMEM, "lending to %zu healers", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "%s", healers[i]);
+    }
+    ftc__heal_snapshot_ref(lent);
+    pthread_mutex_lock(&s->mu);
+    ftc__heal_lend_clear(s);
+    ftc_heal_snapshot *old = s->current;
+    s->current = lent;
+    s->refused_step = -1;
+    s->lending = true;
+    s->healers = ids;
+    s->released = released;
+    s->n_healers = n;
+    pthread_mutex_unlock(&s->mu);
+    ftc__heal_snapshot_unref(old);
+    return 0;
+}
+
+bool ftc__heal_lend_release(ftc_heal_server *s, int64_t step,
+                            const char *replica_id)
+{
+    pthread_mutex_lock(&s->mu);
+    bool ok = s->lending && (step < 0 || s->current->meta.step == step);
+    for (size_t i = 0; ok && i < s->n_healers; i++) {
+        if (!s->released[i] && strcmp(s->healers[i], replica_id) == 0) {
+            s->released[i] = true;
+            s->n_released++;
+            atomic_fetch_add(&s->releases, 1);
+            pthread_cond_broadcast(&s->cv);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+void ftc__heal_server_release(ftc_heal_server *s, const char *replica_id)
+{
+    ftc__heal_lend_release(s, -1, replica_id);
+}
+
+/* Waits on s->cv (s->mu held) until dl or a signal; false once dl passed. */
+static bool wait_until(ftc_heal_server *s, ftc_deadline dl)
+{
+    if (ftc__deadline_expired(dl)) {
+        return false;
+    }
+    struct timespec ts = {dl.ns / 1000000000, dl.ns % 1000000000};
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    return true;
+}
+
+bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->lending && !s->closing && s->n_released < s->n_healers &&
+           wait_until(s, dl)) {
+    }
+    bool all = !s->closing && s->n_released == s->n_healers;
+    pthread_mutex_unlock(&s->mu);
+    return all;
+}
+
+void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
+                              ftc_deadline dl)
+{
+    ftc__heal_snapshot_ref(next);
+    pthread_mutex_lock(&s->mu);
+    if (!s->lending) {
+        pthread_mutex_unlock(&s->mu);
+        ftc__heal_snapshot_unref(next);
+        return;
+    }
+    ftc_heal_snapshot *lent = s->current;
+    s->current = next;
+    ftc__heal_lend_clear(s);
+    /* Every answer from the lent buffers holds a reference. */
+    while (!s->closing && atomic_load(&lent->refs) > 1 && wait_until(s, dl)) {
+    }
+    bool stuck = !s->closing && atomic_load(&lent->refs) > 1;
+    pthread_mutex_unlock(&s->mu);
+    if (stuck) {
+        /* A reader that stopped reading: stopping the daemon ends its
+         * answer (and every other one; readers of next ask again). */
+        FTC_LOG_WARN("heal.cut",
+                     "%s: %d answers from the lent state of step %lld were "
+                     "still sending; closing every connection",
+                     s->address, atomic_load(&lent->refs) - 1,
+                     (long long)lent->meta.step);
+        ftc__heal_server_restart(s);
+    }
+    ftc__heal_snapshot_unref(lent);
+}
+
+void ftc__heal_server_close(ftc_heal_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}

@@ -1,0 +1,46 @@
+/* The healing server's handle, shared by its two files: heal_server.c
+ * (HTTP answers, start, stop, restart) and heal_lend.c (lending the live
+ * buffers: who must release them, and taking them back). */
+#ifndef FTC_FT_HEAL_SERVER_INT_H
+#define FTC_FT_HEAL_SERVER_INT_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "ft/heal/heal.h"
+#include "ft/http_util.h"
+
+struct ftc_heal_server {
+    struct MHD_Daemon *mhd;
+    unsigned threads, max_connections, idle_s; /* to restart it */
+    char address[FTC_HOST_MAX + 16];
+    bool has_token;
+    unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
+    pthread_mutex_t mu; /* everything below but the counters */
+    pthread_cond_t cv;  /* a release came, an answer ended, closing */
+    ftc_heal_snapshot *current;
+    /* While lending, current is the lent snapshot and these are the
+     * healers expected to release it. */
+    bool lending;
+    char (*healers)[FTC__HEAL_ID_MAX];
+    bool *released;
+    size_t n_healers, n_released;
+    bool closing;
+    int64_t refused_step; /* answered 410 (ftc__heal_server_refuse); -1 */
+    int fault;
+    uint32_t fault_chunk;
+    atomic_uint_fast64_t meta_served, chunks_served, bytes_served, refused;
+    atomic_uint_fast64_t releases, cuts;
+};
+
+/* Records a release of the lent snapshot of step by replica_id (step -1:
+ * whatever is lent). False if nothing of that step is lent. */
+bool ftc__heal_lend_release(ftc_heal_server *s, int64_t step,
+                            const char *replica_id);
+/* Frees the lending's bookkeeping (s->mu held). */
+void ftc__heal_lend_clear(ftc_heal_server *s);
+/* Closes every connection, ending every answer: the daemon stops and
+ * starts again on the same listening socket. */
+void ftc__heal_server_restart(ftc_heal_server *s);
+
+#endif

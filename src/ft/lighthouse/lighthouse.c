@@ -1,0 +1,599 @@
+/* The lighthouse server: options, create and destroy, and the wiring of
+ * libmicrohttpd (request bodies, responses, auth, long-poll resumption). */
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ft/http_util.h"
+#include "ft/lighthouse/lighthouse.h"
+#include "ft/lighthouse/lighthouse_json.h"
+
+const unsigned ftc__lh_codes[FTC__LH_NCODES] = {
+    200, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503, 501, 0};
+
+void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->min_replicas = 1;
+    o->join_timeout_ms = 10000;
+    o->heartbeat_timeout_ms = 500;
+    o->max_jobs = 64;
+    o->max_replicas = 4096;
+    o->max_data_bytes = 65536;
+    o->max_body_bytes = 131072;
+    o->max_connections = 8192;
+    o->max_connections_per_ip = 256;
+    o->idle_connection_timeout_ms = 30000;
+    o->max_join_wait_ms = 3600000;
+    o->event_ring = 256;
+    o->job_idle_ms = 600000;
+}
+
+/* Zero fields take the defaults; then every field is range-checked. */
+static int resolve_opts(const ftc_lighthouse_opts *in, ftc_lighthouse_opts *o)
+{
+    ftc_lighthouse_opts d;
+    ftc_lighthouse_opts_init(&d);
+    *o = in != NULL ? *in : d;
+#define FTC_LH_DEFAULT(f)                                                      \
+    if (o->f == 0) {                                                           \
+        o->f = d.f;                                                            \
+    }
+    FTC_LH_DEFAULT(min_replicas)
+    FTC_LH_DEFAULT(join_timeout_ms)
+    FTC_LH_DEFAULT(heartbeat_timeout_ms)
+    FTC_LH_DEFAULT(max_jobs)
+    FTC_LH_DEFAULT(max_replicas)
+    FTC_LH_DEFAULT(max_data_bytes)
+    FTC_LH_DEFAULT(max_body_bytes)
+    FTC_LH_DEFAULT(max_connections)
+    FTC_LH_DEFAULT(max_connections_per_ip)
+    FTC_LH_DEFAULT(idle_connection_timeout_ms)
+    FTC_LH_DEFAULT(max_join_wait_ms)
+    FTC_LH_DEFAULT(event_ring)
+    FTC_LH_DEFAULT(job_idle_ms)
+#undef FTC_LH_DEFAULT
+    if (o->max_jobs > 4096 || o->max_body_bytes > (2u << 20) ||
+        o->event_ring > 65536) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse opts: max_jobs %u (<= 4096), "
+                           "max_body_bytes %zu (<= 2 MiB), event_ring %u "
+                           "(<= 65536)",
+                           o->max_jobs, o->max_body_bytes, o->event_ring);
+    }
+    if (o->idle_connection_timeout_ms < 0 || o->max_join_wait_ms < 0 ||
+        o->job_idle_ms < 0 || o->heartbeat_timeout_ms < 0) {
+        return ftc__seterr(FTC_EINVAL, "lighthouse opts: negative time");
+    }
+    if (o->token != NULL && o->token[0] == '\0') {
+        return ftc__seterr(FTC_EINVAL, "lighthouse opts: empty token");
+    }
+    return 0;
+}
+
+static void job_defaults(const ftc_lighthouse_opts *o, ftc_quorum_opts *q)
+{
+    ftc__quorum_opts_init(q);
+    q->min_replicas = o->min_replicas;
+    q->join_timeout_ms = o->join_timeout_ms;
+    q->heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+    q->strict_shrink_only = o->strict_shrink_only;
+    q->max_replicas = o->max_replicas;
+    q->max_data_bytes = o->max_data_bytes;
+}
+
+int64_t ftc__lh_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------- answers */
+
+ftc_lh_blob *ftc__lh_blob_json(const json_t *j)
+{
+    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+    size_t n = json_dumpb(j, NULL, 0, flags);
+    ftc_lh_blob *b = ftc__malloc(sizeof(*b) + n + 1);
+    if (b == NULL) {
+        ftc__seterr(FTC_ENOMEM, "answer of %zu B", n);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->len = n > 0 ? json_dumpb(j, b->data, n, flags) : 0;
+    b->data[b->len] = '\0';
+    return b;
+}
+
+ftc_lh_blob *ftc__lh_blob_ref(ftc_lh_blob *b)
+{
+    if (b != NULL) {
+        atomic_fetch_add(&b->refs, 1);
+    }
+    return b;
+}
+
+void ftc__lh_blob_unref(void *p)
+{
+    ftc_lh_blob *b = p;
+    if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
+        ftc__free(b);
+    }
+}
+
+static void count_status(ftc_lighthouse *lh, unsigned status)
+{
+    size_t i = 0;
+    while (i < FTC__LH_NCODES - 1 && ftc__lh_codes[i] != status) {
+        i++;
+    }
+    atomic_fetch_add_explicit(&lh->http[i], 1, memory_order_relaxed);
+}
+
+static enum MHD_Result queue_response(ftc_lh_req *r, unsigned status,
+                                      const char *content_type,
+                                      struct MHD_Response *resp)
+{
+    if (resp == NULL) {
+        return MHD_NO;
+    }
+    count_status(r->lh, status);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (strncmp(content_type, "text/html", 9) == 0) {
+        /* The page may talk to this lighthouse only; no other origin. */
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                "default-src 'none'; connect-src 'self'; "
+                                "script-src 'unsafe-inline'; style-src "
+                                "'unsafe-inline'");
+    }
+    enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+enum MHD_Result ftc__lh_queue(ftc_lh_req *r, unsigned status,
+                              const char *content_type, ftc_lh_blob *answer)
+{
+    if (answer == NULL) {
+        static const char oom[] =
+            "{\"error\":\"no_memory\",\"detail\":\"out of memory\"}";
+        return queue_response(
+            r, MHD_HTTP_INTERNAL_SERVER_ERROR, "application/json",
+            MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
+                                            MHD_RESPMEM_PERSISTENT));
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer_with_free_callback_cls(
+            answer->len, answer->data, ftc__lh_blob_unref, answer);
+    if (resp == NULL) {
+        ftc__lh_blob_unref(answer);
+    }
+    return queue_response(r, status, content_type, resp);
+}
+
+enum MHD_Result ftc__lh_queue_static(ftc_lh_req *r, const char *content_type,
+                                     const char *data, size_t len)
+{
+    return queue_response(r, MHD_HTTP_OK, content_type,
+                          MHD_create_response_from_buffer(
+                              len, (void *)data, MHD_RESPMEM_PERSISTENT));
+}
+
+enum MHD_Result ftc__lh_queue_json(ftc_lh_req *r, unsigned status,
+                                   const json_t *j)
+{
+    return ftc__lh_queue(r, status, "application/json",
+                         j != NULL ? ftc__lh_blob_json(j) : NULL);
+}
+
+ftc_lh_blob *ftc__lh_error_blob(const char *code, const char *detail)
+{
+    json_t *j = json_pack("{s:s, s:s}", "error", code, "detail", detail);
+    ftc_lh_blob *b = j != NULL ? ftc__lh_blob_json(j) : NULL;
+    json_decref(j);
+    return b;
+}
+
+enum MHD_Result ftc__lh_queue_error(ftc_lh_req *r, unsigned status,
+                                    const char *code, const char *detail)
+{
+    FTC_LOG_DEBUG("lighthouse.refused", "%u %s: %s", status, code, detail);
+    return ftc__lh_queue(r, status, "application/json",
+                         ftc__lh_error_blob(code, detail));
+}
+
+enum MHD_Result ftc__lh_queue_ftc_error(ftc_lh_req *r, int rc)
+{
+    static const struct {
+        int rc;
+        unsigned status;
+        const char *code;
+    } map[] = {
+        {FTC_EINVAL, 400, "invalid"},   {FTC_EMSGSIZE, 413, "too_large"},
+        {FTC_ENOENT, 404, "not_found"}, {FTC_ESTALE, 409, "superseded"},
+        {FTC_EAUTH, 403, "forbidden"},  {FTC_ECLOSED, 503, "shutting_down"},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (map[i].rc == rc) {
+            return ftc__lh_queue_error(r, map[i].status, map[i].code,
+                                       ftc_last_error());
+        }
+    }
+    return ftc__lh_queue_error(r, 500, "internal", ftc_last_error());
+}
+
+bool ftc__lh_has_token(const ftc_lighthouse *lh, struct MHD_Connection *c)
+{
+    return lh->has_token && ftc__http_bearer_ok(c, lh->token_hash);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static ftc_lh_req *req_new(ftc_lighthouse *lh, struct MHD_Connection *c)
+{
+    ftc_lh_req *r = ftc__calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return NULL;
+    }
+    r->lh = lh;
+    r->conn = c;
+    r->fd = -1;
+    r->start_ms = ftc__now_ms();
+    ftc__buf_init(&r->body, lh->max_body_bytes);
+    return r;
+}
+
+void ftc__lh_req_free(ftc_lh_req *r)
+{
+    if (r->job != NULL) {
+        pthread_mutex_lock(&r->job->mu);
+        r->job->refs--;
+        pthread_mutex_unlock(&r->job->mu);
+    }
+    ftc__lh_blob_unref(r->answer);
+    ftc__buf_free(&r->body);
+    ftc__free(r);
+}
+
+/* The first call sees only the headers: refuse what needs no body to
+ * refuse (a missing token, a declared length over the limit) before a
+ * byte of the body is read. */
+static enum MHD_Result on_headers(ftc_lh_req *r, const char *method,
+                                  const char *url)
+{
+    ftc_lighthouse *lh = r->lh;
+    if (lh->has_token && ftc__lh_route_needs_token(lh, method, url) &&
+        !ftc__lh_has_token(lh, r->conn)) {
+        r->refused = true;
+        bool sent = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                "Authorization") != NULL;
+        return ftc__lh_queue_error(r, sent ? 403 : 401,
+                                   sent ? "forbidden" : "unauthorized",
+                                   sent ? "wrong token" : "token required");
+    }
+    const char *cl =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl != NULL) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno != 0 || *end != '\0' || n > lh->max_body_bytes) {
+            r->refused = true;
+            char detail[128];
+            snprintf(detail, sizeof(detail),
+                     "Content-Length %.40s > max_body_bytes %zu", cl,
+                     lh->max_body_bytes);
+            return ftc__lh_queue_error(r, 413, "too_large", detail);
+        }
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    ftc_lh_req *r = *con_cls;
+    if (r == NULL) {
+        r = req_new(cls, c);
+        if (r == NULL) {
+            return MHD_NO;
+        }
+        *con_cls = r;
+        return on_headers(r, method, url);
+    }
+    ftc_lh_job *job = r->job;
+    if (job != NULL) {
+        /* Resumed after a long-poll: the answer was prepared meanwhile,
+         * under the job's lock, by whichever thread answered. */
+        pthread_mutex_lock(&job->mu);
+        bool answered = r->state == FTC__LH_ANSWERED;
+        unsigned status = r->status;
+        const char *content_type = r->content_type;
+        ftc_lh_blob *b = r->answer;
+        r->answer = NULL;
+        pthread_mutex_unlock(&job->mu);
+        return answered ? ftc__lh_queue(r, status, content_type, b) : MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->refused) {
+            return MHD_YES;
+        }
+        if (ftc__buf_append(&r->body, upload_data, n) != 0) {
+            /* MHD cannot answer in the middle of a body (a declared
+             * length was refused up front): close the connection. */
+            char peer[64] = "?";
+            const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (ci != NULL) {
+                ftc__sock_peer_name(ci->connect_fd, peer, sizeof(peer));
+            }
+            FTC_LOG_WARN("lighthouse.oversize",
+                         "%s %s from %s: body over max_body_bytes %zu, "
+                         "closing",
+                         method, url, peer, r->lh->max_body_bytes);
+            return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (r->refused) {
+        return MHD_YES;
+    }
+    return ftc__lh_route(r, method, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    ftc_lighthouse *lh = cls;
+    ftc_lh_req *r = *con_cls;
+    *con_cls = NULL;
+    if (r == NULL) {
+        return;
+    }
+    if (r->job == NULL) {
+        ftc__lh_req_free(r);
+        return;
+    }
+    pthread_mutex_lock(&r->job->mu);
+    ftc__lh_job_unlink(r->job, r);
+    pthread_mutex_unlock(&r->job->mu);
+    ftc__lh_clock_retire(lh, r);
+    pthread_mutex_lock(&lh->mu);
+    if (atomic_fetch_sub(&lh->n_polls, 1) == 1) {
+        pthread_cond_broadcast(&lh->cv);
+    }
+    pthread_mutex_unlock(&lh->mu);
+}
+
+void ftc__lh_resume_all(ftc_lh_resume *rs)
+{
+    ftc_lh_req *r = rs->head;
+    rs->head = NULL;
+    while (r != NULL) {
+        /* Read next first: once resumed, r may be completed and retired. */
+        ftc_lh_req *next = r->resume_next;
+        MHD_resume_connection(r->conn);
+        r = next;
+    }
+}
+
+/* ------------------------------------------------------ create/destroy */
+
+/* Listens on o->bind and records the address as bound. */
+static int bind_socket(ftc_lighthouse *lh, const char *bind, int *fd)
+{
+    char host[FTC_HOST_MAX];
+    int port;
+    int rc =
+        ftc__addr_split(bind != NULL ? bind : "[::]",
+                        FTC_LIGHTHOUSE_DEFAULT_PORT, host, sizeof(host), &port);
+    if (rc != 0) {
+        return rc;
+    }
+    bool any = strcmp(host, "::") == 0 || strcmp(host, "*") == 0;
+    rc = ftc__sock_listen(any ? NULL : host, port, 1024, fd, &lh->port);
+    if (rc != 0) {
+        return rc;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(lh->address, sizeof(lh->address), "%s%s%s:%d", v6 ? "[" : "",
+             any ? "::" : host, v6 ? "]" : "", lh->port);
+    return 0;
+}
+
+static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
+{
+    unsigned idle_s = (unsigned)((o->idle_connection_timeout_ms + 999) / 1000);
+    lh->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, lh, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_connections_per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, lh, MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log,
+        (void *)"lighthouse.http", MHD_OPTION_END);
+    if (lh->mhd == NULL) {
+        /* MHD owns the listening socket from here on, even on failure. */
+        return ftc__seterr(FTC_ESYS, "lighthouse: libmicrohttpd did not start "
+                                     "(see the lighthouse.http log)");
+    }
+    return 0;
+}
+
+int ftc_lighthouse_create(ftc_lighthouse **out, const ftc_lighthouse_opts *in)
+{
+    ftc__clearerr();
+    if (out == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "lighthouse create: out is NULL");
+    }
+    *out = NULL;
+    ftc_lighthouse_opts o;
+    int rc = resolve_opts(in, &o);
+    if (rc != 0) {
+        return rc;
+    }
+    if (sodium_init() < 0) {
+        return ftc__seterr(FTC_ESYS, "lighthouse: libsodium init failed");
+    }
+    ftc_lighthouse *lh = ftc__calloc(1, sizeof(*lh));
+    if (lh == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "lighthouse");
+    }
+    job_defaults(&o, &lh->job_defaults);
+    rc = ftc__quorum_opts_check(&lh->job_defaults);
+    if (rc != 0) {
+        ftc__free(lh);
+        return rc;
+    }
+    lh->max_jobs = o.max_jobs;
+    lh->max_body_bytes = o.max_body_bytes;
+    lh->max_join_wait_ms = o.max_join_wait_ms;
+    lh->event_ring = o.event_ring;
+    lh->job_idle_ms = o.job_idle_ms;
+    lh->auth_reads = o.auth_reads;
+    lh->keep_dropped = o.keep_dropped;
+    lh->has_token = o.token != NULL;
+    if (lh->has_token) {
+        ftc__http_token_hash(o.token, lh->token_hash);
+    }
+    pthread_mutex_init(&lh->mu, NULL);
+    pthread_cond_init(&lh->cv, NULL);
+    lh->epfd = -1;
+    lh->wake.fd = -1;
+    int fd = -1;
+    rc = bind_socket(lh, o.bind, &fd);
+    if (rc == 0) {
+        rc = ftc__lh_clock_start(lh);
+        if (rc != 0) {
+            close(fd);
+        }
+    }
+    if (rc == 0) {
+        rc = start_http(lh, &o, fd);
+    }
+    if (rc != 0) {
+        ftc_lighthouse_destroy(lh);
+        return rc;
+    }
+    FTC_LOG_INFO("lighthouse.start", "serving on %s", lh->address);
+    *out = lh;
+    return 0;
+}
+
+int ftc_lighthouse_address(const ftc_lighthouse *lh, char *buf, size_t cap)
+{
+    if (lh == NULL || buf == NULL || cap == 0) {
+        return ftc__seterr(FTC_EMISUSE, "lighthouse address: NULL argument");
+    }
+    size_t n = strlen(lh->address);
+    if (n >= cap) {
+        buf[0] = '\0';
+        return ftc__seterr(FTC_EMSGSIZE, "lighthouse address: %zu B > %zu B", n,
+                           cap - 1);
+    }
+    memcpy(buf, lh->address, n + 1);
+    return 0;
+}
+
+int ftc_lighthouse_port(const ftc_lighthouse *lh)
+{
+    return lh != NULL ? lh->port : -1;
+}
+
+int ftc_lighthouse_configure_job(ftc_lighthouse *lh, const char *spec)
+{
+    ftc__clearerr();
+    if (lh == NULL || spec == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "configure job: NULL argument");
+    }
+    char name[FTC_LIGHTHOUSE_JOB_MAX];
+    size_t n = strcspn(spec, ":");
+    if (n >= sizeof(name)) {
+        return ftc__seterr(FTC_EINVAL, "job spec '%s': name too long", spec);
+    }
+    memcpy(name, spec, n);
+    name[n] = '\0';
+    json_t *opts;
+    int rc = ftc__lhj_spec_options(spec[n] == ':' ? spec + n + 1 : "", &opts);
+    if (rc != 0) {
+        return ftc__adderr(rc, "job spec '%s'", spec);
+    }
+    ftc_lh_job *job;
+    rc = ftc__lh_job_get(lh, name, true, &job);
+    if (rc == 0) {
+        ftc_lh_resume rs = {NULL};
+        rc = ftc__lh_job_configure(job, opts, ftc__now_ms(), &rs);
+        if (rc == 0) {
+            job->pinned = true;
+        }
+        ftc__lh_job_unlock(job);
+        ftc__lh_resume_all(&rs);
+    }
+    json_decref(opts);
+    return rc;
+}
+
+/* Answers every waiting request 503 and waits (bounded) until MHD has sent
+ * them, so that stopping MHD finds no suspended connection. */
+static void answer_all(ftc_lighthouse *lh)
+{
+    ftc_lh_resume rs = {NULL};
+    pthread_mutex_lock(&lh->mu);
+    for (ftc_lh_job *j = lh->jobs; j != NULL; j = j->next) {
+        pthread_mutex_lock(&j->mu);
+        ftc__lh_job_answer_all(j, &rs);
+        pthread_mutex_unlock(&j->mu);
+    }
+    pthread_mutex_unlock(&lh->mu);
+    ftc__lh_resume_all(&rs);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    pthread_mutex_lock(&lh->mu);
+    while (atomic_load(&lh->n_polls) > 0) {
+        if (pthread_cond_timedwait(&lh->cv, &lh->mu, &until) != 0) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lh->mu);
+}
+
+void ftc_lighthouse_destroy(ftc_lighthouse *lh)
+{
+    if (lh == NULL) {
+        return;
+    }
+    atomic_store(&lh->stopping, true);
+    if (lh->mhd != NULL) {
+        answer_all(lh);
+    }
+    ftc__lh_clock_stop(lh);
+    if (lh->mhd != NULL) {
+        MHD_stop_daemon(lh->mhd);
+    }
+    ftc__lh_clock_reap(lh);
+    while (lh->jobs != NULL) {
+        ftc_lh_job *j = lh->jobs;
+        lh->jobs = j->next;
+        ftc__lh_job_destroy(j);
+    }
+    pthread_cond_destroy(&lh->cv);
+    pthread_mutex_destroy(&lh->mu);
+    ftc__free(lh);
+}

@@ -1,0 +1,467 @@
+/* The lighthouse client's transport: libcurl easy handles, each in its own
+ * multi handle so another thread can wake and abort it, kept alive in a
+ * pool for reuse; retry with backoff while the lighthouse is unreachable. */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ft/lighthouse/lighthouse_client.h"
+#include "ft/lighthouse/lighthouse_json.h"
+
+/* One connection: an easy handle whose multi handle holds its connection
+ * cache (so keep-alive spans calls) and can be woken from any thread. */
+typedef struct lhc_conn {
+    CURL *easy;
+    CURLM *multi;
+    struct lhc_conn *next, *prev;
+} lhc_conn;
+
+struct ftc_lighthouse_client {
+    char base[FTC_HOST_MAX + 32]; /* "http://host:port" */
+    char job[FTC_LIGHTHOUSE_JOB_MAX];
+    struct curl_slist *headers;
+    int64_t timeout_ms, retry_initial_ms, retry_max_ms;
+    size_t max_response_bytes;
+    pthread_mutex_t mu; /* the lists below */
+    lhc_conn *idle, *busy;
+    atomic_bool aborted;
+};
+
+void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->timeout_ms = 60000;
+    o->retry_initial_ms = 50;
+    o->retry_max_ms = 1000;
+    o->max_response_bytes = 64u << 20;
+}
+
+/* "host:port", "[v6]:port" or "http://host:port[/]" as a base URL. */
+static int base_url(const char *addr, char *out, size_t cap)
+{
+    if (strncmp(addr, "http://", 7) == 0) {
+        addr += 7;
+    }
+    char text[FTC_HOST_MAX + 16];
+    size_t n = strlen(addr);
+    if (n >= sizeof(text)) {
+        return ftc__seterr(FTC_EINVAL, "lighthouse address too long");
+    }
+    memcpy(text, addr, n + 1);
+    if (n > 0 && text[n - 1] == '/') {
+        text[n - 1] = '\0';
+    }
+    char host[FTC_HOST_MAX];
+    int port;
+    int rc = ftc__addr_split(text, FTC_LIGHTHOUSE_DEFAULT_PORT, host,
+                             sizeof(host), &port);
+    if (rc != 0) {
+        return rc;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(out, cap, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "",
+             port);
+    return 0;
+}
+
+static struct curl_slist *make_headers(const char *token)
+{
+    struct curl_slist *h =
+        curl_slist_append(NULL, "Content-Type: application/json");
+    /* No "Expect: 100-continue" round trip for bodies. */
+    struct curl_slist *t = h != NULL ? curl_slist_append(h, "Expect:") : NULL;
+    if (t != NULL && token != NULL) {
+        size_t n = strlen(token) + 32;
+        char *line = ftc__malloc(n);
+        if (line != NULL) {
+            snprintf(line, n, "Authorization: Bearer %s", token);
+            t = curl_slist_append(h, line);
+            sodium_memzero(line, n);
+            ftc__free(line);
+        } else {
+            t = NULL;
+        }
+    }
+    if (t == NULL) {
+        curl_slist_free_all(h);
+        return NULL;
+    }
+    return h;
+}
+
+int ftc_lighthouse_client_create(ftc_lighthouse_client **out, const char *addr,
+                                 const ftc_lighthouse_client_opts *opts)
+{
+    ftc__clearerr();
+    if (out == NULL || addr == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "lighthouse client: NULL argument");
+    }
+    *out = NULL;
+    ftc_lighthouse_client_opts o;
+    ftc_lighthouse_client_opts_init(&o);
+    if (opts != NULL) {
+        o.job = opts->job;
+        o.token = opts->token;
+        o.timeout_ms = opts->timeout_ms != 0 ? opts->timeout_ms : o.timeout_ms;
+        o.retry_initial_ms = opts->retry_initial_ms > 0 ? opts->retry_initial_ms
+                                                        : o.retry_initial_ms;
+        o.retry_max_ms =
+            opts->retry_max_ms > 0 ? opts->retry_max_ms : o.retry_max_ms;
+        o.max_response_bytes = opts->max_response_bytes != 0
+                                   ? opts->max_response_bytes
+                                   : o.max_response_bytes;
+    }
+    const char *job = o.job != NULL ? o.job : "default";
+    if (!ftc__lh_job_name_ok(job)) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse client: job name '%.80s' is not "
+                           "[A-Za-z0-9._-]{1,64}",
+                           job);
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        return ftc__seterr(FTC_ESYS, "lighthouse client: curl init failed");
+    }
+    ftc_lighthouse_client *c = ftc__calloc(1, sizeof(*c));
+    if (c == NULL) {
+        curl_global_cleanup();
+        return ftc__seterr(FTC_ENOMEM, "lighthouse client");
+    }
+    int rc = base_url(addr, c->base, sizeof(c->base));
+    if (rc == 0) {
+        c->headers = make_headers(o.token);
+        rc = c->headers == NULL ? ftc__seterr(FTC_ENOMEM, "headers") : 0;
+    }
+    if (rc != 0) {
+        ftc__free(c);
+        curl_global_cleanup();
+        return rc;
+    }
+    snprintf(c->job, sizeof(c->job), "%s", job);
+    c->timeout_ms = o.timeout_ms;
+    c->retry_initial_ms = o.retry_initial_ms;
+    c->retry_max_ms = o.retry_max_ms;
+    c->max_response_bytes = o.max_response_bytes;
+    pthread_mutex_init(&c->mu, NULL);
+    *out = c;
+    return 0;
+}
+
+static void conn_free(lhc_conn *k)
+{
+    curl_multi_cleanup(k->multi);
+    curl_easy_cleanup(k->easy);
+    ftc__free(k);
+}
+
+void ftc_lighthouse_client_destroy(ftc_lighthouse_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    while (c->idle != NULL) {
+        lhc_conn *k = c->idle;
+        c->idle = k->next;
+        conn_free(k);
+    }
+    curl_slist_free_all(c->headers);
+    pthread_mutex_destroy(&c->mu);
+    ftc__free(c);
+    curl_global_cleanup();
+}
+
+void ftc_lighthouse_client_abort(ftc_lighthouse_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    /* Set first, then wake under the lock: a call that registers after
+     * this lock sees the flag; one registered before is woken. */
+    atomic_store(&c->aborted, true);
+    pthread_mutex_lock(&c->mu);
+    for (lhc_conn *k = c->busy; k != NULL; k = k->next) {
+        curl_multi_wakeup(k->multi);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void ftc_lighthouse_client_clear_abort(ftc_lighthouse_client *c)
+{
+    if (c != NULL) {
+        atomic_store(&c->aborted, false);
+    }
+}
+
+const char *ftc__lhc_job(const ftc_lighthouse_client *c)
+{
+    return c->job;
+}
+
+ftc_deadline ftc__lhc_deadline(const ftc_lighthouse_client *c,
+                               int64_t timeout_ms)
+{
+    return ftc__deadline_from_timeout(timeout_ms, c->timeout_ms);
+}
+
+/* A connection from the pool (or a new one), registered as busy. */
+static int acquire(ftc_lighthouse_client *c, lhc_conn **out)
+{
+    pthread_mutex_lock(&c->mu);
+    lhc_conn *k = c->idle;
+    if (k != NULL) {
+        c->idle = k->next;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (k == NULL) {
+        k = ftc__calloc(1, sizeof(*k));
+        if (k != NULL) {
+            k->easy = curl_easy_init();
+            k->multi = curl_multi_init();
+        }
+        if (k == NULL || k->easy == NULL || k->multi == NULL) {
+            if (k != NULL) {
+                conn_free(k);
+            }
+            return ftc__seterr(FTC_ENOMEM, "lighthouse client connection");
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    k->prev = NULL;
+    k->next = c->busy;
+    if (c->busy != NULL) {
+        c->busy->prev = k;
+    }
+    c->busy = k;
+    pthread_mutex_unlock(&c->mu);
+    *out = k;
+    return 0;
+}
+
+static void release(ftc_lighthouse_client *c, lhc_conn *k)
+{
+    pthread_mutex_lock(&c->mu);
+    if (k->prev != NULL) {
+        k->prev->next = k->next;
+    } else {
+        c->busy = k->next;
+    }
+    if (k->next != NULL) {
+        k->next->prev = k->prev;
+    }
+    k->prev = NULL;
+    k->next = c->idle;
+    c->idle = k;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void ftc__lhc_reply_init(ftc_lhc_reply *r, size_t max)
+{
+    r->status = 0;
+    ftc__buf_init(&r->body, max);
+}
+
+void ftc__lhc_reply_fini(ftc_lhc_reply *r)
+{
+    ftc__buf_free(&r->body);
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    ftc_lhc_reply *r = arg;
+    return ftc__buf_append(&r->body, p, size * n) == 0 ? size * n : 0;
+}
+
+static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
+                        const char *method, const char *url, const char *body,
+                        size_t len, ftc_deadline dl, ftc_lhc_reply *reply)
+{
+    CURL *e = k->easy;
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, reply);
+    if (body != NULL) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (!ftc__deadline_is_never(dl)) {
+        long left = (long)ftc__deadline_left_ms(dl);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0 ? left : 1L);
+    }
+}
+
+/* Runs the transfer on k's multi handle until it ends or the client is
+ * aborted (then the transfer is dropped, closing its connection). */
+static int run(ftc_lighthouse_client *c, lhc_conn *k, CURLcode *res)
+{
+    *res = CURLE_ABORTED_BY_CALLBACK;
+    if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK) {
+        return ftc__seterr(FTC_ENOMEM, "lighthouse client: curl multi");
+    }
+    int rc = 0;
+    for (;;) {
+        int running = 0;
+        curl_multi_perform(k->multi, &running);
+        if (running == 0) {
+            break;
+        }
+        if (atomic_load(&c->aborted)) {
+            rc = ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
+            break;
+        }
+        curl_multi_poll(k->multi, NULL, 0, 1000, NULL);
+    }
+    int left;
+    CURLMsg *m = curl_multi_info_read(k->multi, &left);
+    *res = m != NULL && m->msg == CURLMSG_DONE ? m->data.result
+                                               : CURLE_ABORTED_BY_CALLBACK;
+    curl_multi_remove_handle(k->multi, k->easy);
+    return rc;
+}
+
+static bool retryable(CURLcode res)
+{
+    switch (res) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Sleeps ms on k's multi handle, so an abort wakes it. */
+static int pause_ms(ftc_lighthouse_client *c, lhc_conn *k, int64_t ms)
+{
+    int64_t end = ftc__now_ms() + ms;
+    for (;;) {
+        if (atomic_load(&c->aborted)) {
+            return ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
+        }
+        int64_t left = end - ftc__now_ms();
+        if (left <= 0) {
+            return 0;
+        }
+        curl_multi_poll(k->multi, NULL, 0, (int)(left < 1000 ? left : 1000),
+                        NULL);
+    }
+}
+
+int ftc__lhc_exchange(ftc_lighthouse_client *c, const char *method,
+                      const char *path, const char *body, size_t len,
+                      ftc_deadline dl, ftc_lhc_reply *reply)
+{
+    char url[sizeof(c->base) + 2048];
+    int n = snprintf(url, sizeof(url), "%s%s", c->base, path);
+    if (n < 0 || (size_t)n >= sizeof(url)) {
+        return ftc__seterr(FTC_EINVAL, "lighthouse URL too long");
+    }
+    lhc_conn *k = NULL;
+    int rc = acquire(c, &k);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc_backoff bo;
+    ftc__backoff_init(&bo, c->retry_initial_ms, c->retry_max_ms);
+    char last[CURL_ERROR_SIZE] = "";
+    for (;;) {
+        if (atomic_load(&c->aborted)) {
+            rc = ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
+            break;
+        }
+        if (ftc__deadline_expired(dl)) {
+            rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse %s: %s %s: %s", c->base,
+                             method, path,
+                             last[0] != '\0' ? last : "deadline passed");
+            break;
+        }
+        ftc__buf_reset(&reply->body);
+        set_request(c, k, method, url, body, len, dl, reply);
+        CURLcode res = CURLE_OK;
+        rc = run(c, k, &res);
+        if (rc != 0) {
+            break;
+        }
+        if (res == CURLE_OK) {
+            curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &reply->status);
+            if (reply->status != 503) {
+                break;
+            }
+            snprintf(last, sizeof(last), "HTTP 503 (lighthouse stopping)");
+        } else if (res == CURLE_OPERATION_TIMEDOUT) {
+            rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse %s: %s %s: timed out",
+                             c->base, method, path);
+            break;
+        } else if (res == CURLE_WRITE_ERROR) {
+            rc = ftc__seterr(FTC_EMSGSIZE, "lighthouse %s: answer over %zu B",
+                             c->base, c->max_response_bytes);
+            break;
+        } else if (!retryable(res)) {
+            rc = ftc__seterr(FTC_EPROTO, "lighthouse %s: %s %s: %s", c->base,
+                             method, path, curl_easy_strerror(res));
+            break;
+        } else {
+            snprintf(last, sizeof(last), "%s", curl_easy_strerror(res));
+        }
+        /* Unreachable (restarting?): back off, never past the deadline. */
+        int64_t wait = ftc__backoff_next_ms(&bo);
+        int64_t left = ftc__deadline_left_ms(dl);
+        rc = pause_ms(c, k, wait < left ? wait : left);
+        if (rc != 0) {
+            break;
+        }
+    }
+    release(c, k);
+    return rc;
+}
+
+int ftc__lhc_status_error(const ftc_lighthouse_client *c,
+                          const ftc_lhc_reply *reply, const char *what)
+{
+    char code[64] = "?", detail[512] = "";
+    json_t *j;
+    size_t n = ftc__buf_size(&reply->body);
+    if (n > 0 && ftc__lhj_parse_object(
+                     (const char *)ftc__buf_begin(&reply->body), n, &j) == 0) {
+        ftc__lhj_get_string(j, "error", false, code, sizeof(code));
+        ftc__lhj_get_string(j, "detail", false, detail, sizeof(detail));
+        json_decref(j);
+    }
+    int rc;
+    switch (reply->status) {
+    case 400:
+    case 405:
+        rc = FTC_EINVAL;
+        break;
+    case 401:
+    case 403:
+        rc = FTC_EAUTH;
+        break;
+    case 404:
+        rc = FTC_ENOENT;
+        break;
+    case 409:
+        rc = FTC_ESTALE;
+        break;
+    case 413:
+    case 429:
+        rc = FTC_EMSGSIZE;
+        break;
+    default:
+        rc = reply->status >= 500 ? FTC_EPEER : FTC_EPROTO;
+    }
+    return ftc__seterr(rc, "lighthouse %s: %s: HTTP %ld %s: %s", c->base, what,
+                       reply->status, code, detail);
+}

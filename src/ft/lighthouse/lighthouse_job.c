@@ -1,0 +1,693 @@
+/* A lighthouse job: the registry of jobs, each job's quorum state under its
+ * lock, its waiting long-polls, its event ring, and what each change sends
+ * to whom. Every decision is the quorum core's (ft/quorum.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "ft/lighthouse/lighthouse.h"
+#include "ft/lighthouse/lighthouse_json.h"
+
+/* A join or watch without timeout_ms waits this long (then the cap). */
+#define DEFAULT_WAIT_MS 60000
+
+const double ftc__lh_wait_bounds[FTC__LH_WAIT_BUCKETS] = {
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300};
+
+static const char *const lost_cause_names[] = {"", "disconnect", "heartbeat",
+                                               "goodbye"};
+
+/* ------------------------------------------------------------ registry */
+
+bool ftc__lh_job_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= FTC_LIGHTHOUSE_JOB_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The epoch of a new job, from the kernel's generator: independent of any
+ * earlier lighthouse process, so a restart never repeats quorum ids. */
+static uint32_t draw_epoch(void)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        r = ftc__rand_u64() ^ (uint64_t)ftc__now_ns();
+    }
+    return ftc__quorum_epoch_from_random(r);
+}
+
+static ftc_lh_job *job_new(ftc_lighthouse *lh, const char *name)
+{
+    ftc_lh_job *job = ftc__calloc(1, sizeof(*job));
+    if (job == NULL) {
+        return NULL;
+    }
+    job->ring = ftc__calloc(lh->event_ring, sizeof(*job->ring));
+    if (job->ring == NULL) {
+        ftc__free(job);
+        return NULL;
+    }
+    job->ring_cap = lh->event_ring;
+    job->lh = lh;
+    snprintf(job->name, sizeof(job->name), "%s", name);
+    pthread_mutex_init(&job->mu, NULL);
+    job->o = lh->job_defaults;
+    job->epoch = draw_epoch();
+    ftc__quorum_state_init(&job->s, job->epoch);
+    job->next_ms = INT64_MAX;
+    job->active_ms = ftc__now_ms();
+    FTC_LOG_INFO("lighthouse.job", "job %s created, epoch %u", name,
+                 job->epoch);
+    return job;
+}
+
+void ftc__lh_job_destroy(ftc_lh_job *job)
+{
+    for (size_t i = 0; i < job->ring_cap; i++) {
+        json_decref(job->ring[i]);
+    }
+    ftc__free(job->ring);
+    ftc__free(job->lost);
+    ftc__quorum_state_fini(&job->s);
+    pthread_mutex_destroy(&job->mu);
+    ftc__free(job);
+}
+
+int ftc__lh_job_get(ftc_lighthouse *lh, const char *name, bool create,
+                    ftc_lh_job **out)
+{
+    if (!ftc__lh_job_name_ok(name)) {
+        return ftc__seterr(
+            FTC_EINVAL, "job name '%.80s' is not [A-Za-z0-9._-]{1,64}", name);
+    }
+    pthread_mutex_lock(&lh->mu);
+    ftc_lh_job *job = lh->jobs;
+    while (job != NULL && strcmp(job->name, name) != 0) {
+        job = job->next;
+    }
+    int rc = 0;
+    if (job == NULL && !create) {
+        rc = ftc__seterr(FTC_ENOENT, "no job %s", name);
+    } else if (job == NULL && lh->n_jobs >= lh->max_jobs) {
+        rc = ftc__seterr(FTC_EMSGSIZE, "job %s: max_jobs %u reached", name,
+                         lh->max_jobs);
+    } else if (job == NULL) {
+        job = job_new(lh, name);
+        if (job == NULL) {
+            rc = ftc__seterr(FTC_ENOMEM, "job %s", name);
+        } else {
+            job->next = lh->jobs;
+            lh->jobs = job;
+            lh->n_jobs++;
+        }
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&job->mu);
+        *out = job;
+    }
+    pthread_mutex_unlock(&lh->mu);
+    return rc;
+}
+
+void ftc__lh_job_unlock(ftc_lh_job *job)
+{
+    pthread_mutex_unlock(&job->mu);
+}
+
+/* ---------------------------------------------------- waiting requests */
+
+static ftc_lh_req **list_of(ftc_lh_job *job, ftc_lh_kind kind)
+{
+    return kind == FTC__LH_JOIN ? &job->joins : &job->watches;
+}
+
+static ftc_lh_req *find_waiting(ftc_lh_job *job, ftc_lh_kind kind,
+                                const char *replica_id)
+{
+    if (replica_id[0] == '\0') {
+        return NULL;
+    }
+    for (ftc_lh_req *r = *list_of(job, kind); r != NULL; r = r->next) {
+        if (strcmp(r->replica_id, replica_id) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* Makes r a waiting request of job (not yet suspended). */
+static void link_req(ftc_lh_job *job, ftc_lh_req *r, ftc_lh_kind kind,
+                     int64_t deadline_ms)
+{
+    if (r->job == NULL) {
+        r->job = job;
+        job->refs++;
+        atomic_fetch_add(&job->lh->n_polls, 1);
+    }
+    r->kind = kind;
+    r->state = FTC__LH_WAITING;
+    r->deadline_ms = deadline_ms;
+    ftc_lh_req **head = list_of(job, kind);
+    r->prev = NULL;
+    r->next = *head;
+    if (*head != NULL) {
+        (*head)->prev = r;
+    }
+    *head = r;
+    if (kind == FTC__LH_JOIN) {
+        job->n_joins++;
+    } else {
+        job->n_watches++;
+    }
+}
+
+void ftc__lh_job_unlink(ftc_lh_job *job, ftc_lh_req *r)
+{
+    if (r->state != FTC__LH_WAITING) {
+        return;
+    }
+    ftc_lh_req **head = list_of(job, r->kind);
+    if (r->prev != NULL) {
+        r->prev->next = r->next;
+    } else {
+        *head = r->next;
+    }
+    if (r->next != NULL) {
+        r->next->prev = r->prev;
+    }
+    r->prev = r->next = NULL;
+    if (r->kind == FTC__LH_JOIN) {
+        job->n_joins--;
+    } else {
+        job->n_watches--;
+    }
+    ftc__lh_clock_unwatch_fd(job->lh, r);
+    r->state = FTC__LH_ANSWERED;
+}
+
+/* Answers r (taking one reference of b; NULL answers 500). A suspended r
+ * is resumed by the caller once the job's lock is released. */
+static void answer(ftc_lh_job *job, ftc_lh_req *r, unsigned status,
+                   ftc_lh_blob *b, ftc_lh_resume *rs)
+{
+    ftc__lh_job_unlink(job, r);
+    r->state = FTC__LH_ANSWERED;
+    r->status = status;
+    r->content_type = "application/json";
+    r->answer = b;
+    if (r->suspended) {
+        r->resume_next = rs->head;
+        rs->head = r;
+    }
+}
+
+/* Parks a linked request until answer() resumes it. Called in MHD's
+ * handler with the job's lock held, so nobody can answer r before it is
+ * suspended. */
+static void suspend(ftc_lh_job *job, ftc_lh_req *r)
+{
+    MHD_suspend_connection(r->conn);
+    r->suspended = true;
+    ftc__lh_clock_watch_fd(job->lh, r);
+    ftc__lh_clock_poke(job->lh);
+}
+
+static ftc_lh_blob *error_blob(const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ftc_lh_blob *error_blob(const char *code, const char *fmt, ...)
+{
+    char detail[FTC__QUORUM_STR_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    return ftc__lh_error_blob(code, detail);
+}
+
+static ftc_lh_blob *json_blob(json_t *j)
+{
+    ftc_lh_blob *b = j != NULL ? ftc__lh_blob_json(j) : NULL;
+    json_decref(j);
+    return b;
+}
+
+/* -------------------------------------------------------------- events */
+
+static void push_event(ftc_lh_job *job, json_t *ev)
+{
+    uint64_t seq = job->seq + 1;
+    if (ev == NULL ||
+        json_object_set_new(ev, "seq", json_integer((json_int_t)seq)) != 0) {
+        FTC_LOG_WARN("lighthouse.event",
+                     "job %s: event %" PRIu64 " lost: out of memory", job->name,
+                     seq);
+        json_decref(ev);
+        return;
+    }
+    size_t slot = seq % job->ring_cap;
+    if (job->ring_n == job->ring_cap) {
+        json_decref(job->ring[slot]);
+    } else {
+        job->ring_n++;
+    }
+    job->ring[slot] = ev;
+    job->seq = seq;
+}
+
+static int64_t current_id(const ftc_lh_job *job)
+{
+    return job->s.has_prev ? job->s.prev.quorum_id : 0;
+}
+
+static void quorum_event(ftc_lh_job *job)
+{
+    json_t *ids = json_array();
+    for (size_t i = 0; ids != NULL && i < job->s.prev.n; i++) {
+        if (json_array_append_new(
+                ids, json_string(job->s.prev.members[i].replica_id)) != 0) {
+            json_decref(ids);
+            ids = NULL;
+        }
+    }
+    int64_t id = job->s.prev.quorum_id;
+    push_event(job,
+               ids == NULL
+                   ? NULL
+                   : json_pack("{s:s, s:I, s:I, s:I, s:o}", "kind", "quorum",
+                               "quorum_id", (json_int_t)id, "epoch",
+                               (json_int_t)ftc__quorum_id_epoch(id), "counter",
+                               (json_int_t)ftc__quorum_id_counter(id),
+                               "replica_ids", ids));
+}
+
+/* A member_lost event, once per member of the current quorum. */
+static void report_lost(ftc_lh_job *job, const char *replica_id,
+                        ftc_lighthouse_lost_cause cause)
+{
+    long i = job->s.has_prev ? ftc__quorum_find(&job->s.prev, replica_id) : -1;
+    if (i >= 0 && (size_t)i < job->lost_n) {
+        if (job->lost[i]) {
+            return;
+        }
+        job->lost[i] = true;
+    }
+    job->lost_total[cause]++;
+    FTC_LOG_INFO("lighthouse.lost", "job %s: %s lost (%s)%s", job->name,
+                 replica_id, lost_cause_names[cause],
+                 i >= 0 ? ", a quorum member" : "");
+    push_event(job, json_pack("{s:s, s:s, s:s, s:I, s:b}", "kind",
+                              "member_lost", "replica_id", replica_id, "cause",
+                              lost_cause_names[cause], "quorum_id",
+                              (json_int_t)current_id(job), "in_quorum",
+                              (int)(i >= 0)));
+}
+
+/* A watch answer: the events after since, or a reset with the current
+ * quorum. */
+static ftc_lh_blob *watch_answer(ftc_lh_job *job, uint64_t since, bool reset)
+{
+    json_t *events = json_array();
+    for (uint64_t k = since + 1; !reset && events != NULL && k <= job->seq;
+         k++) {
+        if (json_array_append(events, job->ring[k % job->ring_cap]) != 0) {
+            json_decref(events);
+            events = NULL;
+        }
+    }
+    json_t *j = events == NULL ? NULL
+                               : json_pack("{s:I, s:I, s:b, s:o}", "epoch",
+                                           (json_int_t)job->epoch, "event_seq",
+                                           (json_int_t)job->seq, "reset",
+                                           (int)reset, "events", events);
+    if (j != NULL && reset && job->s.has_prev &&
+        json_object_set_new(j, "quorum", ftc__lhj_quorum_json(&job->s.prev)) !=
+            0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return json_blob(j);
+}
+
+/* Answers every watch that has not seen the newest event; watches at the
+ * same position share one answer. */
+static void flush_watches(ftc_lh_job *job, ftc_lh_resume *rs)
+{
+    ftc_lh_blob *b = NULL;
+    uint64_t b_since = 0;
+    ftc_lh_req *r = job->watches;
+    while (r != NULL) {
+        ftc_lh_req *next = r->next;
+        if (r->since < job->seq) {
+            if (b == NULL || b_since != r->since) {
+                ftc__lh_blob_unref(b);
+                b = watch_answer(job, r->since, false);
+                b_since = r->since;
+            }
+            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+        }
+        r = next;
+    }
+    ftc__lh_blob_unref(b);
+}
+
+/* --------------------------------------------------------------- ticks */
+
+static void observe_wait(ftc_lh_job *job, int64_t ms)
+{
+    double s = (double)ms / 1000.0;
+    for (size_t i = 0; i < FTC__LH_WAIT_BUCKETS; i++) {
+        if (s <= ftc__lh_wait_bounds[i]) {
+            job->wait_buckets[i]++;
+        }
+    }
+    job->wait_count++;
+    job->wait_sum_s += s;
+}
+
+/* A quorum formed: record it, tell the watches if its id is new, and
+ * answer every waiting join of its members. */
+static void formed(ftc_lh_job *job, const ftc_quorum_tick *t, int64_t now,
+                   int64_t wall, ftc_lh_resume *rs)
+{
+    const ftc_quorum *q = &job->s.prev;
+    job->quorums_total++;
+    ftc__free(job->lost);
+    job->lost = ftc__calloc(q->n, sizeof(*job->lost));
+    job->lost_n = job->lost != NULL ? q->n : 0;
+    if (t->change != FTC__QUORUM_ID_KEPT) {
+        job->changes_total[t->change]++;
+        job->changes[job->n_changes % FTC__LH_CHANGES] =
+            (ftc_lh_change){q->quorum_id, t->change, q->n, wall};
+        job->n_changes++;
+        quorum_event(job);
+        FTC_LOG_INFO("lighthouse.quorum",
+                     "job %s: quorum %u.%u with %zu members: %s", job->name,
+                     ftc__quorum_id_epoch(q->quorum_id),
+                     ftc__quorum_id_counter(q->quorum_id), q->n, t->reason);
+    }
+    ftc_lh_blob *b = json_blob(
+        json_pack("{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "quorum",
+                  ftc__lhj_quorum_json(q), "reason", t->reason));
+    ftc_lh_req *r = job->joins;
+    while (r != NULL) {
+        ftc_lh_req *next = r->next;
+        if (ftc__quorum_find(q, r->replica_id) >= 0) {
+            observe_wait(job, now - r->start_ms);
+            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+        }
+        r = next;
+    }
+    ftc__lh_blob_unref(b);
+}
+
+/* Members of the current quorum whose heartbeat expired are lost. */
+static void check_lapses(ftc_lh_job *job, int64_t now)
+{
+    for (size_t i = 0; job->s.has_prev && i < job->lost_n; i++) {
+        const char *id = job->s.prev.members[i].replica_id;
+        if (!job->lost[i] &&
+            !ftc__quorum_is_healthy(&job->s, &job->o, id, now)) {
+            report_lost(job, id, FTC_LIGHTHOUSE_LOST_HEARTBEAT);
+        }
+    }
+}
+
+/* Runs the core's tick until no further quorum forms (participants left
+ * out of one may form the next at once), then tells the watches. Lapses
+ * are checked first too: the expiry that makes a member lost is often
+ * what lets the next quorum form without it, and that one must not hide
+ * the loss. */
+static void tick(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+{
+    int64_t wall = ftc__lh_wall_ms();
+    check_lapses(job, now);
+    for (size_t guard = job->s.n_participants + 2; guard > 0; guard--) {
+        ftc_quorum_tick t;
+        if (ftc__quorum_tick(&job->s, &job->o, now, wall, &t) != 0) {
+            FTC_LOG_WARN("lighthouse.tick", "job %s: %s", job->name,
+                         ftc_last_error());
+            job->next_ms = now + 100; /* try again soon */
+            break;
+        }
+        job->next_ms = t.next_ms;
+        if (!t.met) {
+            break;
+        }
+        formed(job, &t, now, wall, rs);
+    }
+    check_lapses(job, now);
+    flush_watches(job, rs);
+    /* next_ms may have moved earlier: the clock recomputes its sleep. */
+    ftc__lh_clock_poke(job->lh);
+}
+
+/* --------------------------------------------------------------- calls */
+
+int ftc__lh_job_heartbeat(ftc_lh_job *job, const char *replica_id, int64_t now,
+                          ftc_lh_resume *rs)
+{
+    bool was = ftc__quorum_is_healthy(&job->s, &job->o, replica_id, now);
+    int rc = ftc__quorum_heartbeat(&job->s, &job->o, replica_id, now);
+    if (rc != 0) {
+        return rc;
+    }
+    job->active_ms = now;
+    /* Only a replica becoming healthy can change the decision. */
+    if (!was) {
+        tick(job, now, rs);
+    }
+    return 0;
+}
+
+static int64_t wait_ms(const ftc_lh_job *job, int64_t timeout_ms)
+{
+    int64_t t = timeout_ms < 0 ? DEFAULT_WAIT_MS : timeout_ms;
+    return t < job->lh->max_join_wait_ms ? t : job->lh->max_join_wait_ms;
+}
+
+int ftc__lh_job_join(ftc_lh_job *job, ftc_lh_req *r, const ftc_quorum_member *m,
+                     int64_t timeout_ms, int64_t now, ftc_lh_resume *rs)
+{
+    if (atomic_load(&job->lh->stopping)) {
+        return ftc__seterr(FTC_ECLOSED, "the lighthouse is stopping");
+    }
+    ftc_lh_req *old = find_waiting(job, FTC__LH_JOIN, m->replica_id);
+    if (old == NULL && job->n_joins >= job->o.max_replicas) {
+        return ftc__seterr(FTC_EMSGSIZE, "job %s: %zu joins waiting already",
+                           job->name, job->n_joins);
+    }
+    int rc = ftc__quorum_join(&job->s, &job->o, m, now);
+    if (rc != 0) {
+        return rc;
+    }
+    job->active_ms = now;
+    if (old != NULL) {
+        answer(job, old, 409,
+               error_blob("superseded", "a newer join of %s replaced this one",
+                          m->replica_id),
+               rs);
+    }
+    memcpy(r->replica_id, m->replica_id, sizeof(r->replica_id));
+    link_req(job, r, FTC__LH_JOIN, now + wait_ms(job, timeout_ms));
+    tick(job, now, rs);
+    if (r->state == FTC__LH_WAITING) {
+        suspend(job, r);
+    }
+    return 0;
+}
+
+int ftc__lh_job_watch(ftc_lh_job *job, ftc_lh_req *r, bool has_epoch,
+                      uint32_t epoch, bool has_since, uint64_t since,
+                      int64_t timeout_ms, int64_t now, ftc_lh_resume *rs)
+{
+    if (atomic_load(&job->lh->stopping)) {
+        return ftc__seterr(FTC_ECLOSED, "the lighthouse is stopping");
+    }
+    ftc_lh_req *old = find_waiting(job, FTC__LH_WATCH, r->replica_id);
+    if (old == NULL && job->n_watches >= job->o.max_replicas) {
+        return ftc__seterr(FTC_EMSGSIZE, "job %s: %zu watches waiting already",
+                           job->name, job->n_watches);
+    }
+    job->active_ms = now;
+    if (old != NULL) {
+        answer(job, old, 409,
+               error_blob("superseded", "a newer watch of %s replaced this one",
+                          r->replica_id),
+               rs);
+    }
+    if (!has_since) {
+        since = job->seq;
+    }
+    /* A stale epoch, a position from the future or one older than the
+     * ring: the watcher must resynchronise (never an error). */
+    bool reset = (has_epoch && epoch != job->epoch) || since > job->seq ||
+                 job->seq - since > job->ring_n;
+    if (reset || since < job->seq) {
+        r->state = FTC__LH_ANSWERED;
+        r->status = 200;
+        r->content_type = "application/json";
+        r->answer = watch_answer(job, since, reset);
+        return 0;
+    }
+    r->since = since;
+    link_req(job, r, FTC__LH_WATCH, now + wait_ms(job, timeout_ms));
+    suspend(job, r);
+    return 0;
+}
+
+int ftc__lh_job_goodbye(ftc_lh_job *job, const char *replica_id, int64_t now,
+                        ftc_lh_resume *rs)
+{
+    int rc = ftc__quorum_forget(&job->s, replica_id);
+    if (rc != 0) {
+        return rc;
+    }
+    job->active_ms = now;
+    report_lost(job, replica_id, FTC_LIGHTHOUSE_LOST_GOODBYE);
+    tick(job, now, rs);
+    return 0;
+}
+
+int ftc__lh_job_kill(ftc_lh_job *job, const char *replica_id, ftc_lh_resume *rs)
+{
+    if (!job->s.has_prev || ftc__quorum_find(&job->s.prev, replica_id) < 0) {
+        return ftc__seterr(FTC_ENOENT, "%s is not in job %s's quorum",
+                           replica_id, job->name);
+    }
+    FTC_LOG_WARN("lighthouse.kill", "job %s: kill %s requested", job->name,
+                 replica_id);
+    push_event(job,
+               json_pack("{s:s, s:s, s:I}", "kind", "kill", "replica_id",
+                         replica_id, "quorum_id", (json_int_t)current_id(job)));
+    flush_watches(job, rs);
+    return 0;
+}
+
+int ftc__lh_job_configure(ftc_lh_job *job, const json_t *obj, int64_t now,
+                          ftc_lh_resume *rs)
+{
+    int rc = ftc__lhj_job_options(obj, &job->o);
+    if (rc != 0) {
+        return rc;
+    }
+    job->active_ms = now;
+    tick(job, now, rs);
+    return 0;
+}
+
+ftc_lh_blob *ftc__lh_job_ack(const ftc_lh_job *job)
+{
+    return json_blob(json_pack("{s:I, s:I}", "epoch", (json_int_t)job->epoch,
+                               "event_seq", (json_int_t)job->seq));
+}
+
+/* ----------------------------------------------------------- the clock */
+
+int64_t ftc__lh_job_wake_ms(const ftc_lh_job *job)
+{
+    int64_t t = job->next_ms;
+    for (ftc_lh_req *r = job->joins; r != NULL; r = r->next) {
+        t = r->deadline_ms < t ? r->deadline_ms : t;
+    }
+    for (ftc_lh_req *r = job->watches; r != NULL; r = r->next) {
+        t = r->deadline_ms < t ? r->deadline_ms : t;
+    }
+    return t;
+}
+
+/* Joins past their deadline leave (torchft would keep them as
+ * participants of a quorum they never hear of) and learn why none
+ * formed. */
+static bool expire_joins(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+{
+    ftc_lh_blob *b = NULL;
+    bool any = false;
+    ftc_lh_req *r = job->joins;
+    while (r != NULL) {
+        ftc_lh_req *next = r->next;
+        if (r->deadline_ms <= now) {
+            if (!any) {
+                ftc_quorum_decision d;
+                const char *why = "out of memory";
+                int rc = ftc__quorum_compute(now, &job->s, &job->o, &d);
+                if (rc == 0) {
+                    why = d.reason;
+                }
+                b = json_blob(json_pack("{s:I, s:b, s:s}", "epoch",
+                                        (json_int_t)job->epoch, "timed_out", 1,
+                                        "reason", why));
+                if (rc == 0) {
+                    ftc__quorum_decision_fini(&d);
+                }
+                any = true;
+            }
+            ftc__quorum_leave(&job->s, r->replica_id);
+            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+        }
+        r = next;
+    }
+    ftc__lh_blob_unref(b);
+    return any;
+}
+
+void ftc__lh_job_service(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+{
+    bool left = expire_joins(job, now, rs);
+    ftc_lh_req *r = job->watches;
+    while (r != NULL) {
+        ftc_lh_req *next = r->next;
+        if (r->deadline_ms <= now) {
+            answer(job, r, 200, watch_answer(job, r->since, false), rs);
+        }
+        r = next;
+    }
+    if (left || now >= job->next_ms) {
+        tick(job, now, rs);
+    }
+}
+
+void ftc__lh_job_dropped(ftc_lh_job *job, ftc_lh_req *r, int64_t now,
+                         ftc_lh_resume *rs)
+{
+    if (r->state != FTC__LH_WAITING) {
+        return;
+    }
+    /* Nobody reads this answer: resuming lets MHD see the closed socket
+     * and complete the request. */
+    answer(job, r, 400, error_blob("disconnected", "the connection dropped"),
+           rs);
+    if (r->replica_id[0] == '\0') {
+        return;
+    }
+    if (!job->lh->keep_dropped) {
+        if (ftc__quorum_forget(&job->s, r->replica_id) == 0) {
+            report_lost(job, r->replica_id, FTC_LIGHTHOUSE_LOST_DISCONNECT);
+            tick(job, now, rs);
+        }
+    } else if (r->kind == FTC__LH_JOIN &&
+               ftc__quorum_leave(&job->s, r->replica_id) == 0) {
+        tick(job, now, rs);
+    }
+}
+
+void ftc__lh_job_answer_all(ftc_lh_job *job, ftc_lh_resume *rs)
+{
+    while (job->joins != NULL || job->watches != NULL) {
+        ftc_lh_req *r = job->joins != NULL ? job->joins : job->watches;
+        answer(job, r, 503,
+               error_blob("shutting_down", "the lighthouse is stopping"), rs);
+    }
+}

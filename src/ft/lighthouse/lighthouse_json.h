@@ -1,0 +1,68 @@
+/* The lighthouse's JSON codec: members, quorums, requests and options to
+ * and from jansson values. Pure (no I/O, no clock) and fuzzed. */
+#ifndef FTC_FT_LIGHTHOUSE_JSON_H
+#define FTC_FT_LIGHTHOUSE_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ft/quorum/quorum.h"
+
+/* Parses text as one JSON object: UTF-8, duplicate keys rejected, nesting
+ * at most jansson's 2048 levels. FTC_EINVAL with the position and reason;
+ * *out is a new reference on success. */
+int ftc__lhj_parse_object(const char *text, size_t len, json_t **out);
+
+/* Reads obj[key] into out (cap bytes, NUL included). Absent: "" if
+ * !required, else FTC_EINVAL. FTC_EINVAL if not a string, FTC_EMSGSIZE if
+ * it does not fit; out is unchanged on error. */
+int ftc__lhj_get_string(const json_t *obj, const char *key, bool required,
+                        char *out, size_t cap);
+/* Reads an integer in [min, max]; absent: *out unchanged unless required
+ * (then FTC_EINVAL). Reals, strings and out-of-range values: FTC_EINVAL. */
+int ftc__lhj_get_int(const json_t *obj, const char *key, bool required,
+                     int64_t min, int64_t max, int64_t *out);
+/* Reads a boolean; absent: *out unchanged. */
+int ftc__lhj_get_bool(const json_t *obj, const char *key, bool *out);
+
+/* A member object (torchft QuorumMember; docs/protocol.md) into m. Only
+ * replica_id is required. data (any JSON value but null) is kept as its
+ * compact text, at most max_data_bytes (FTC_EMSGSIZE). On success m owns
+ * its data (ftc__quorum_member_fini); on error m holds nothing. */
+int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
+                    ftc_quorum_member *m);
+/* A member as JSON; NULL on FTC_ENOMEM (message set). */
+json_t *ftc__lhj_member_json(const ftc_quorum_member *m);
+/* A quorum as JSON: quorum_id, its epoch and counter (each exact in
+ * JavaScript), created_wall_ms and the members in order. */
+json_t *ftc__lhj_quorum_json(const ftc_quorum *q);
+/* The reverse (client side). At most max_members members, each once;
+ * they are kept in the order sent. On error q is left empty. */
+int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc_quorum *q);
+
+/* {"replica_id": "..."} (heartbeat, goodbye). */
+int ftc__lhj_replica_request(const char *body, size_t len,
+                             char id[FTC__QUORUM_STR_MAX]);
+/* {"member": {...}, "timeout_ms": N}; *timeout_ms is -1 when absent. m as
+ * for ftc__lhj_member. */
+int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
+                          ftc_quorum_member *m, int64_t *timeout_ms);
+
+/* Applies the options present in obj (min_replicas, join_timeout_ms,
+ * heartbeat_timeout_ms, strict_shrink_only, max_replicas, max_data_bytes;
+ * others ignored) to *o, checked as a whole: on any error *o is
+ * unchanged. */
+int ftc__lhj_job_options(const json_t *obj, ftc_quorum_opts *o);
+/* The same options as JSON. */
+json_t *ftc__lhj_job_options_json(const ftc_quorum_opts *o);
+/* "key=value,key=value" (the CLI's --job NAME:...) as a JSON object of
+ * integers and booleans. FTC_EINVAL names the bad pair. */
+int ftc__lhj_spec_options(const char *spec, json_t **out);
+
+/* Compact JSON text of j in a buffer from ftc__malloc (NUL-terminated;
+ * *len excludes the NUL). FTC_ENOMEM. */
+int ftc__lhj_dump(const json_t *j, char **out, size_t *len);
+
+#endif

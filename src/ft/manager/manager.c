@@ -1,0 +1,555 @@
+/* The manager handle: options, create and destroy, the error latch, the
+ * process group slot and the getters. The step's calls are in
+ * manager_step.c, the registered state in manager_state.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ft/manager/manager.h"
+
+void ftc_manager_opts_init(ftc_manager_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->group_size = 1;
+    o->min_replica_size = 1;
+    o->world_size_mode = FTC_WORLD_DYNAMIC;
+    o->timeout_ms = 60000;
+    o->quorum_timeout_ms = 60000;
+    o->connect_timeout_ms = 60000;
+    o->heartbeat_interval_ms = 100;
+    o->heal_sources = 2;
+    o->heal_streams = 4;
+    o->heal_chunk_bytes = (size_t)4 << 20;
+    o->heal_threads = 2;
+    o->heal_lend_ms = 2000;
+}
+
+void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->timeout_ms = FTC_TIMEOUT_DEFAULT;
+}
+
+/* Copies text into a field of cap bytes; FTC_EINVAL names it if too long
+ * (or missing when required). */
+static int copy_str(char *dst, size_t cap, const char *src, const char *what,
+                    bool required)
+{
+    if (src == NULL || src[0] == '\0') {
+        dst[0] = '\0';
+        return required
+                   ? ftc__seterr(FTC_EINVAL, "manager: %s is required", what)
+                   : 0;
+    }
+    size_t n = strlen(src);
+    if (n >= cap) {
+        return ftc__seterr(FTC_EINVAL, "manager: %s is longer than %zu bytes",
+                           what, cap - 1);
+    }
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+/* Zero fields take their defaults; then each is checked. */
+static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
+{
+    ftc_manager_opts d;
+    ftc_manager_opts_init(&d);
+    ftc_manager_opts o = *in;
+#define FTC_MGR_DEFAULT(f)                                                     \
+    if (o.f == 0) {                                                            \
+        o.f = d.f;                                                             \
+    }
+    FTC_MGR_DEFAULT(group_size)
+    FTC_MGR_DEFAULT(min_replica_size)
+    FTC_MGR_DEFAULT(timeout_ms)
+    FTC_MGR_DEFAULT(quorum_timeout_ms)
+    FTC_MGR_DEFAULT(connect_timeout_ms)
+    FTC_MGR_DEFAULT(heartbeat_interval_ms)
+    FTC_MGR_DEFAULT(heal_sources)
+    FTC_MGR_DEFAULT(heal_streams)
+    FTC_MGR_DEFAULT(heal_chunk_bytes)
+    FTC_MGR_DEFAULT(heal_threads)
+    FTC_MGR_DEFAULT(heal_lend_ms)
+#undef FTC_MGR_DEFAULT
+    if (o.group_size < 1 || o.group_rank < 0 || o.group_rank >= o.group_size ||
+        o.min_replica_size < 1 ||
+        (o.world_size_mode != FTC_WORLD_DYNAMIC &&
+         o.world_size_mode != FTC_WORLD_FIXED_WITH_SPARES) ||
+        o.heartbeat_interval_ms < 1 || o.max_retries < -1 ||
+        o.heal_sources < 1 || o.heal_sources > 16 || o.heal_streams < 1 ||
+        o.heal_streams > 64 || o.heal_threads < 1 || o.heal_threads > 64 ||
+        o.heal_port < 0 || o.heal_port > 65535 || o.heal_lend_ms < 1) {
+        return ftc__seterr(
+            FTC_EINVAL,
+            "manager: group_rank %d of group_size %d, "
+            "min_replica_size %lld, world_size_mode %d, "
+            "heartbeat_interval_ms %lld, max_retries %lld, "
+            "heal_sources %d (1..16), heal_streams %d "
+            "(1..64), heal_threads %d (1..64), heal_port "
+            "%d or heal_lend_ms %lld out of range",
+            o.group_rank, o.group_size, (long long)o.min_replica_size,
+            o.world_size_mode, (long long)o.heartbeat_interval_ms,
+            (long long)o.max_retries, o.heal_sources, o.heal_streams,
+            o.heal_threads, o.heal_port, (long long)o.heal_lend_ms);
+    }
+    int rc = copy_str(m->lighthouse, sizeof(m->lighthouse), o.lighthouse,
+                      "lighthouse", true);
+    rc = rc != 0 ? rc : copy_str(m->job, sizeof(m->job), o.job, "job", false);
+    rc = rc != 0 ? rc
+                 : copy_str(m->base_id, sizeof(m->base_id), o.replica_id,
+                            "replica_id", true);
+    rc = rc != 0 ? rc
+                 : copy_str(m->store_addr, sizeof(m->store_addr), o.store_addr,
+                            "store_addr", true);
+    rc = rc != 0
+             ? rc
+             : copy_str(m->store_prefix, sizeof(m->store_prefix),
+                        o.store_prefix != NULL ? o.store_prefix : o.replica_id,
+                        "store_prefix", true);
+    const char *host = o.advertise_host != NULL ? o.advertise_host
+                                                : getenv("FTC_ADVERTISE_HOST");
+    rc = rc != 0
+             ? rc
+             : copy_str(m->host, sizeof(m->host),
+                        host != NULL && host[0] != '\0' ? host : "127.0.0.1",
+                        "advertise_host", true);
+    const char *token = o.token != NULL ? o.token : getenv("FTC_TOKEN");
+    rc = rc != 0 ? rc
+                 : copy_str(m->token, sizeof(m->token), token, "token", false);
+    if (rc != 0) {
+        return rc;
+    }
+    if (strchr(m->base_id, ':') != NULL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "manager: replica_id '%s' contains ':' "
+                           "(the manager appends ':' and a "
+                           "random suffix)",
+                           m->base_id);
+    }
+    o.lighthouse = m->lighthouse;
+    o.job = m->job[0] != '\0' ? m->job : NULL;
+    o.replica_id = m->base_id;
+    o.store_addr = m->store_addr;
+    o.store_prefix = m->store_prefix;
+    o.advertise_host = m->host;
+    o.token = m->token[0] != '\0' ? m->token : NULL;
+    ftc_pg_opts_init(&m->pg_opts);
+    if (o.pg_opts != NULL) {
+        m->pg_opts = *o.pg_opts;
+    }
+    /* An address given for healing is the process group's too; without
+     * one the process group keeps its own default (FTC_PG_HOST, ...). */
+    if (m->pg_opts.host == NULL && host != NULL && host[0] != '\0') {
+        m->pg_opts.host = m->host;
+    }
+    m->pg_opts.timeout_ms = o.timeout_ms;
+    m->pg_opts.connect_timeout_ms = o.connect_timeout_ms;
+    o.pg_opts = &m->pg_opts;
+    m->init_sync = !o.skip_init_sync;
+    m->o = o;
+    return 0;
+}
+
+/* Connections and servers: the group store, the lighthouse client, the
+ * healing server and client. */
+static int open_endpoints(ftc_manager *m)
+{
+    ftc_store_client_opts so;
+    ftc_store_client_opts_init(&so);
+    so.connect_timeout_ms = m->o.connect_timeout_ms;
+    so.timeout_ms = m->o.timeout_ms;
+    int rc = ftc_store_client_connect(&m->store_conn, m->store_addr, &so);
+    if (rc != 0) {
+        return ftc__adderr(rc, "manager: group store %s", m->store_addr);
+    }
+    rc = ftc_store_client_prefix(&m->store, m->store_conn, m->store_prefix);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc_lighthouse_client_opts lo;
+    ftc_lighthouse_client_opts_init(&lo);
+    lo.job = m->o.job;
+    lo.token = m->o.token;
+    lo.timeout_ms = m->o.quorum_timeout_ms;
+    rc = ftc_lighthouse_client_create(&m->lh, m->lighthouse, &lo);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc_heal_server_opts ho = {0};
+    ho.host = m->host;
+    ho.port = m->o.heal_port;
+    ho.threads = (unsigned)m->o.heal_threads;
+    ho.token = m->o.token;
+    rc = ftc__heal_server_start(&m->heal_srv, &ho);
+    if (rc != 0) {
+        return rc;
+    }
+    return ftc__heal_client_create(&m->heal_cli);
+}
+
+static int start_threads(ftc_manager *m)
+{
+    int rc = ftc__thread_start(&m->quorum_thr, "ftc-mgr-quorum",
+                               ftc__mgr_quorum_main, m);
+    m->quorum_started = rc == 0;
+    if (rc == 0) {
+        rc = ftc__thread_start(&m->watch_thr, "ftc-mgr-watch",
+                               ftc__mgr_watch_main, m);
+        m->watch_started = rc == 0;
+    }
+    return rc;
+}
+
+static void init_sync_objects(ftc_manager *m)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->pg_mu, NULL);
+    pthread_mutex_init(&m->err_mu, NULL);
+    pthread_mutex_init(&m->work_mu, NULL);
+    pthread_mutex_init(&m->stats_mu, NULL);
+}
+
+int ftc_manager_create(ftc_manager **out, const ftc_manager_opts *opts)
+{
+    ftc__clearerr();
+    if (out == NULL || opts == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "manager create: NULL argument");
+    }
+    *out = NULL;
+    ftc_manager *m = ftc__calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "manager");
+    }
+    m->magic = FTC__MGR_MAGIC;
+    init_sync_objects(m);
+    ftc__heal_state_init(&m->state);
+    m->pg_quorum_id = -1;
+    atomic_init(&m->quorum_id, -1);
+    atomic_init(&m->replica_rank, -1);
+    int rc = resolve_opts(m, opts);
+    if (rc == 0 && m->o.group_rank == 0) {
+        snprintf(m->replica_id, sizeof(m->replica_id), "%s:%08x", m->base_id,
+                 (unsigned)(ftc__rand_u64() & 0xffffffffu));
+    }
+    rc = rc != 0 ? rc : open_endpoints(m);
+    rc = rc != 0 ? rc : start_threads(m);
+    if (rc != 0) {
+        char msg[FTC__MGR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "%s", ftc_last_error());
+        ftc_manager_destroy(m);
+        return ftc__seterr(rc, "%s", msg);
+    }
+    FTC_LOG_INFO("manager.start",
+                 "%s rank %d/%d: store %s/%s, healing on %s, lighthouse %s",
+                 m->base_id, m->o.group_rank, m->o.group_size, m->store_addr,
+                 m->store_prefix, ftc__heal_server_address(m->heal_srv),
+                 m->lighthouse);
+    *out = m;
+    return 0;
+}
+
+/* Joins the quorum thread, cancelling its store call until it returns: a
+ * cancel that finds no call in progress is dropped, so it is repeated. */
+static void join_quorum_thread(ftc_manager *m)
+{
+    for (;;) {
+        ftc_store_client_cancel(m->store_conn);
+        pthread_mutex_lock(&m->pg_mu);
+        if (m->rdv_store != NULL) {
+            ftc_store_client_cancel(m->rdv_store);
+        }
+        pthread_mutex_unlock(&m->pg_mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        if (pthread_timedjoin_np(m->quorum_thr, NULL, &ts) == 0) {
+            return;
+        }
+    }
+}
+
+static void stop_threads(ftc_manager *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->stop = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    if (m->lh != NULL) {
+        ftc_lighthouse_client_abort(m->lh);
+    }
+    if (m->heal_cli != NULL) {
+        ftc__heal_client_abort(m->heal_cli);
+    }
+    if (m->heal_srv != NULL) {
+        ftc__heal_server_close(m->heal_srv);
+    }
+    ftc__mgr_abort_pg(m);
+    if (m->quorum_started) {
+        join_quorum_thread(m);
+    }
+    if (m->watch_started) {
+        pthread_join(m->watch_thr, NULL);
+    }
+    if (m->hb_started) {
+        pthread_join(m->hb_thr, NULL);
+    }
+}
+
+/* Releases every work not waited for (the group is aborted by now, so
+ * each completes at once). */
+static void drop_works(ftc_manager *m)
+{
+    while (m->works != NULL) {
+        ftc_manager_work *w = m->works;
+        m->works = w->next;
+        if (w->work != NULL) {
+            ftc_work_wait(w->work, 1000);
+            ftc_work_release(w->work);
+        }
+        ftc__free(w);
+    }
+}
+
+void ftc_manager_destroy(ftc_manager *m)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return;
+    }
+    pthread_mutex_lock(&m->mu);
+    bool joined = m->leader_joined;
+    pthread_mutex_unlock(&m->mu);
+    if (m->o.group_rank == 0 && joined) {
+        /* Leave at once rather than by the heartbeat timeout, and before
+         * the watch (this replica's presence) closes: the others then
+         * learn of a goodbye, not of a dropped connection. */
+        ftc_lighthouse_client_goodbye(m->lh, m->replica_id, 1000, NULL);
+    }
+    stop_threads(m);
+    drop_works(m);
+    ftc_pg_destroy(m->pg);
+    ftc__free(m->pg_members);
+    ftc__heal_server_stop(m->heal_srv);
+    ftc__heal_client_destroy(m->heal_cli);
+    ftc_store_client_close(m->store);
+    ftc_store_client_close(m->store_conn);
+    ftc_lighthouse_client_destroy(m->lh);
+    ftc__heal_state_fini(&m->state);
+    ftc__free(m->staging);
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->pg_mu);
+    pthread_mutex_destroy(&m->err_mu);
+    pthread_mutex_destroy(&m->work_mu);
+    pthread_mutex_destroy(&m->stats_mu);
+    m->magic = 0;
+    ftc__free(m);
+}
+
+/* ---------------------------------------------------------- group keys */
+
+void ftc__mgr_key(char *buf, size_t cap, int64_t k, const char *what, int g)
+{
+    if (g >= 0) {
+        snprintf(buf, cap, "ftc/r/%lld/%s/%d", (long long)k, what, g);
+    } else {
+        snprintf(buf, cap, "ftc/r/%lld/%s", (long long)k, what);
+    }
+}
+
+int64_t ftc__mgr_left_ms(ftc_deadline dl)
+{
+    int64_t ms = ftc__deadline_left_ms(dl);
+    return ms == INT64_MAX ? FTC_TIMEOUT_INFINITE : ms;
+}
+
+int ftc__mgr_gather(ftc_manager *m, int64_t k, const char *what,
+                    int64_t timeout_ms, ftc_store_value *vals)
+{
+    size_t n = (size_t)m->o.group_size;
+    char(*keys)[64] = ftc__calloc(n, 64);
+    const char **kp = ftc__calloc(n, sizeof(*kp));
+    int rc = keys == NULL || kp == NULL ? ftc__seterr(FTC_ENOMEM, "keys") : 0;
+    for (size_t g = 0; rc == 0 && g < n; g++) {
+        ftc__mgr_key(keys[g], 64, k, what, (int)g);
+        kp[g] = keys[g];
+    }
+    ftc_deadline dl = ftc__deadline_in_ms(timeout_ms);
+    rc = rc != 0 ? rc : ftc_store_client_wait(m->store, kp, n, timeout_ms);
+    rc = rc != 0 ? rc
+                 : ftc_store_client_multi_get(m->store, kp, n, vals,
+                                              ftc__mgr_left_ms(dl));
+    ftc__free(kp);
+    ftc__free(keys);
+    return rc;
+}
+
+/* ------------------------------------------------------- latch, group */
+
+static void latch(ftc_manager *m, int64_t quorum_id, int code, const char *fmt,
+                  va_list ap) __attribute__((format(printf, 4, 0)));
+static void latch(ftc_manager *m, int64_t quorum_id, int code, const char *fmt,
+                  va_list ap)
+{
+    char msg[FTC__MGR_MSG_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    pthread_mutex_lock(&m->err_mu);
+    bool first = m->err_code == 0;
+    if (first) {
+        m->err_code = code < 0 ? code : FTC_EPEER;
+        m->err_quorum_id = quorum_id;
+        memcpy(m->err_msg, msg, sizeof(msg));
+    }
+    pthread_mutex_unlock(&m->err_mu);
+    if (first) {
+        FTC_LOG_WARN("manager.error", "%s: step %lld votes no: %s", m->base_id,
+                     (long long)atomic_load(&m->step), msg);
+    }
+}
+
+void ftc__mgr_latch(ftc_manager *m, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    latch(m, -1, code, fmt, ap);
+    va_end(ap);
+}
+
+void ftc__mgr_latch_for(ftc_manager *m, int64_t quorum_id, int code,
+                        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    latch(m, quorum_id, code, fmt, ap);
+    va_end(ap);
+}
+
+void ftc__mgr_abort_pg(ftc_manager *m)
+{
+    pthread_mutex_lock(&m->pg_mu);
+    if (m->pg != NULL) {
+        ftc_pg_abort(m->pg);
+    }
+    pthread_mutex_unlock(&m->pg_mu);
+}
+
+bool ftc__mgr_pause(ftc_manager *m, ftc_deadline until)
+{
+    pthread_mutex_lock(&m->mu);
+    while (!m->stop && !ftc__deadline_expired(until)) {
+        struct timespec ts = {until.ns / 1000000000, until.ns % 1000000000};
+        pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+    }
+    bool go = !m->stop;
+    pthread_mutex_unlock(&m->mu);
+    return go;
+}
+
+void ftc_manager_report_error(ftc_manager *m, int code, const char *message)
+{
+    if (m != NULL && m->magic == FTC__MGR_MAGIC) {
+        ftc__mgr_latch(m, code, "%s",
+                       message != NULL ? message : "reported by the trainer");
+    }
+}
+
+int ftc_manager_errored(ftc_manager *m, char *msg, size_t cap)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return FTC_EMISUSE;
+    }
+    pthread_mutex_lock(&m->err_mu);
+    int code = m->err_code;
+    if (msg != NULL && cap > 0) {
+        snprintf(msg, cap, "%s", code != 0 ? m->err_msg : "");
+    }
+    pthread_mutex_unlock(&m->err_mu);
+    return code;
+}
+
+/* ------------------------------------------------------------- getters */
+
+#define FTC_MGR_GETTER(name, field, none)                                      \
+    int64_t ftc_manager_##name(const ftc_manager *m)                           \
+    {                                                                          \
+        return m != NULL && m->magic == FTC__MGR_MAGIC                         \
+                   ? atomic_load(&((ftc_manager *)m)->field)                   \
+                   : (none);                                                   \
+    }
+FTC_MGR_GETTER(current_step, step, 0)
+FTC_MGR_GETTER(batches_committed, batches, 0)
+FTC_MGR_GETTER(num_participants, num_participants, 0)
+FTC_MGR_GETTER(replica_rank, replica_rank, -1)
+FTC_MGR_GETTER(replica_world_size, replica_world_size, 0)
+FTC_MGR_GETTER(quorum_id, quorum_id, -1)
+#undef FTC_MGR_GETTER
+
+bool ftc_manager_is_participating(const ftc_manager *m)
+{
+    return m != NULL && m->magic == FTC__MGR_MAGIC &&
+           atomic_load(&((ftc_manager *)m)->participating);
+}
+
+bool ftc_manager_is_healing(const ftc_manager *m)
+{
+    return m != NULL && m->magic == FTC__MGR_MAGIC &&
+           atomic_load(&((ftc_manager *)m)->healing);
+}
+
+static int copy_out(char *buf, size_t cap, const char *s)
+{
+    if (buf == NULL || cap == 0) {
+        return ftc__seterr(FTC_EMISUSE, "manager: NULL buffer");
+    }
+    size_t n = strlen(s);
+    if (n >= cap) {
+        buf[0] = '\0';
+        return ftc__seterr(FTC_EMSGSIZE, "manager: %zu B > %zu B", n, cap - 1);
+    }
+    memcpy(buf, s, n + 1);
+    return 0;
+}
+
+int ftc_manager_replica_id(const ftc_manager *m, char *buf, size_t cap)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "not a manager");
+    }
+    ftc_manager *w = (ftc_manager *)m;
+    pthread_mutex_lock(&w->mu);
+    char id[FTC__QUORUM_STR_MAX];
+    memcpy(id, m->replica_id, sizeof(id));
+    pthread_mutex_unlock(&w->mu);
+    return copy_out(buf, cap, id);
+}
+
+int ftc_manager_heal_address(const ftc_manager *m, char *buf, size_t cap)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "not a manager");
+    }
+    return copy_out(buf, cap, ftc__heal_server_address(m->heal_srv));
+}
+
+int ftc_manager_get_stats(const ftc_manager *m, ftc_manager_stats *out)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC || out == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "manager stats: NULL argument");
+    }
+    ftc_manager *w = (ftc_manager *)m;
+    pthread_mutex_lock(&w->stats_mu);
+    *out = m->stats;
+    pthread_mutex_unlock(&w->stats_mu);
+    return 0;
+}

@@ -1,0 +1,209 @@
+/* Internals of the manager shared by its files: the handle, the round
+ * handed from the training thread to the quorum thread and back, the
+ * process group slot that pushed aborts reach, and the error latch.
+ *
+ * Files: manager.c (options, create, destroy, getters), manager_state.c
+ * (the registered state: borrowed or behind callbacks; healed states),
+ * manager_env.c (options from the launcher's environment), manager_round.c
+ * (the quorum thread: one round), manager_push.c (heartbeat and watch
+ * threads), manager_step.c (start/wait quorum, allreduce, should_commit),
+ * manager_comm.c (the algo comm), manager_plan.c and manager_wire.c (pure
+ * parts, ft/manager_plan.h). */
+#ifndef FTC_FT_MANAGER_H
+#define FTC_FT_MANAGER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base_int.h"
+#include "ft/heal/heal.h"
+#include "ft/manager/manager_plan.h"
+#include "ft/quorum/quorum.h"
+#include "ftc/ft.h"
+#include "ftc/pg.h"
+#include "ftc/store.h"
+
+#define FTC__MGR_MAGIC 0x4d475231u /* "MGR1" */
+#define FTC__MGR_MSG_MAX 512
+/* Bytes of the base replica_id; the leader appends ":" and 8 hex. */
+#define FTC__MGR_BASE_ID_MAX 200
+#define FTC__MGR_LOST_MAX 32
+
+/* Where the round stands. */
+typedef enum ftc_mgr_phase {
+    FTC__MGR_IDLE = 0,    /* no round yet, or the last one voted/failed */
+    FTC__MGR_RUNNING = 1, /* on the quorum thread */
+    FTC__MGR_DONE = 2,    /* finished; wait_quorum takes it over */
+    FTC__MGR_READY = 3,   /* taken over: allreduce and vote allowed */
+} ftc_mgr_phase;
+
+/* What the quorum thread found, handed to the training thread. */
+typedef struct ftc_mgr_outcome {
+    int rc;
+    char msg[FTC__MGR_MSG_MAX];
+    int64_t quorum_id, replica_rank, replica_world_size, max_step;
+    ftc_mgr_plan plan;
+    bool healed; /* the state of max_step is in place or staged */
+    bool staged; /* ... in m->staging, to apply in wait_quorum */
+    int64_t heal_step, heal_batches;
+    /* The transfer, counted in the stats once the state is applied. */
+    int64_t heal_bytes;
+    double heal_ms;
+    char heal_source[FTC_LIGHTHOUSE_STR_MAX];
+    double ms;
+} ftc_mgr_outcome;
+
+/* An allreduce issued through the manager. */
+struct ftc_manager_work {
+    ftc_manager *m;
+    ftc_work *work; /* NULL when it failed at once (rc) */
+    int rc;
+    ftc_tensor t;
+    int op;
+    int64_t divisor;
+    bool waited, released;
+    struct ftc_manager_work *next, *prev; /* m->works while unwaited */
+};
+
+struct ftc_manager {
+    uint32_t magic;
+    ftc_manager_opts o; /* strings point at the copies below */
+    char lighthouse[FTC_HOST_MAX + 16], job[FTC_LIGHTHOUSE_JOB_MAX];
+    char base_id[FTC__MGR_BASE_ID_MAX + 1];
+    char store_addr[FTC_HOST_MAX + 16], store_prefix[FTC__MGR_BASE_ID_MAX + 64];
+    char host[FTC_HOST_MAX], token[FTC_HOST_MAX];
+    ftc_pg_opts pg_opts;
+    bool init_sync;
+
+    ftc_store_client *store_conn; /* the group store */
+    ftc_store_client *store;      /* its view under store_prefix */
+    ftc_lighthouse_client *lh;
+    ftc_heal_server *heal_srv;
+    ftc_heal_client *heal_cli;
+    ftc_heal_state state;
+    uint8_t *staging; /* a healed state until wait_quorum copies it */
+
+    /* The id the lighthouse knows: the leader's from create, the other
+     * ranks' from their first round. Under mu. */
+    char replica_id[FTC__QUORUM_STR_MAX];
+
+    /* The cross-replica process group, reachable by pushed aborts. */
+    pthread_mutex_t pg_mu;
+    ftc_pg *pg;
+    int64_t pg_quorum_id;
+    char (*pg_members)[FTC__QUORUM_STR_MAX];
+    size_t pg_n;
+    /* The primary's store while a process group meets on it (destroy
+     * cancels its calls). */
+    ftc_store_client *rdv_store;
+    /* Members lost recently (a ring): a process group installed after
+     * the event still learns of it. Cleared when the lighthouse's epoch
+     * changes. */
+    struct {
+        char id[FTC__QUORUM_STR_MAX];
+        int64_t quorum_id;
+    } lost[FTC__MGR_LOST_MAX];
+    size_t n_lost;
+
+    /* The error latch of the current step; killed is for good. An error
+     * pushed about a process group (err_quorum_id, else -1) no longer
+     * counts once the round replaced that group. */
+    pthread_mutex_t err_mu;
+    int err_code;
+    char err_msg[FTC__MGR_MSG_MAX];
+    int64_t err_quorum_id;
+    bool killed;
+
+    /* The round: the training thread asks, the quorum thread answers. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ftc_mgr_phase phase;
+    bool stop;
+    int64_t round;              /* rounds started; keys are r/<round> */
+    ftc_manager_quorum_opts qo; /* of the round in flight */
+    ftc_mgr_arrival arrival;    /* what this rank reports in it */
+    ftc_deadline round_dl;
+    int64_t round_start_ns;
+    ftc_mgr_outcome out;
+    bool first_round_done; /* the watch thread starts then */
+    bool leader_joined;    /* the heartbeat thread starts then */
+    bool voted;            /* the round in READY voted already */
+
+    /* Committed state. The training thread writes; getters read. */
+    _Atomic int64_t step, batches;
+    _Atomic int64_t quorum_id, replica_rank, replica_world_size;
+    _Atomic int64_t num_participants;
+    atomic_bool participating, healing;
+    int64_t step0, batches0; /* at the round's start */
+    int64_t commit_failures; /* in a row */
+    /* A pushed abort hit a process group between steps: report a
+     * failure in the next arrival, so that the lighthouse gives the next
+     * quorum a new id (and every replica a new process group). */
+    atomic_bool force_new_quorum;
+
+    /* Allreduces not yet waited for. */
+    pthread_mutex_t work_mu;
+    ftc_manager_work *works;
+
+    pthread_t quorum_thr, watch_thr, hb_thr;
+    bool quorum_started, watch_started, hb_started;
+
+    pthread_mutex_t stats_mu;
+    ftc_manager_stats stats;
+};
+
+/* The error latch: keeps the first error of a step (any thread). */
+void ftc__mgr_latch(ftc_manager *m, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same for an error that concerns only the process group of quorum
+ * quorum_id (a pushed loss of one of its members). */
+void ftc__mgr_latch_for(ftc_manager *m, int64_t quorum_id, int code,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The group store key of round k: "ftc/r/<k>/<what>" or, with g >= 0,
+ * "ftc/r/<k>/<what>/<g>" (docs/protocol.md, "Manager group keys"). */
+void ftc__mgr_key(char *buf, size_t cap, int64_t k, const char *what, int g);
+/* Waits until every rank's "ftc/r/<k>/<what>/<g>" exists and fetches them
+ * (vals: group_size entries, release with ftc_store_values_free). */
+int ftc__mgr_gather(ftc_manager *m, int64_t k, const char *what,
+                    int64_t timeout_ms, ftc_store_value *vals);
+/* Milliseconds left of dl as a timeout argument (never: infinite). */
+int64_t ftc__mgr_left_ms(ftc_deadline dl);
+
+/* Where each registered buffer receives a healed state (dest: state.n
+ * pointers): its memory when heal_in_place and it is borrowed, else
+ * m->staging (allocated here; *staged says whether anything goes there).
+ * FTC_ENOMEM. */
+int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
+                               bool *staged);
+/* Applies a staged healed state on the training thread: copies the
+ * borrowed buffers' bytes, calls each load callback (in registration
+ * order, stopping at the first non-zero return: FTC_ECANCELED naming the
+ * buffer), and frees the staging. */
+int ftc__mgr_heal_apply(ftc_manager *m, bool heal_in_place);
+
+/* Aborts the process group (if any), any thread. */
+void ftc__mgr_abort_pg(ftc_manager *m);
+
+/* The quorum thread (manager_round.c). */
+void *ftc__mgr_quorum_main(void *arg);
+/* The watch and heartbeat threads (manager_push.c). */
+void *ftc__mgr_watch_main(void *arg);
+void *ftc__mgr_heartbeat_main(void *arg);
+/* Starts the heartbeat thread once (the leader, at its first join). */
+void ftc__mgr_start_heartbeat(ftc_manager *m);
+
+/* Waits on m->cv until `until` or a signal; returns false once m->stop. */
+bool ftc__mgr_pause(ftc_manager *m, ftc_deadline until);
+
+/* Adds to a counter of the stats. */
+#define FTC_MGR_STAT(m, field, delta)                                          \
+    do {                                                                       \
+        pthread_mutex_lock(&(m)->stats_mu);                                    \
+        (m)->stats.field += (delta);                                           \
+        pthread_mutex_unlock(&(m)->stats_mu);                                  \
+    } while (0)
+
+#endif

@@ -1,0 +1,172 @@
+/* The manager's lighthouse threads: the leader's heartbeat, and every
+ * rank's watch, which turns a pushed membership change into an abort of
+ * the rank's in-flight collectives (torchft waits for a collective
+ * timeout instead: its issue #164). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ft/manager/manager.h"
+
+/* A watch waits at most this long before it is asked again. */
+#define FTC__MGR_WATCH_MS 30000
+
+void ftc__mgr_start_heartbeat(ftc_manager *m)
+{
+    pthread_mutex_lock(&m->mu);
+    bool start = !m->leader_joined;
+    m->leader_joined = true;
+    pthread_mutex_unlock(&m->mu);
+    if (start) {
+        m->hb_started = ftc__thread_start(&m->hb_thr, "ftc-mgr-heartbeat",
+                                          ftc__mgr_heartbeat_main, m) == 0;
+        if (!m->hb_started) {
+            FTC_LOG_WARN("manager.heartbeat", "%s: no heartbeat thread: %s",
+                         m->base_id, ftc_last_error());
+        }
+    }
+}
+
+void *ftc__mgr_heartbeat_main(void *arg)
+{
+    ftc_manager *m = arg;
+    int64_t every = m->o.heartbeat_interval_ms;
+    int64_t call_ms = every * 5 > 1000 ? every * 5 : 1000;
+    bool failing = false;
+    ftc_deadline next = ftc__deadline_in_ms(0);
+    do {
+        int rc = ftc_lighthouse_client_heartbeat(m->lh, m->replica_id, call_ms,
+                                                 NULL);
+        if (rc != 0 && rc != FTC_ECANCELED && !failing) {
+            FTC_LOG_WARN("manager.heartbeat", "%s: heartbeat failing: %s",
+                         m->replica_id, ftc_last_error());
+        } else if (rc == 0 && failing) {
+            FTC_LOG_INFO("manager.heartbeat", "%s: heartbeats answered again",
+                         m->replica_id);
+        }
+        failing = rc != 0;
+        next.ns += every * 1000000;
+        if (ftc__deadline_expired(next)) {
+            next = ftc__deadline_in_ms(every);
+        }
+    } while (ftc__mgr_pause(m, next));
+    return NULL;
+}
+
+/* Records a lost member and aborts the process group if it is one of its
+ * members (an event about this quorum or a later one). */
+static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
+{
+    /* A lost healer will not release this rank's lent state. */
+    ftc__heal_server_release(m->heal_srv, ev->replica_id);
+    if (ev->cause == FTC_LIGHTHOUSE_LOST_GOODBYE) {
+        /* A clean exit comes after its vote; a collective it left behind
+         * fails on its own (its process group tells its peers). */
+        return;
+    }
+    pthread_mutex_lock(&m->pg_mu);
+    size_t slot = m->n_lost % FTC__MGR_LOST_MAX;
+    snprintf(m->lost[slot].id, sizeof(m->lost[slot].id), "%s", ev->replica_id);
+    m->lost[slot].quorum_id = ev->quorum_id;
+    if (m->n_lost < FTC__MGR_LOST_MAX) {
+        m->n_lost++;
+    }
+    bool abort = m->pg != NULL &&
+                 ftc__mgr_event_aborts(ev->replica_id, ev->quorum_id,
+                                       m->pg_quorum_id, m->pg_members, m->pg_n);
+    if (abort) {
+        ftc_pg_abort(m->pg);
+    }
+    int64_t qid = m->pg_quorum_id;
+    pthread_mutex_unlock(&m->pg_mu);
+    if (!abort) {
+        return;
+    }
+    static const char *const causes[] = {"?", "its connection dropped",
+                                         "its heartbeat timed out"};
+    int c = ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0;
+    ftc__mgr_latch_for(m, qid, FTC_EPEER,
+                       "replica %s of quorum %" PRId64 " was lost (%s): the "
+                       "step's collectives were aborted",
+                       ev->replica_id, qid, causes[c]);
+    /* Between steps the error is cleared by the next start_quorum, yet the
+     * group is broken: make the next quorum get a new id. */
+    pthread_mutex_lock(&m->mu);
+    if (m->phase == FTC__MGR_IDLE) {
+        atomic_store(&m->force_new_quorum, true);
+    }
+    pthread_mutex_unlock(&m->mu);
+    FTC_MGR_STAT(m, pushed_aborts, 1);
+}
+
+static void killed(ftc_manager *m, const char *self)
+{
+    pthread_mutex_lock(&m->err_mu);
+    m->killed = true;
+    pthread_mutex_unlock(&m->err_mu);
+    ftc__mgr_latch(m, FTC_ECANCELED,
+                   "replica %s was killed by the "
+                   "lighthouse's operator",
+                   self);
+    ftc__mgr_abort_pg(m);
+}
+
+static void handle(ftc_manager *m, const ftc_lighthouse_event *ev,
+                   const char *self)
+{
+    if (ev->kind == FTC_LIGHTHOUSE_EVENT_MEMBER_LOST) {
+        member_lost(m, ev);
+    } else if (ev->kind == FTC_LIGHTHOUSE_EVENT_KILL &&
+               strcmp(ev->replica_id, self) == 0) {
+        killed(m, self);
+    }
+}
+
+void *ftc__mgr_watch_main(void *arg)
+{
+    ftc_manager *m = arg;
+    /* Nothing to abort before the first quorum; the leader's watch is
+     * its presence, which must not start before its first join. */
+    pthread_mutex_lock(&m->mu);
+    while (!m->stop && !m->first_round_done) {
+        pthread_cond_wait(&m->cv, &m->mu);
+    }
+    char self[FTC__QUORUM_STR_MAX];
+    memcpy(self, m->replica_id, sizeof(self));
+    pthread_mutex_unlock(&m->mu);
+    uint32_t epoch = 0;
+    uint64_t since = 0;
+    ftc_backoff bo;
+    ftc__backoff_init(&bo, 100, 1000);
+    bool go = true;
+    while (go) {
+        ftc_lighthouse_watch_result w;
+        int rc = ftc_lighthouse_client_watch(
+            m->lh, m->o.group_rank == 0 ? self : NULL, epoch, since,
+            FTC__MGR_WATCH_MS, &w);
+        if (rc == 0 && w.reset) {
+            if (epoch != 0 && w.epoch != epoch) {
+                FTC_LOG_INFO("manager.epoch",
+                             "%s: the lighthouse restarted (epoch %u -> %u)",
+                             self, epoch, w.epoch);
+            }
+            pthread_mutex_lock(&m->pg_mu);
+            m->n_lost = 0;
+            pthread_mutex_unlock(&m->pg_mu);
+        }
+        for (size_t i = 0; rc == 0 && i < w.n_events; i++) {
+            handle(m, &w.events[i], self);
+        }
+        if (rc == 0) {
+            epoch = w.epoch;
+            since = w.event_seq;
+            ftc__backoff_init(&bo, 100, 1000);
+        }
+        ftc_lighthouse_watch_result_fini(&w);
+        /* Unreachable (restarting?): ask again after a pause. */
+        go = rc == 0 ? ftc__mgr_pause(m, ftc__deadline_in_ms(0))
+                     : ftc__mgr_pause(
+                           m, ftc__deadline_in_ms(ftc__backoff_next_ms(&bo)));
+    }
+    return NULL;
+}

@@ -1,0 +1,601 @@
+/* The quorum thread: one round per start_quorum. Every rank arrives in
+ * the group store; the leader, once all arrived, joins the lighthouse's
+ * quorum and writes the answer (or the failure) back; every rank then
+ * rebuilds its process group if the quorum id changed, copies its state if
+ * a healing replica may pull from it, and heals if it is behind. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ft/lighthouse/lighthouse_client.h"
+#include "ft/manager/manager.h"
+
+/* How long after the round's deadline the other ranks still wait for the
+ * leader's answer (which may be the leader's own timeout). */
+#define FTC__MGR_ANSWER_GRACE_MS 5000
+/* Once every healer released a lent state, how long answers still
+ * sending from it (their last bytes are received) may take before they
+ * are cut. */
+#define FTC__MGR_DRAIN_MS 100
+/* A healer's releases of its sources' lent state. */
+#define FTC__MGR_RELEASE_MS 1000
+
+/* A round's own state on the quorum thread. */
+typedef struct round {
+    ftc_manager *m;
+    int64_t k;
+    ftc_manager_quorum_opts qo;
+    ftc_mgr_arrival arrival;
+    ftc_deadline dl;
+    ftc_quorum q;
+    char replica_id[FTC__QUORUM_STR_MAX];
+    ftc_quorum_result res;
+    ftc_mgr_outcome *out;
+    bool *up;                /* per member: up to date for this group rank */
+    ftc_heal_snapshot *lent; /* this round's lent state, if any */
+    int64_t lend_start_ns;
+} round;
+
+/* ------------------------------------------------------------- leader */
+
+/* Writes the round's answer: the quorum, or the failure rc (with this
+ * thread's message) for every rank to return. */
+static int publish_answer(round *r, int rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    char key[64];
+    ftc__mgr_key(key, sizeof(key), r->k, "q", -1);
+    int wrc =
+        rc == 0
+            ? ftc__mgr_result_encode_quorum(&r->q, r->replica_id, &text, &len)
+            : ftc__mgr_result_encode_error(rc, ftc_last_error(), &text, &len);
+    if (wrc == 0) {
+        wrc = ftc_store_client_set(r->m->store, key, text, len,
+                                   r->m->o.timeout_ms);
+    }
+    ftc__free(text);
+    return wrc;
+}
+
+/* Every rank's arrival, in group rank order; their steps must agree. */
+static int collect_arrivals(round *r, ftc_mgr_arrival *a)
+{
+    ftc_manager *m = r->m;
+    size_t n = (size_t)m->o.group_size;
+    ftc_store_value *vals = ftc__calloc(n, sizeof(*vals));
+    if (vals == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "arrivals");
+    }
+    int rc = ftc__mgr_gather(m, r->k, "a", ftc__mgr_left_ms(r->dl), vals);
+    if (rc == FTC_ETIMEDOUT) {
+        rc = ftc__seterr(FTC_ETIMEDOUT,
+                         "not every rank of the group reached the quorum in "
+                         "time: %s",
+                         ftc_last_error());
+    }
+    for (size_t g = 0; rc == 0 && g < n; g++) {
+        rc = ftc__mgr_arrival_decode(vals[g].data, vals[g].len, &a[g]);
+        if (rc == 0 && a[g].step != a[0].step) {
+            rc = ftc__seterr(FTC_EPROTO,
+                             "the ranks of replica group %s are at different "
+                             "steps: rank 0 at %" PRId64
+                             ", rank %zu at %" PRId64,
+                             m->base_id, a[0].step, g, a[g].step);
+        }
+    }
+    ftc_store_values_free(vals, n);
+    ftc__free(vals);
+    return rc;
+}
+
+/* The member the leader asks the lighthouse to admit. */
+static int make_member(round *r, const ftc_mgr_arrival *a,
+                       ftc_lighthouse_member *mem, char **data)
+{
+    ftc_manager *m = r->m;
+    memset(mem, 0, sizeof(*mem));
+    snprintf(mem->replica_id, sizeof(mem->replica_id), "%s", r->replica_id);
+    snprintf(mem->address, sizeof(mem->address), "http://%s",
+             a[0].heal_address);
+    snprintf(mem->store_address, sizeof(mem->store_address), "%s",
+             m->store_addr);
+    mem->step = a[0].step;
+    mem->world_size = (uint64_t)m->o.group_size;
+    for (int g = 0; g < m->o.group_size; g++) {
+        mem->shrink_only = mem->shrink_only || a[g].shrink_only;
+        if (a[g].commit_failures > mem->commit_failures) {
+            mem->commit_failures = a[g].commit_failures;
+        }
+    }
+    size_t len;
+    int rc = ftc__mgr_member_data(a, (size_t)m->o.group_size, data, &len);
+    mem->data = *data;
+    return rc;
+}
+
+/* Deletes the keys of the round before k: every rank has arrived at k,
+ * so none reads them any more. Best effort. */
+static void forget_round(round *r, int64_t k)
+{
+    char key[64];
+    for (int g = 0; g < r->m->o.group_size; g++) {
+        ftc__mgr_key(key, sizeof(key), k, "a", g);
+        ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
+        ftc__mgr_key(key, sizeof(key), k, "v", g);
+        ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
+    }
+    ftc__mgr_key(key, sizeof(key), k, "q", -1);
+    ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
+}
+
+/* Joins the lighthouse's quorum for the group; its answer reaches every
+ * rank through the store, its failure too (torchft's ranks hang when the
+ * manager's lighthouse call fails). */
+static int lead(round *r)
+{
+    ftc_manager *m = r->m;
+    ftc_mgr_arrival *a = ftc__calloc((size_t)m->o.group_size, sizeof(*a));
+    if (a == NULL) {
+        return publish_answer(r, ftc__seterr(FTC_ENOMEM, "arrivals"));
+    }
+    int rc = collect_arrivals(r, a);
+    if (rc == 0 && r->k > 1) {
+        forget_round(r, r->k - 1);
+    }
+    ftc_lighthouse_member mem;
+    char *data = NULL;
+    rc = rc != 0 ? rc : make_member(r, a, &mem, &data);
+    ftc_lighthouse_join_result jr;
+    memset(&jr, 0, sizeof(jr));
+    if (rc == 0) {
+        ftc__mgr_start_heartbeat(m);
+        rc = ftc_lighthouse_client_quorum(m->lh, &mem, ftc__mgr_left_ms(r->dl),
+                                          &jr);
+        if (rc == FTC_ETIMEDOUT && jr.reason[0] != '\0') {
+            rc = ftc__seterr(FTC_ETIMEDOUT,
+                             "no quorum within the quorum "
+                             "timeout: %s",
+                             jr.reason);
+        } else if (rc != 0) {
+            rc = ftc__adderr(rc, "lighthouse %s", m->lighthouse);
+        }
+    }
+    if (rc == 0) {
+        rc = ftc__lighthouse_quorum_to_core(&jr.quorum, &r->q);
+    }
+    ftc_lighthouse_join_result_fini(&jr);
+    ftc__free(data);
+    ftc__free(a);
+    int wrc = publish_answer(r, rc);
+    ftc__quorum_fini(&r->q);
+    return rc != 0 ? rc : wrc;
+}
+
+/* -------------------------------------------------------- every rank */
+
+static int arrive(round *r)
+{
+    char *text;
+    size_t len;
+    char key[64];
+    ftc__mgr_key(key, sizeof(key), r->k, "a", r->m->o.group_rank);
+    int rc = ftc__mgr_arrival_encode(&r->arrival, &text, &len);
+    if (rc == 0) {
+        rc = ftc_store_client_set(r->m->store, key, text, len,
+                                  r->m->o.timeout_ms);
+        ftc__free(text);
+    }
+    return rc != 0 ? ftc__adderr(rc, "group store %s", r->m->store_addr) : 0;
+}
+
+/* The leader's answer (waited for in the store). */
+static int read_answer(round *r)
+{
+    char key[64];
+    ftc__mgr_key(key, sizeof(key), r->k, "q", -1);
+    ftc_deadline dl = r->dl;
+    if (!ftc__deadline_is_never(dl)) {
+        dl.ns += (int64_t)FTC__MGR_ANSWER_GRACE_MS * 1000000;
+    }
+    void *v = NULL;
+    size_t len = 0;
+    int rc =
+        ftc_store_client_get(r->m->store, key, &v, &len, ftc__mgr_left_ms(dl));
+    if (rc == FTC_ETIMEDOUT) {
+        rc = ftc__seterr(FTC_ETIMEDOUT, "the group's leader (rank 0) did not "
+                                        "answer the quorum in time");
+    }
+    if (rc == 0) {
+        rc = ftc__mgr_result_decode(v, len, &r->q, r->replica_id);
+    }
+    ftc_free(v);
+    return rc;
+}
+
+/* Rebuilds the cross-replica process group when the quorum id changed:
+ * this group rank's peers meet on the primary's store under
+ * torchft/<quorum_id>/<group_rank>. A failure is latched (the step votes
+ * no); the next quorum then has a new id. */
+static void reconfigure(round *r)
+{
+    ftc_manager *m = r->m;
+    const ftc_quorum_result *res = &r->res;
+    pthread_mutex_lock(&m->pg_mu);
+    bool same = m->pg_quorum_id == res->quorum_id;
+    int status = same && m->pg != NULL ? ftc_pg_status(m->pg) : 0;
+    ftc_pg *old = same ? NULL : m->pg;
+    if (!same) {
+        m->pg = NULL;
+        m->pg_quorum_id = res->quorum_id;
+        m->pg_n = 0;
+    }
+    pthread_mutex_unlock(&m->pg_mu);
+    if (same) {
+        /* A broken group is not rebuilt under the same id (its store
+         * prefix holds the old addresses): vote no, get a new id. */
+        if (m->pg == NULL || status != 0) {
+            ftc__mgr_latch(m, status != 0 ? status : FTC_EPEER,
+                           "the process group of quorum %" PRId64
+                           " is unusable; waiting for a new quorum",
+                           res->quorum_id);
+        }
+        return;
+    }
+    ftc_pg_destroy(old);
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "torchft/%" PRId64 "/%d", res->quorum_id,
+             m->o.group_rank);
+    ftc_store_client_opts so;
+    ftc_store_client_opts_init(&so);
+    so.connect_timeout_ms = m->o.connect_timeout_ms;
+    so.timeout_ms = m->o.connect_timeout_ms;
+    ftc_store_client *sc = NULL;
+    ftc_pg *pg = NULL;
+    ftc_pg_opts po = m->pg_opts;
+    po.epoch = (uint64_t)res->quorum_id;
+    int rc = ftc_store_client_connect(&sc, res->store_address, &so);
+    if (rc == 0) {
+        pthread_mutex_lock(&m->pg_mu);
+        m->rdv_store = sc;
+        pthread_mutex_unlock(&m->pg_mu);
+        rc = ftc_pg_create(&pg, sc, prefix, (int)res->replica_rank,
+                           (int)res->replica_world_size, &po);
+        pthread_mutex_lock(&m->pg_mu);
+        m->rdv_store = NULL;
+        pthread_mutex_unlock(&m->pg_mu);
+    }
+    ftc_store_client_close(sc);
+    if (rc != 0) {
+        ftc__mgr_latch(m, rc, "process group of quorum %" PRId64 " on %s: %s",
+                       res->quorum_id, res->store_address, ftc_last_error());
+        return;
+    }
+    FTC_MGR_STAT(m, reconfigurations, 1);
+    char(*ids)[FTC__QUORUM_STR_MAX] =
+        ftc__memdup(res->replica_ids, (size_t)res->replica_world_size *
+                                          sizeof(*res->replica_ids));
+    pthread_mutex_lock(&m->pg_mu);
+    m->pg = pg;
+    ftc__free(m->pg_members);
+    m->pg_members = ids;
+    m->pg_n = ids != NULL ? (size_t)res->replica_world_size : 0;
+    /* A member lost while the group was being built. */
+    const char *lost = NULL;
+    for (size_t i = 0; i < m->n_lost && lost == NULL; i++) {
+        if (ftc__mgr_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
+                                  res->quorum_id, m->pg_members, m->pg_n)) {
+            lost = m->lost[i].id;
+            ftc_pg_abort(pg);
+        }
+    }
+    pthread_mutex_unlock(&m->pg_mu);
+    /* An abort pushed about the group just replaced does not concern this
+     * step any more. */
+    pthread_mutex_lock(&m->err_mu);
+    if (m->err_code != 0 && m->err_quorum_id >= 0 &&
+        m->err_quorum_id != res->quorum_id) {
+        m->err_code = 0;
+        m->err_msg[0] = '\0';
+    }
+    pthread_mutex_unlock(&m->err_mu);
+    if (lost != NULL) {
+        ftc__mgr_latch_for(m, res->quorum_id, FTC_EPEER,
+                           "replica %s was lost while quorum %" PRId64
+                           " formed",
+                           lost, res->quorum_id);
+    }
+}
+
+/* The members that are (up) or are not (!up) up to date and have this
+ * group rank: their replica ids and their healing addresses for it. */
+static size_t members(const round *r, bool up, const char **ids,
+                      const char **addrs, char (*buf)[FTC__QUORUM_STR_MAX])
+{
+    size_t n = 0;
+    for (size_t i = 0; r->up != NULL && i < r->q.n; i++) {
+        const ftc_quorum_member *mem = &r->q.members[i];
+        if (r->up[i] == up && ftc__mgr_member_heal_address(
+                                  mem, r->m->o.group_rank, buf[n]) == 0) {
+            ids[n] = mem->replica_id;
+            addrs[n] = buf[n];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Serves this rank's state to the replicas that heal in this round, or
+ * stops serving. Borrowed buffers are lent (the caller does not write them
+ * before wait_quorum returns; the round ends by giving them back,
+ * end_lending); the buffers behind callbacks are saved now. A state that
+ * cannot be served (a save callback or an allocation failed) is refused:
+ * the healers turn to their other sources or fail at once; this rank's
+ * step goes on. */
+static void serve(round *r)
+{
+    ftc_manager *m = r->m;
+    if (!r->out->plan.serve) {
+        ftc__heal_server_publish(m->heal_srv, NULL);
+        return;
+    }
+    size_t n = r->q.n > 0 ? r->q.n : 1;
+    const char **healers = ftc__calloc(2 * n, sizeof(*healers));
+    char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
+    size_t k = healers != NULL && buf != NULL
+                   ? members(r, false, healers, healers + n, buf)
+                   : 0;
+    ftc_heal_snapshot *snap = NULL;
+    int rc = 0;
+    if (k > 0) {
+        rc = ftc__heal_snapshot_lend(
+            &m->state, r->arrival.step, atomic_load(&m->batches),
+            m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &snap);
+    }
+    if (rc == 0 && snap != NULL && snap->borrows) {
+        rc = ftc__heal_server_lend(m->heal_srv, snap, healers, k);
+    }
+    ftc__free(healers);
+    ftc__free(buf);
+    if (k == 0 || rc != 0) {
+        if (rc != 0) {
+            FTC_LOG_WARN("manager.serve",
+                         "%s rank %d cannot serve its state of step %" PRId64
+                         " to healing replicas: %s",
+                         m->base_id, m->o.group_rank, r->arrival.step,
+                         ftc_last_error());
+            ftc__heal_server_refuse(m->heal_srv, r->arrival.step);
+        } else {
+            ftc__heal_server_publish(m->heal_srv, NULL);
+        }
+        ftc__heal_snapshot_unref(snap);
+        return;
+    }
+    if (!snap->borrows) {
+        /* Nothing borrowed (every buffer saved): served as a copy, and
+         * the round does not wait for the healers. */
+        ftc__heal_server_publish(m->heal_srv, snap);
+        ftc__heal_snapshot_unref(snap);
+        FTC_MGR_STAT(m, snapshots, 1);
+        return;
+    }
+    r->lent = snap;
+    r->lend_start_ns = ftc__now_ns();
+}
+
+/* Ends the lending: once every healer released the buffers, or after
+ * heal_lend_ms with a copy for those still at work; the answers still
+ * sending from the buffers get as long again, then are cut. */
+static void end_lending(round *r)
+{
+    ftc_manager *m = r->m;
+    if (r->lent == NULL) {
+        return;
+    }
+    ftc_deadline dl = {r->lend_start_ns + m->o.heal_lend_ms * 1000000};
+    bool all = ftc__heal_server_lend_wait(m->heal_srv, dl);
+    pthread_mutex_lock(&m->mu);
+    bool stopping = m->stop;
+    pthread_mutex_unlock(&m->mu);
+    ftc_heal_snapshot *copy = NULL;
+    if (!all && !stopping) {
+        FTC_LOG_INFO("manager.lend_bound",
+                     "%s rank %d: healers still at work after heal_lend_ms "
+                     "(%lld ms): serving a copy",
+                     m->base_id, m->o.group_rank, (long long)m->o.heal_lend_ms);
+        /* Of the lent state: the callbacks' bytes are not saved again. */
+        int rc = ftc__heal_snapshot_copy(r->lent, (unsigned)m->o.heal_threads,
+                                         &copy);
+        if (rc != 0) {
+            FTC_LOG_WARN("manager.heal",
+                         "%s: no copy of the state for the "
+                         "healers still at work: %s",
+                         m->base_id, ftc_last_error());
+        } else {
+            FTC_MGR_STAT(m, snapshots, 1);
+        }
+    }
+    /* The server's reference keeps the lent state alive until it is
+     * reclaimed; reclaim counts the others as answers still sending. */
+    ftc__heal_snapshot_unref(r->lent);
+    r->lent = NULL;
+    ftc__heal_server_reclaim(
+        m->heal_srv, copy,
+        ftc__deadline_in_ms(all ? FTC__MGR_DRAIN_MS : m->o.heal_lend_ms));
+    ftc__heal_snapshot_unref(copy);
+    double ms = (double)(ftc__now_ns() - r->lend_start_ns) / 1e6;
+    pthread_mutex_lock(&m->stats_mu);
+    m->stats.lends++;
+    m->stats.last_lend_ms = ms;
+    pthread_mutex_unlock(&m->stats_mu);
+}
+
+/* Tells every up-to-date member (those that may lend their state in this
+ * round) that this replica no longer needs it. */
+static void release_sources(round *r)
+{
+    ftc_manager *m = r->m;
+    size_t n = r->q.n > 0 ? r->q.n : 1;
+    const char **ids = ftc__calloc(2 * n, sizeof(*ids));
+    char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
+    size_t k =
+        ids != NULL && buf != NULL ? members(r, true, ids, ids + n, buf) : 0;
+    ftc__heal_client_release(m->heal_cli, ids + n, k, r->res.max_step,
+                             r->replica_id, m->o.token,
+                             ftc__deadline_in_ms(FTC__MGR_RELEASE_MS));
+    ftc__free(ids);
+    ftc__free(buf);
+}
+
+static void heal(round *r)
+{
+    ftc_manager *m = r->m;
+    ftc_mgr_plan *p = &r->out->plan;
+    char addrs[16][FTC__QUORUM_STR_MAX];
+    const char *srcs[16];
+    size_t n = 0;
+    for (size_t i = 0; i < p->n_sources; i++) {
+        if (ftc__mgr_member_heal_address(&r->q.members[p->sources[i]],
+                                         m->o.group_rank, addrs[n]) == 0) {
+            srcs[n] = addrs[n];
+            n++;
+        }
+    }
+    void **dest = ftc__calloc(m->state.n > 0 ? m->state.n : 1, sizeof(*dest));
+    int rc = dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
+    bool staged = false;
+    rc = rc != 0 ? rc
+                 : ftc__mgr_heal_destinations(m, r->qo.heal_in_place, dest,
+                                              &staged);
+    if (rc == 0 && n == 0) {
+        rc = ftc__seterr(FTC_EPROTO, "no healing source has an address");
+    }
+    int64_t t0 = ftc__now_ns();
+    ftc_heal_fetch_result fr;
+    memset(&fr, 0, sizeof(fr));
+    if (rc == 0) {
+        ftc_heal_fetch f;
+        memset(&f, 0, sizeof(f));
+        f.sources = srcs;
+        f.n_sources = n;
+        f.step = r->res.max_step;
+        f.layout = &m->state;
+        f.dest = dest;
+        f.streams = (unsigned)m->o.heal_streams;
+        f.threads = (unsigned)m->o.heal_threads;
+        f.token = m->o.token;
+        rc = ftc__heal_client_fetch(
+            m->heal_cli, &f, ftc__deadline_in_ms(m->o.quorum_timeout_ms), &fr);
+    }
+    ftc__free(dest);
+    double ms = (double)(ftc__now_ns() - t0) / 1e6;
+    const char *from =
+        p->n_sources > 0 ? r->q.members[p->sources[0]].replica_id : "?";
+    if (rc != 0) {
+        ftc__mgr_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
+                       r->res.max_step, from, ftc_last_error());
+        return;
+    }
+    r->out->healed = true;
+    r->out->staged = staged;
+    r->out->heal_step = fr.step;
+    r->out->heal_batches = fr.batches_committed;
+    r->out->heal_bytes = (int64_t)fr.bytes;
+    r->out->heal_ms = ms;
+    snprintf(r->out->heal_source, sizeof(r->out->heal_source), "%s", from);
+    FTC_LOG_INFO("manager.heal",
+                 "%s rank %d healed to step %" PRId64 " from %s (%zu "
+                 "sources): %llu B in %.1f ms, %u chunks fetched again",
+                 m->base_id, m->o.group_rank, fr.step, from, n,
+                 (unsigned long long)fr.bytes, ms, fr.refetched);
+}
+
+/* Runs round r; its outcome (rc and message on failure) goes to r->out. */
+static void run_round(round *r)
+{
+    ftc_manager *m = r->m;
+    int rc = arrive(r);
+    if (rc == 0 && m->o.group_rank == 0) {
+        /* The leader's failure reaches the others through the store; the
+         * leader too reads its answer there. */
+        lead(r);
+    }
+    rc = rc != 0 ? rc : read_answer(r);
+    if (rc == 0 && m->o.group_rank != 0) {
+        pthread_mutex_lock(&m->mu);
+        memcpy(m->replica_id, r->replica_id, sizeof(m->replica_id));
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (rc == 0) {
+        rc = ftc__quorum_results(&r->q, r->replica_id, m->o.group_rank,
+                                 m->init_sync, &r->res);
+    }
+    if (rc != 0) {
+        r->out->rc = rc;
+        snprintf(r->out->msg, sizeof(r->out->msg), "%s", ftc_last_error());
+        return;
+    }
+    ftc_mgr_outcome *o = r->out;
+    o->quorum_id = r->res.quorum_id;
+    o->replica_rank = r->res.replica_rank;
+    o->replica_world_size = r->res.replica_world_size;
+    o->max_step = r->res.max_step;
+    ftc__mgr_plan(&r->q, &r->res, m->o.group_rank, m->init_sync, !r->qo.no_heal,
+                  m->o.world_size_mode, m->o.min_replica_size,
+                  m->o.heal_sources, &o->plan);
+    r->up = ftc__calloc(r->q.n > 0 ? r->q.n : 1, sizeof(*r->up));
+    if (r->up != NULL) {
+        ftc__mgr_up_to_date(&r->q, &r->res, m->o.group_rank, m->init_sync,
+                            r->up);
+    }
+    reconfigure(r);
+    serve(r);
+    if (o->plan.heal) {
+        heal(r);
+    }
+    if (r->res.heal) {
+        /* Healed, failed to, or not allowed to: either way done. */
+        release_sources(r);
+    }
+    end_lending(r);
+}
+
+void *ftc__mgr_quorum_main(void *arg)
+{
+    ftc_manager *m = arg;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (!m->stop && m->phase != FTC__MGR_RUNNING) {
+            pthread_cond_wait(&m->cv, &m->mu);
+        }
+        if (m->stop) {
+            break;
+        }
+        round r;
+        memset(&r, 0, sizeof(r));
+        r.m = m;
+        r.k = m->round;
+        r.qo = m->qo;
+        r.arrival = m->arrival;
+        r.dl = m->round_dl;
+        memcpy(r.replica_id, m->replica_id, sizeof(r.replica_id));
+        ftc_mgr_outcome out;
+        memset(&out, 0, sizeof(out));
+        r.out = &out;
+        int64_t t0 = m->round_start_ns;
+        pthread_mutex_unlock(&m->mu);
+        ftc__quorum_init(&r.q);
+        run_round(&r);
+        ftc__free(r.up);
+        ftc__quorum_result_fini(&r.res);
+        ftc__quorum_fini(&r.q);
+        out.ms = (double)(ftc__now_ns() - t0) / 1e6;
+        pthread_mutex_lock(&m->mu);
+        m->out = out;
+        m->phase = FTC__MGR_DONE;
+        m->first_round_done = m->first_round_done || out.rc == 0;
+        pthread_cond_broadcast(&m->cv);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}

@@ -1,0 +1,117 @@
+/* The manager's registered state: buffers borrowed or behind save/load
+ * callbacks, where a healed state lands, and how a staged one is applied
+ * on the training thread. */
+#include <string.h>
+
+#include "ft/manager/manager.h"
+
+/* Registers b reached through data, or through cb when it is not NULL. */
+static int add(ftc_manager *m, const char *name, int dtype,
+               const int64_t *shape, int ndim, void *data,
+               const ftc_manager_state_cb *cb)
+{
+    ftc__clearerr();
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "manager register: not a manager");
+    }
+    size_t elem = ftc_dtype_size(dtype);
+    if (elem == 0) {
+        return ftc__seterr(FTC_EINVAL, "manager register: unknown dtype %d",
+                           dtype);
+    }
+    ftc_heal_buf b;
+    int rc = ftc__heal_buf_set(&b, name, dtype, shape, ndim, elem);
+    if (rc != 0) {
+        return rc;
+    }
+    pthread_mutex_lock(&m->mu);
+    if (m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) {
+        rc = ftc__seterr(FTC_EMISUSE, "manager register: a quorum round is "
+                                      "in flight");
+    } else if (cb != NULL) {
+        rc = ftc__heal_state_add_cb(&m->state, &b, cb);
+    } else {
+        rc = ftc__heal_state_add(&m->state, &b, data);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int ftc_manager_register(ftc_manager *m, const char *name, int dtype,
+                         const int64_t *shape, int ndim, void *data)
+{
+    return add(m, name, dtype, shape, ndim, data, NULL);
+}
+
+int ftc_manager_register_cb(ftc_manager *m, const char *name, int dtype,
+                            const int64_t *shape, int ndim,
+                            const ftc_manager_state_cb *cb)
+{
+    if (cb == NULL) {
+        ftc__clearerr();
+        return ftc__seterr(FTC_EINVAL, "manager register: callbacks NULL");
+    }
+    return add(m, name, dtype, shape, ndim, NULL, cb);
+}
+
+/* Whether buffer i is received straight into its memory. */
+static bool in_place(const ftc_manager *m, bool heal_in_place, size_t i)
+{
+    return heal_in_place && !ftc__heal_state_is_cb(&m->state, i);
+}
+
+int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
+                               bool *staged)
+{
+    uint64_t need = 0;
+    for (size_t i = 0; i < m->state.n; i++) {
+        need += in_place(m, heal_in_place, i) ? 0 : m->state.bufs[i].nbytes;
+    }
+    ftc__free(m->staging);
+    m->staging = NULL;
+    if (need > 0) {
+        m->staging = ftc__malloc(need);
+        if (m->staging == NULL) {
+            return ftc__seterr(FTC_ENOMEM, "healing staging of %llu B",
+                               (unsigned long long)need);
+        }
+    }
+    uint64_t off = 0;
+    for (size_t i = 0; i < m->state.n; i++) {
+        if (in_place(m, heal_in_place, i)) {
+            dest[i] = m->state.data[i];
+        } else {
+            dest[i] = m->staging + off;
+            off += m->state.bufs[i].nbytes;
+        }
+    }
+    *staged = need > 0;
+    return 0;
+}
+
+int ftc__mgr_heal_apply(ftc_manager *m, bool heal_in_place)
+{
+    uint64_t off = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < m->state.n; i++) {
+        size_t len = (size_t)m->state.bufs[i].nbytes;
+        const uint8_t *src = m->staging + off;
+        if (in_place(m, heal_in_place, i) || len == 0) {
+            continue;
+        }
+        off += len;
+        if (!ftc__heal_state_is_cb(&m->state, i)) {
+            memcpy(m->state.data[i], src, len);
+            continue;
+        }
+        int cb = m->state.cb[i].load(m->state.cb[i].user, src, len);
+        if (cb != 0) {
+            rc = ftc__seterr(FTC_ECANCELED,
+                             "load callback of buffer %s returned %d",
+                             m->state.bufs[i].name, cb);
+        }
+    }
+    ftc__free(m->staging);
+    m->staging = NULL;
+    return rc;
+}

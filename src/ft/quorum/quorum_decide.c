@@ -1,0 +1,297 @@
+/* torchft's lighthouse decision (quorum_compute) and what forming a quorum
+ * does to the state (_quorum_tick): the quorum id rule and re-queueing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base_int.h"
+#include "ft/quorum/quorum_int.h"
+
+static int64_t min_ms(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Collects the healthy participants (their heartbeat is younger than the
+ * timeout) into idx, in replica_id order, and counts healthy replicas. Both
+ * tables are sorted, so one merge pass matches them. Also finds when the
+ * first healthy heartbeat expires and the earliest healthy join. */
+static void find_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
+                         int64_t now, uint32_t *idx, ftc_quorum_decision *d,
+                         int64_t *first_joined)
+{
+    size_t p = 0;
+    *first_joined = INT64_MAX;
+    for (size_t h = 0; h < s->n_heartbeats; h++) {
+        const ftc_quorum_heartbeat *hb = &s->heartbeats[h];
+        if (ftc__quorum_elapsed_ms(now, hb->last_ms) >=
+            o->heartbeat_timeout_ms) {
+            continue;
+        }
+        d->healthy_replicas++;
+        d->next_ms =
+            min_ms(d->next_ms,
+                   ftc__quorum_add_ms(hb->last_ms, o->heartbeat_timeout_ms));
+        while (p < s->n_participants &&
+               strcmp(s->participants[p].member.replica_id, hb->replica_id) <
+                   0) {
+            p++;
+        }
+        if (p < s->n_participants &&
+            strcmp(s->participants[p].member.replica_id, hb->replica_id) == 0) {
+            const ftc_quorum_participant *part = &s->participants[p];
+            idx[d->healthy_participants++] = (uint32_t)p;
+            d->shrink_only = d->shrink_only || part->member.shrink_only;
+            *first_joined = min_ms(*first_joined, part->joined_ms);
+        }
+    }
+}
+
+/* torchft's fast quorum: every member of the previous quorum is a healthy
+ * participant again. Both lists are sorted by replica_id. */
+static bool is_fast(const ftc_quorum_state *s, const uint32_t *idx, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < s->prev.n; i++) {
+        const char *id = s->prev.members[i].replica_id;
+        while (j < n &&
+               strcmp(s->participants[idx[j]].member.replica_id, id) < 0) {
+            j++;
+        }
+        if (j == n ||
+            strcmp(s->participants[idx[j]].member.replica_id, id) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* shrink_only: only members of the previous quorum may stay. */
+static size_t keep_previous_members(const ftc_quorum_state *s, uint32_t *idx,
+                                    size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ftc__quorum_find(&s->prev,
+                             s->participants[idx[i]].member.replica_id) >= 0) {
+            idx[kept++] = idx[i];
+        }
+    }
+    return kept;
+}
+
+/* Sets the verdict and torchft's reason text, which ends with the metadata
+ * "[hp/p participants healthy][hr heartbeating][shrink_only=b]". */
+static void say(ftc_quorum_decision *d, ftc_quorum_verdict v, size_t counted,
+                uint64_t min_replicas)
+{
+    char meta[128];
+    snprintf(meta, sizeof(meta),
+             "[%zu/%zu participants healthy][%zu heartbeating]"
+             "[shrink_only=%s]",
+             d->healthy_participants, d->participants, d->healthy_replicas,
+             d->shrink_only ? "true" : "false");
+    d->verdict = v;
+    d->met = v == FTC__QUORUM_FAST || v == FTC__QUORUM_VALID;
+    char *r = d->reason;
+    size_t cap = sizeof(d->reason);
+    switch (v) {
+    case FTC__QUORUM_FAST:
+        snprintf(r, cap, "Fast quorum found! %s", meta);
+        break;
+    case FTC__QUORUM_NEED_MIN:
+        snprintf(r, cap,
+                 "New quorum not ready, only have %zu participants, need "
+                 "min_replicas %llu %s",
+                 counted, (unsigned long long)min_replicas, meta);
+        break;
+    case FTC__QUORUM_NEED_HALF:
+        snprintf(r, cap,
+                 "New quorum not ready, only have %zu participants, need at "
+                 "least half of %zu healthy workers %s",
+                 counted, d->healthy_replicas, meta);
+        break;
+    case FTC__QUORUM_WAIT_STRAGGLER:
+        snprintf(r, cap,
+                 "Valid quorum with %zu participants, waiting for %zu "
+                 "healthy but not participating stragglers due to join "
+                 "timeout %s",
+                 d->healthy_participants,
+                 d->healthy_replicas - d->healthy_participants, meta);
+        break;
+    case FTC__QUORUM_VALID:
+        snprintf(r, cap, "Valid quorum found %s", meta);
+        break;
+    case FTC__QUORUM_NONE_LEFT:
+        snprintf(r, cap,
+                 "New quorum not ready, shrink_only leaves no member of the "
+                 "previous quorum %s",
+                 meta);
+        break;
+    }
+}
+
+/* The rules in torchft's order, on the healthy participants in idx. */
+static void decide(int64_t now, const ftc_quorum_state *s,
+                   const ftc_quorum_opts *o, ftc_quorum_decision *d,
+                   int64_t first_joined)
+{
+    size_t hp = d->healthy_participants;
+    size_t hr = d->healthy_replicas;
+    if (s->has_prev) {
+        bool fast = is_fast(s, d->member_idx, hp);
+        if (d->shrink_only) {
+            d->n_members = keep_previous_members(s, d->member_idx, hp);
+        }
+        if (fast) {
+            say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
+            return;
+        }
+    }
+    /* torchft counts every healthy participant even when shrink_only will
+     * return fewer; strict_shrink_only counts what is returned. */
+    size_t counted = o->strict_shrink_only ? d->n_members : hp;
+    if (counted < o->min_replicas) {
+        say(d, FTC__QUORUM_NEED_MIN, counted, o->min_replicas);
+        return;
+    }
+    /* Split-brain guard: more than half of the live replicas. */
+    if (counted <= hr / 2) {
+        say(d, FTC__QUORUM_NEED_HALF, counted, o->min_replicas);
+        return;
+    }
+    if (hp != hr &&
+        ftc__quorum_elapsed_ms(now, first_joined) < o->join_timeout_ms) {
+        d->next_ms = min_ms(
+            d->next_ms, ftc__quorum_add_ms(first_joined, o->join_timeout_ms));
+        say(d, FTC__QUORUM_WAIT_STRAGGLER, hp, o->min_replicas);
+        return;
+    }
+    /* torchft would return an empty quorum here, after which any single
+     * joiner forms a "fast" quorum alone; ftc waits instead. */
+    say(d, d->n_members == 0 ? FTC__QUORUM_NONE_LEFT : FTC__QUORUM_VALID, hp,
+        o->min_replicas);
+}
+
+int ftc__quorum_compute(int64_t now_ms, const ftc_quorum_state *s,
+                        const ftc_quorum_opts *o, ftc_quorum_decision *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->next_ms = INT64_MAX;
+    out->participants = s->n_participants;
+    if (s->n_participants > 0) {
+        out->member_idx =
+            ftc__malloc(s->n_participants * sizeof(*out->member_idx));
+        if (out->member_idx == NULL) {
+            return ftc__seterr(FTC_ENOMEM, "quorum compute: %zu participants",
+                               s->n_participants);
+        }
+    }
+    int64_t first_joined;
+    find_healthy(s, o, now_ms, out->member_idx, out, &first_joined);
+    out->n_members = out->healthy_participants;
+    decide(now_ms, s, o, out, first_joined);
+    if (!out->met) {
+        ftc__free(out->member_idx);
+        out->member_idx = NULL;
+        out->n_members = 0;
+    }
+    return 0;
+}
+
+void ftc__quorum_decision_fini(ftc_quorum_decision *d)
+{
+    ftc__free(d->member_idx);
+    d->member_idx = NULL;
+    d->n_members = 0;
+}
+
+/* torchft's quorum_id rule for a quorum about to replace s->prev. */
+static ftc_quorum_id_change id_change(const ftc_quorum_state *s,
+                                      const ftc_quorum *q)
+{
+    if (!s->has_prev) {
+        return FTC__QUORUM_ID_FIRST;
+    }
+    if (ftc__quorum_members_changed(q->members, q->n, s->prev.members,
+                                    s->prev.n)) {
+        return FTC__QUORUM_ID_MEMBERSHIP;
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        if (q->members[i].commit_failures > 0) {
+            return FTC__QUORUM_ID_COMMIT_FAILURES;
+        }
+    }
+    return FTC__QUORUM_ID_KEPT;
+}
+
+/* The next id: the counter grows; if it would wrap, the epoch moves on so
+ * that no id of this state repeats. */
+static void bump_id(ftc_quorum_state *s)
+{
+    if (s->counter == UINT32_MAX) {
+        s->epoch = s->epoch % FTC__QUORUM_EPOCH_MAX + 1;
+        s->counter = 1;
+        return;
+    }
+    s->counter++;
+}
+
+/* Moves the chosen participants into q (already sized) and keeps the rest,
+ * re-queued at now. d->member_idx is ascending. */
+static void take_members(ftc_quorum_state *s, const ftc_quorum_decision *d,
+                         ftc_quorum *q, int64_t now)
+{
+    size_t next = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n_participants; i++) {
+        if (next < d->n_members && d->member_idx[next] == i) {
+            q->members[next++] = s->participants[i].member;
+            continue;
+        }
+        s->participants[kept] = s->participants[i];
+        s->participants[kept].joined_ms = now;
+        kept++;
+    }
+    q->n = next;
+    s->n_participants = kept;
+}
+
+int ftc__quorum_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
+                     int64_t now_ms, int64_t wall_ms, ftc_quorum_tick *out)
+{
+    memset(out, 0, sizeof(*out));
+    ftc_quorum_decision d;
+    int rc = ftc__quorum_compute(now_ms, s, o, &d);
+    if (rc != 0) {
+        return rc;
+    }
+    out->verdict = d.verdict;
+    out->next_ms = d.next_ms;
+    memcpy(out->reason, d.reason, sizeof(out->reason));
+    if (!d.met) {
+        ftc__quorum_decision_fini(&d);
+        return 0;
+    }
+    ftc_quorum q;
+    ftc__quorum_init(&q);
+    q.members = ftc__calloc(d.n_members, sizeof(*q.members));
+    if (q.members == NULL) {
+        ftc__quorum_decision_fini(&d);
+        return ftc__seterr(FTC_ENOMEM, "quorum tick: %zu members", d.n_members);
+    }
+    take_members(s, &d, &q, now_ms);
+    ftc__quorum_decision_fini(&d);
+    out->met = true;
+    out->change = id_change(s, &q);
+    if (out->change != FTC__QUORUM_ID_KEPT) {
+        bump_id(s);
+    }
+    q.quorum_id = ftc__quorum_state_id(s);
+    q.created_wall_ms = wall_ms;
+    ftc__quorum_fini(&s->prev);
+    s->prev = q;
+    s->has_prev = true;
+    /* The participants left out may form the next quorum at once. */
+    out->next_ms = now_ms;
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* Helpers shared by the quorum core's files: saturating time arithmetic and
+ * binary search over the tables it keeps sorted by replica_id. */
+#ifndef FTC_FT_QUORUM_INT_H
+#define FTC_FT_QUORUM_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ft/quorum/quorum.h"
+
+/* now - then, 0 when then is later (torchft's saturating duration_since),
+ * INT64_MAX when the difference does not fit. */
+int64_t ftc__quorum_elapsed_ms(int64_t now, int64_t then);
+/* a + b saturated to INT64_MAX (b >= 0). */
+int64_t ftc__quorum_add_ms(int64_t a, int64_t b);
+
+/* The first index in a sorted array of n elements, stride bytes each, whose
+ * replica_id (the first field of every element type here) is not below id;
+ * *found says whether it equals id. */
+size_t ftc__quorum_lower_bound(const void *base, size_t n, size_t stride,
+                               const char *id, bool *found);
+
+/* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
+ * else FTC_EINVAL naming what (the text says "<what> ..."). */
+int ftc__quorum_check_id(const char *id, const char *what);
+
+#endif

@@ -1,0 +1,294 @@
+/* A job's lighthouse state: heartbeats and participants in tables sorted by
+ * replica_id, bounded by the options, plus the epoch of its quorum ids. */
+#include <string.h>
+
+#include "base/base_int.h"
+#include "ft/quorum/quorum_int.h"
+
+void ftc__quorum_opts_init(ftc_quorum_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->min_replicas = 1;
+    o->join_timeout_ms = 60000;
+    o->heartbeat_timeout_ms = 5000;
+    o->max_replicas = 4096;
+    o->max_data_bytes = 65536;
+    o->strict_shrink_only = false;
+}
+
+int ftc__quorum_opts_check(const ftc_quorum_opts *o)
+{
+    if (o->join_timeout_ms < 0 || o->heartbeat_timeout_ms < 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "quorum opts: join_timeout_ms %lld and "
+                           "heartbeat_timeout_ms %lld must be >= 0",
+                           (long long)o->join_timeout_ms,
+                           (long long)o->heartbeat_timeout_ms);
+    }
+    if (o->max_replicas == 0 ||
+        o->max_replicas > FTC__QUORUM_MAX_REPLICAS_CEIL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "quorum opts: max_replicas %u not in [1, %u]",
+                           o->max_replicas, FTC__QUORUM_MAX_REPLICAS_CEIL);
+    }
+    if (o->max_data_bytes > FTC__QUORUM_MAX_DATA_CEIL) {
+        return ftc__seterr(FTC_EINVAL, "quorum opts: max_data_bytes %u > %u",
+                           o->max_data_bytes, FTC__QUORUM_MAX_DATA_CEIL);
+    }
+    return 0;
+}
+
+int ftc__quorum_state_init(ftc_quorum_state *s, uint32_t epoch)
+{
+    if (epoch > FTC__QUORUM_EPOCH_MAX) {
+        return ftc__seterr(FTC_EINVAL, "quorum epoch %u > %u", epoch,
+                           FTC__QUORUM_EPOCH_MAX);
+    }
+    memset(s, 0, sizeof(*s));
+    ftc__quorum_init(&s->prev);
+    s->epoch = epoch;
+    return 0;
+}
+
+void ftc__quorum_state_fini(ftc_quorum_state *s)
+{
+    for (size_t i = 0; i < s->n_participants; i++) {
+        ftc__quorum_member_fini(&s->participants[i].member);
+    }
+    ftc__free(s->participants);
+    ftc__free(s->heartbeats);
+    ftc__quorum_fini(&s->prev);
+    memset(s, 0, sizeof(*s));
+}
+
+uint32_t ftc__quorum_epoch_from_random(uint64_t random_bits)
+{
+    return (uint32_t)(random_bits % FTC__QUORUM_EPOCH_MAX) + 1;
+}
+
+int64_t ftc__quorum_state_id(const ftc_quorum_state *s)
+{
+    return (int64_t)(((uint64_t)s->epoch << 32) | s->counter);
+}
+
+uint32_t ftc__quorum_id_epoch(int64_t quorum_id)
+{
+    return (uint32_t)((uint64_t)quorum_id >> 32);
+}
+
+uint32_t ftc__quorum_id_counter(int64_t quorum_id)
+{
+    return (uint32_t)((uint64_t)quorum_id & 0xffffffffu);
+}
+
+/* Makes room for one more element in a table, doubling its capacity. */
+static int reserve_one(void **table, size_t *cap, size_t n, size_t elem,
+                       const char *what)
+{
+    if (n < *cap) {
+        return 0;
+    }
+    size_t want = *cap == 0 ? 16 : *cap * 2;
+    void *p = ftc__realloc(*table, want * elem);
+    if (p == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "quorum state: %zu %s", want, what);
+    }
+    *table = p;
+    *cap = want;
+    return 0;
+}
+
+size_t ftc__quorum_prune_heartbeats(ftc_quorum_state *s, int64_t now_ms,
+                                    int64_t older_than_ms)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n_heartbeats; i++) {
+        if (ftc__quorum_elapsed_ms(now_ms, s->heartbeats[i].last_ms) <
+            older_than_ms) {
+            s->heartbeats[kept++] = s->heartbeats[i];
+        }
+    }
+    size_t dropped = s->n_heartbeats - kept;
+    s->n_heartbeats = kept;
+    return dropped;
+}
+
+int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
+                          const char *replica_id, int64_t now_ms)
+{
+    int rc = ftc__quorum_check_id(replica_id, "heartbeat");
+    if (rc != 0) {
+        return rc;
+    }
+    bool found;
+    size_t i =
+        ftc__quorum_lower_bound(s->heartbeats, s->n_heartbeats,
+                                sizeof(*s->heartbeats), replica_id, &found);
+    if (found) {
+        s->heartbeats[i].last_ms = now_ms;
+        return 0;
+    }
+    if (s->n_heartbeats >= o->max_replicas) {
+        /* Expired entries decide nothing, so dropping them is invisible;
+         * the table is at capacity, so no allocation follows. */
+        ftc__quorum_prune_heartbeats(s, now_ms, o->heartbeat_timeout_ms);
+        if (s->n_heartbeats >= o->max_replicas) {
+            return ftc__seterr(FTC_EMSGSIZE,
+                               "heartbeat of %s: %u live replicas already",
+                               replica_id, o->max_replicas);
+        }
+        i = ftc__quorum_lower_bound(s->heartbeats, s->n_heartbeats,
+                                    sizeof(*s->heartbeats), replica_id, &found);
+    }
+    rc = reserve_one((void **)&s->heartbeats, &s->cap_heartbeats,
+                     s->n_heartbeats, sizeof(*s->heartbeats), "heartbeats");
+    if (rc != 0) {
+        return rc;
+    }
+    memmove(&s->heartbeats[i + 1], &s->heartbeats[i],
+            (s->n_heartbeats - i) * sizeof(*s->heartbeats));
+    ftc_quorum_heartbeat *h = &s->heartbeats[i];
+    memset(h->replica_id, 0, sizeof(h->replica_id));
+    memcpy(h->replica_id, replica_id, strlen(replica_id) + 1);
+    h->last_ms = now_ms;
+    s->n_heartbeats++;
+    return 0;
+}
+
+/* Every field of a member received from outside, before anything is kept. */
+static int check_member(const ftc_quorum_opts *o, const ftc_quorum_member *m)
+{
+    int rc = ftc__quorum_check_id(m->replica_id, "join");
+    if (rc != 0) {
+        return rc;
+    }
+    if (memchr(m->address, '\0', sizeof(m->address)) == NULL ||
+        memchr(m->store_address, '\0', sizeof(m->store_address)) == NULL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "join of %s: address or store_address is not a "
+                           "string",
+                           m->replica_id);
+    }
+    if (m->step < 0 || m->commit_failures < 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "join of %s: step %lld and commit_failures %lld "
+                           "must be >= 0",
+                           m->replica_id, (long long)m->step,
+                           (long long)m->commit_failures);
+    }
+    if (m->data_len > 0 && m->data == NULL) {
+        return ftc__seterr(FTC_EINVAL, "join of %s: %zu B of data at NULL",
+                           m->replica_id, m->data_len);
+    }
+    if (m->data_len > o->max_data_bytes) {
+        return ftc__seterr(FTC_EMSGSIZE, "join of %s: data %zu B > max %u B",
+                           m->replica_id, m->data_len, o->max_data_bytes);
+    }
+    return 0;
+}
+
+int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
+                     const ftc_quorum_member *m, int64_t now_ms)
+{
+    int rc = check_member(o, m);
+    if (rc != 0) {
+        return rc;
+    }
+    bool found;
+    size_t i = ftc__quorum_lower_bound(s->participants, s->n_participants,
+                                       sizeof(*s->participants), m->replica_id,
+                                       &found);
+    if (!found && s->n_participants >= o->max_replicas) {
+        return ftc__seterr(FTC_EMSGSIZE, "join of %s: %u participants already",
+                           m->replica_id, o->max_replicas);
+    }
+    ftc_quorum_member copy;
+    rc = ftc__quorum_member_copy(&copy, m);
+    if (rc == 0 && !found) {
+        rc = reserve_one((void **)&s->participants, &s->cap_participants,
+                         s->n_participants, sizeof(*s->participants),
+                         "participants");
+    }
+    /* The implicit heartbeat is the last step that can fail; a grown
+     * capacity is all an earlier failure leaves behind. */
+    if (rc == 0) {
+        rc = ftc__quorum_heartbeat(s, o, m->replica_id, now_ms);
+    }
+    if (rc != 0) {
+        ftc__quorum_member_fini(&copy);
+        return rc;
+    }
+    if (found) {
+        ftc__quorum_member_fini(&s->participants[i].member);
+    } else {
+        memmove(&s->participants[i + 1], &s->participants[i],
+                (s->n_participants - i) * sizeof(*s->participants));
+        s->n_participants++;
+    }
+    s->participants[i].member = copy;
+    s->participants[i].joined_ms = now_ms;
+    return 0;
+}
+
+/* Where replica_id is in a table, if it is; NULL ids are in none. */
+static bool find_in(const void *table, size_t n, size_t stride,
+                    const char *replica_id, size_t *at)
+{
+    bool found = false;
+    if (replica_id != NULL) {
+        *at = ftc__quorum_lower_bound(table, n, stride, replica_id, &found);
+    }
+    return found;
+}
+
+static void remove_participant(ftc_quorum_state *s, size_t i)
+{
+    ftc__quorum_member_fini(&s->participants[i].member);
+    memmove(&s->participants[i], &s->participants[i + 1],
+            (s->n_participants - i - 1) * sizeof(*s->participants));
+    s->n_participants--;
+}
+
+int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id)
+{
+    size_t i;
+    if (!find_in(s->participants, s->n_participants, sizeof(*s->participants),
+                 replica_id, &i)) {
+        return ftc__seterr(FTC_ENOENT, "leave: %s is not a participant",
+                           replica_id == NULL ? "(null)" : replica_id);
+    }
+    remove_participant(s, i);
+    return 0;
+}
+
+int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id)
+{
+    size_t p, h;
+    bool was_participant = find_in(s->participants, s->n_participants,
+                                   sizeof(*s->participants), replica_id, &p);
+    bool had_heartbeat = find_in(s->heartbeats, s->n_heartbeats,
+                                 sizeof(*s->heartbeats), replica_id, &h);
+    if (!was_participant && !had_heartbeat) {
+        return ftc__seterr(FTC_ENOENT, "forget: %s is not known",
+                           replica_id == NULL ? "(null)" : replica_id);
+    }
+    if (was_participant) {
+        remove_participant(s, p);
+    }
+    if (had_heartbeat) {
+        memmove(&s->heartbeats[h], &s->heartbeats[h + 1],
+                (s->n_heartbeats - h - 1) * sizeof(*s->heartbeats));
+        s->n_heartbeats--;
+    }
+    return 0;
+}
+
+bool ftc__quorum_is_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
+                            const char *replica_id, int64_t now_ms)
+{
+    size_t i;
+    return find_in(s->heartbeats, s->n_heartbeats, sizeof(*s->heartbeats),
+                   replica_id, &i) &&
+           ftc__quorum_elapsed_ms(now_ms, s->heartbeats[i].last_ms) <
+               o->heartbeat_timeout_ms;
+}

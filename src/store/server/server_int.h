@@ -1,0 +1,133 @@
+/* Internals of the store server shared by its files: the server (one libuv
+ * loop on one thread), its connections, and their output queues.
+ * server.c: lifecycle, accept, per-iteration work; conn.c: reading,
+ * decoding, parking; dispatch.c: one request -> state + reply; out.c:
+ * batched, zero-copy replies. */
+#ifndef FTC_STORE_SERVER_INT_H
+#define FTC_STORE_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/base_int.h"
+#include "ftc/store.h"
+#include "store/server/kv.h"
+#include "store/server/list.h"
+#include "store/wire.h"
+
+/* One piece of queued output: bytes of the batch's buffer at off, or a
+ * shared value (ref) sent straight from the store's memory. */
+typedef struct store_seg {
+    size_t off;
+    size_t len;
+    ftc_kv_value *ref;
+} store_seg;
+
+/* Replies queued on a connection: small ones copied together into bytes,
+ * large values referenced. */
+typedef struct store_batch {
+    ftc_buf bytes;
+    store_seg *segs;
+    size_t nsegs;
+    size_t cap_segs;
+    uint64_t total; /* bytes in the batch */
+} store_batch;
+
+typedef struct store_conn {
+    uv_tcp_t tcp;
+    struct ftc_store_server *srv;
+    ftc_kv_client kv;
+    ftc_list node;       /* in srv->conns */
+    ftc_list ready_node; /* in srv->ready: input to process */
+    ftc_list dirty_node; /* in srv->dirty: output to flush */
+    int dialect;         /* -1 until the first bytes tell */
+    ftc_wire_decoder dec;
+    ftc_buf in;  /* received bytes; head = the next request */
+    size_t need; /* bytes of the current request needed before decoding */
+    int read_to; /* where the last read went: READ_TO_* in conn.c */
+    /* A big SET's value, received straight into its final buffer while
+     * the request's head waits in `in`; sink_held is the room reserved
+     * for it in the store. */
+    ftc_kv_value *sink;
+    size_t sink_got;
+    uint64_t sink_held;
+    int parked; /* a WAIT/BARRIER holds this connection's later replies */
+    ftc_wire_decoder look; /* scans ahead for CANCEL_WAIT while parked */
+    size_t look_off;
+    int reading;
+    int closing;
+    store_batch pending;  /* queued, not yet handed to the kernel */
+    store_batch inflight; /* owned by the write request in progress */
+    uint64_t inflight_left;
+    int writing;
+    uv_write_t wreq;
+    char peer[64];
+} store_conn;
+
+struct ftc_store_server {
+    uint32_t magic;
+    ftc_store_server_opts opts;
+    char bind_host[FTC_HOST_MAX];
+    ftc_wire_limits limits;
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t stop_async;
+    uv_check_t check;
+    pthread_t thread;
+    int port;
+    ftc_kv *kv;
+    ftc_list conns;
+    ftc_list ready;
+    ftc_list dirty;
+    uint8_t *rbuf; /* shared read buffer for connections with no backlog */
+    uv_buf_t *iov; /* scratch for building writes */
+    size_t cap_iov;
+    ftc_store_server_stats live; /* loop thread only */
+    pthread_mutex_t stats_lock;
+    ftc_store_server_stats shared; /* published copy, under stats_lock */
+};
+
+/* Size of the shared read buffer, and of the input a parked connection may
+ * hold before the server stops reading from it. */
+#define FTC__STORE_RBUF 65536
+#define FTC__STORE_PARKED_INPUT 65536
+
+/* conn.c */
+store_conn *ftc__conn_new(struct ftc_store_server *srv);
+/* Starts reading an accepted connection. */
+void ftc__conn_start(store_conn *c);
+/* Decodes and serves the buffered input until it runs out or parks. */
+void ftc__conn_process(store_conn *c);
+/* Closes the connection: logs reason (if tag) at level, drops its waits,
+ * frees it once libuv has closed the handle. */
+void ftc__conn_close(store_conn *c, int level, const char *tag,
+                     const char *reason);
+/* Ends a parked WAIT/BARRIER/CONTROL_BARRIER with reply (STOP_WAITING:
+ * the op's whole answer; or WAIT_CANCELED) and queues the connection to
+ * serve its following input. */
+void ftc__conn_unpark(store_conn *c, uint8_t reply);
+
+/* dispatch.c: serves one complete request. */
+void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r);
+/* Serves a SET whose value was received in place; takes v's reference. */
+void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v);
+/* The answer of a WAIT, BARRIER or CONTROL_BARRIER that is done:
+ * STOP_WAITING, and for CONTROL_BARRIER the arrival number and the value
+ * of last_members (whose reference it releases). */
+void ftc__store_reply_done(store_conn *c);
+
+/* out.c */
+void ftc__out_u8(store_conn *c, uint8_t v);
+void ftc__out_u32(store_conn *c, uint32_t v);
+void ftc__out_i64(store_conn *c, int64_t v);
+void ftc__out_str(store_conn *c, const void *p, size_t n);
+/* A value as a string reply (v NULL: empty); big values are sent from the
+ * store's memory, not copied. */
+void ftc__out_value(store_conn *c, const ftc_kv_value *v);
+/* Hands queued output to the kernel (called once per loop iteration). */
+void ftc__out_flush(store_conn *c);
+void ftc__out_release(store_batch *b);
+void ftc__out_destroy(store_batch *b);
+
+#endif

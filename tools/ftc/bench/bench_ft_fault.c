@@ -1,0 +1,314 @@
+/* ftc bench ft, fault: --fault-groups replica groups of one rank, each a
+ * worker process ("ftc bench ft --worker") training as fast as it can
+ * with default settings (embedded lighthouse and stores here), report
+ * every commit on a pipe. One group is killed with SIGKILL (then
+ * restarted) or frozen with SIGSTOP (then continued): the recovery time
+ * is from the signal to the first step a survivor commits without it.
+ * Each trial waits until every group takes part again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/base_int.h"
+#include "bench/bench_ft.h"
+
+extern char **environ;
+
+#define WAIT_MS 120000
+#define STEADY_COMMITS 10 /* commits with every group before a fault */
+
+typedef struct proc {
+    pid_t pid;
+    int fd; /* its stdout */
+    char line[256];
+    size_t len;
+    int64_t full_commits; /* with every group, since the last reset */
+} proc;
+
+typedef struct run {
+    const bench_ft_opts *o;
+    bench_ft_job j;
+    int n;
+    proc *p;
+    /* Set by the line parser: the first commit without every group. */
+    int64_t after_ns, resumed_ns;
+} run;
+
+/* ------------------------------------------------------------- worker */
+
+int bench_ft_worker(int argc, char **argv)
+{
+    if (argc != 5) {
+        fprintf(stderr, "ftc bench ft --worker: %d arguments\n", argc);
+        return 2;
+    }
+    /* A worker never outlives the bench that started it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    size_t floats = (size_t)strtoull(argv[4], NULL, 10);
+    float *w = ftc__calloc(floats > 0 ? floats : 1, sizeof(float));
+    char id[32], prefix[48];
+    snprintf(id, sizeof(id), "group_%s", argv[3]);
+    snprintf(prefix, sizeof(prefix), "group_%s_%d", argv[3], (int)getpid());
+    ftc_manager_opts mo;
+    ftc_manager_opts_init(&mo);
+    mo.lighthouse = argv[1];
+    mo.store_addr = argv[2];
+    mo.replica_id = id;
+    mo.store_prefix = prefix;
+    ftc_manager *m = NULL;
+    int64_t shape[1] = {(int64_t)floats};
+    int rc = w != NULL ? ftc_manager_create(&m, &mo) : FTC_ENOMEM;
+    rc =
+        rc != 0 ? rc : ftc_manager_register(m, "w", FTC_DTYPE_F32, shape, 1, w);
+    if (rc != 0) {
+        fprintf(stderr, "bench ft worker %s: %s\n", id, ftc_last_error());
+        return 1;
+    }
+    for (;;) {
+        /* A failed round or step is the fault being measured: go on. */
+        ftc_tensor t = ftc_tensor_cpu(w, floats, FTC_DTYPE_F32);
+        ftc_manager_work *wk = NULL;
+        int commit = 0;
+        if (ftc_manager_start_quorum(m, NULL) != 0 ||
+            ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT) != 0 ||
+            ftc_manager_allreduce(m, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT,
+                                  &wk) != 0) {
+            continue;
+        }
+        ftc_manager_work_wait(wk, FTC_TIMEOUT_DEFAULT);
+        ftc_manager_work_release(wk);
+        ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT);
+        if (commit) {
+            printf("c %" PRId64 " %" PRId64 " %" PRId64 "\n", bench_ft_now_ns(),
+                   ftc_manager_current_step(m),
+                   ftc_manager_num_participants(m));
+        }
+    }
+}
+
+/* ------------------------------------------------------------- parent */
+
+static int spawn(run *r, int g)
+{
+    char sg[16], floats[32];
+    snprintf(sg, sizeof(sg), "%d", g);
+    snprintf(floats, sizeof(floats), "%zu", r->o->floats);
+    char *argv[] = {"ftc",      "bench",      "ft",
+                    "--worker", r->j.lh_addr, r->j.store_addr[g],
+                    sg,         floats,       NULL};
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    int rc =
+        posix_spawn(&r->p[g].pid, "/proc/self/exe", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    r->p[g].fd = fds[0];
+    r->p[g].len = 0;
+    r->p[g].full_commits = 0;
+    if (rc != 0) {
+        close(fds[0]);
+        r->p[g].fd = -1;
+        r->p[g].pid = 0;
+        fprintf(stderr, "bench ft fault: spawn: %s\n", strerror(rc));
+    }
+    return rc == 0 ? 0 : -1;
+}
+
+static void reap(run *r, int g)
+{
+    if (r->p[g].pid > 0) {
+        kill(r->p[g].pid, SIGKILL);
+        waitpid(r->p[g].pid, NULL, 0);
+    }
+    if (r->p[g].fd >= 0) {
+        close(r->p[g].fd);
+    }
+    r->p[g].pid = 0;
+    r->p[g].fd = -1;
+}
+
+/* One line of group g: "c <t_ns> <step> <participants>". */
+static void parse(run *r, int g, const char *line)
+{
+    long long t, step, parts;
+    if (sscanf(line, "c %lld %lld %lld", &t, &step, &parts) != 3) {
+        return;
+    }
+    if (parts == r->n) {
+        r->p[g].full_commits++;
+    } else if (r->after_ns > 0 && r->resumed_ns == 0 && t > r->after_ns) {
+        r->resumed_ns = t;
+    }
+}
+
+static void drain(run *r, int g)
+{
+    proc *p = &r->p[g];
+    ssize_t k = read(p->fd, p->line + p->len, sizeof(p->line) - 1 - p->len);
+    if (k <= 0) {
+        if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+            close(p->fd);
+            p->fd = -1;
+        }
+        return;
+    }
+    p->len += (size_t)k;
+    p->line[p->len] = '\0';
+    char *nl;
+    while ((nl = strchr(p->line, '\n')) != NULL) {
+        *nl = '\0';
+        parse(r, g, p->line);
+        size_t used = (size_t)(nl + 1 - p->line);
+        memmove(p->line, nl + 1, p->len - used + 1);
+        p->len -= used;
+    }
+    if (p->len == sizeof(p->line) - 1) {
+        p->len = 0; /* not a line of ours: dropped */
+    }
+}
+
+/* Reads the workers' lines until done(r) or the deadline. */
+static bool pump(run *r, bool (*done)(const run *r), int64_t ms)
+{
+    struct pollfd pf[64];
+    ftc_deadline dl = ftc__deadline_in_ms(ms);
+    while (!done(r)) {
+        if (ftc__deadline_expired(dl)) {
+            return false;
+        }
+        int n = 0;
+        for (int g = 0; g < r->n; g++) {
+            pf[g] = (struct pollfd){.fd = r->p[g].fd, .events = POLLIN};
+            n++;
+        }
+        if (poll(pf, (nfds_t)n, ftc__deadline_poll_ms(dl)) < 0 &&
+            errno != EINTR) {
+            return false;
+        }
+        for (int g = 0; g < n; g++) {
+            if (pf[g].fd >= 0 && pf[g].revents != 0) {
+                drain(r, g);
+            }
+        }
+    }
+    return true;
+}
+
+static bool steady(const run *r)
+{
+    for (int g = 0; g < r->n; g++) {
+        if (r->p[g].full_commits < STEADY_COMMITS) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool resumed(const run *r)
+{
+    return r->resumed_ns > 0;
+}
+
+static void reset(run *r)
+{
+    for (int g = 0; g < r->n; g++) {
+        r->p[g].full_commits = 0;
+    }
+    r->after_ns = r->resumed_ns = 0;
+}
+
+/* One fault: waits for every group, signals the victim, times the
+ * survivors' first commit without it, and brings the victim back. */
+static int trial(run *r, int sig, int victim, double *ms)
+{
+    reset(r);
+    if (!pump(r, steady, WAIT_MS)) {
+        fprintf(stderr, "bench ft fault: the groups never all took part\n");
+        return 1;
+    }
+    r->after_ns = bench_ft_now_ns();
+    kill(r->p[victim].pid, sig);
+    bool ok = pump(r, resumed, WAIT_MS);
+    *ms = (double)(r->resumed_ns - r->after_ns) / 1e6;
+    if (sig == SIGKILL) {
+        reap(r, victim);
+        ok = ok && spawn(r, victim) == 0;
+    } else {
+        kill(r->p[victim].pid, SIGCONT);
+    }
+    if (!ok) {
+        fprintf(stderr, "bench ft fault: no step without group %d\n", victim);
+    }
+    return !ok;
+}
+
+static void report(const run *r, const char *kind, double *v, int n)
+{
+    static bool header;
+    bench_ft_summary s = bench_ft_summarize(v, (size_t)n);
+    if (r->o->json) {
+        printf("{\"bench\":\"ft\",\"what\":\"fault\",\"fault\":\"%s\","
+               "\"groups\":%d,\"trials\":%d,\"p50_ms\":%.1f,"
+               "\"min_ms\":%.1f,\"max_ms\":%.1f}\n",
+               kind, r->n, n, s.p50, s.min, s.max);
+    } else {
+        if (!header) {
+            printf("%-7s %-8s %6s %6s %10s %10s %10s\n", "fault", "signal",
+                   "groups", "trials", "p50_ms", "min_ms", "max_ms");
+            header = true;
+        }
+        printf("%-7s %-8s %6d %6d %10.1f %10.1f %10.1f\n", "fault", kind, r->n,
+               n, s.p50, s.min, s.max);
+    }
+    fflush(stdout);
+}
+
+int bench_ft_fault(const bench_ft_opts *o)
+{
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.n = o->fault_groups < 64 ? o->fault_groups : 64;
+    if (bench_ft_job_start(&r.j, r.n, 0) != 0) {
+        return 1;
+    }
+    r.p = ftc__calloc((size_t)r.n, sizeof(*r.p));
+    double *times = ftc__calloc((size_t)o->trials, sizeof(double));
+    int failed = r.p == NULL || times == NULL;
+    for (int g = 0; !failed && g < r.n; g++) {
+        r.p[g].fd = -1;
+        failed = spawn(&r, g) != 0;
+    }
+    static const int sigs[] = {SIGKILL, SIGSTOP};
+    static const char *const names[] = {"kill-9", "sigstop"};
+    for (int k = 0; !failed && k < 2; k++) {
+        for (int t = 0; !failed && t < o->trials; t++) {
+            failed = trial(&r, sigs[k], 1 + t % (r.n - 1), &times[t]);
+        }
+        if (!failed) {
+            report(&r, names[k], times, o->trials);
+        }
+    }
+    for (int g = 0; r.p != NULL && g < r.n; g++) {
+        reap(&r, g);
+    }
+    ftc__free(r.p);
+    ftc__free(times);
+    bench_ft_job_stop(&r.j);
+    return failed;
+}

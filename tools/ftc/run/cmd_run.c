@@ -1,0 +1,162 @@
+/* `ftc run`: the launcher. Sets up what a job needs (the command, its run
+ * folder, a lighthouse, one store per replica group), runs the event loop
+ * (run_loop.c, policy in run_job.c) and prints the summary. */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base_int.h"
+#include "cmd.h"
+#include "run/run_lighthouse.h"
+#include "run/run_loop.h"
+#include "run/run_spawn.h"
+#include "run/run_summary.h"
+
+extern char **environ;
+
+/* FTC_RUN_DIR: the user's folder (created if missing, kept), or a fresh
+ * temporary one (removed at exit). Absolute, so ranks may chdir. */
+static int make_run_dir(const run_opts *o, char *dir, size_t cap,
+                        int *temporary)
+{
+    *temporary = o->run_dir == NULL;
+    if (o->run_dir != NULL) {
+        char real[PATH_MAX];
+        if ((mkdir(o->run_dir, 0777) != 0 && errno != EEXIST) ||
+            realpath(o->run_dir, real) == NULL) {
+            fprintf(stderr, "ftc run: --run-dir %s: %s\n", o->run_dir,
+                    strerror(errno));
+            return -1;
+        }
+        snprintf(dir, cap, "%s", real);
+        return 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/ftc-run-%s-XXXXXX",
+             tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", o->job);
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "ftc run: cannot create a run folder %s: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Two descriptors per rank plus the stores': lift the soft limit to the
+ * hard one, as big jobs need more than the usual 1024. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void print_plan(run_job *job, int embedded, const char *run_dir)
+{
+    const run_opts *o = job->opts;
+    run_out_note(&job->out, "job %s: %d replica groups x %d ranks of %s",
+                 o->job, o->replicas, o->ranks, job->launch.path);
+    if (embedded) {
+        run_out_note(&job->out, "lighthouse %s (dashboard http://%s/)",
+                     job->launch.lighthouse, job->launch.lighthouse);
+    } else {
+        run_out_note(&job->out, "lighthouse %s", job->launch.lighthouse);
+    }
+    run_out_note(&job->out, "run folder %s, seed %llu", run_dir,
+                 (unsigned long long)o->seed);
+    static const char *const modes[] = {"SIGKILL", "SIGSTOP",
+                                        "SIGKILL or SIGSTOP"};
+    if (o->kill_every_ms > 0) {
+        run_out_note(&job->out,
+                     "fault injection: %s a replica group every %.2f s, "
+                     "keeping %d healthy",
+                     modes[o->kill_mode], (double)o->kill_every_ms / 1000.0,
+                     o->min_replicas);
+    } else if (o->n_kill_steps > 0) {
+        run_out_note(&job->out,
+                     "fault injection: %s a replica group at %d committed "
+                     "steps (first %lld), keeping %d healthy",
+                     modes[o->kill_mode], o->n_kill_steps,
+                     (long long)o->kill_steps[0], o->min_replicas);
+    }
+}
+
+/* Everything after the options are known. Returns the exit code. */
+static int run(const run_opts *o, const char *path)
+{
+    char run_dir[PATH_MAX], lighthouse[300];
+    int temporary = 0;
+    if (make_run_dir(o, run_dir, sizeof(run_dir), &temporary) != 0) {
+        return 1;
+    }
+    raise_fd_limit();
+    sigset_t old_mask;
+    run_loop_block_signals(&old_mask); /* before the first thread */
+    run_lighthouse *lh = NULL;
+    run_job *job = ftc__calloc(1, sizeof(*job));
+    int code = 1;
+    if (job != NULL &&
+        run_lighthouse_start(&lh, o->lighthouse, o->job, o->min_replicas,
+                             lighthouse, sizeof(lighthouse)) == 0) {
+        run_launch l = {
+            .path = path,
+            .argv = o->command,
+            .environ = environ,
+            .job = o->job,
+            .lighthouse = lighthouse,
+            .run_dir = run_dir,
+            .user_env = o->env,
+            .n_user_env = o->n_env,
+        };
+        if (run_job_init(job, o, &l) == 0) {
+            print_plan(job, lh != NULL, run_dir);
+            if (run_loop(job) == 0) {
+                code = run_job_exit_code(job);
+                run_summary_print(job);
+                if (o->summary_json != NULL &&
+                    run_summary_write_json(job, o->summary_json) != 0) {
+                    code = code == 0 ? 1 : code;
+                }
+            }
+        }
+        run_job_free(job);
+    }
+    ftc__free(job);
+    run_lighthouse_stop(lh);
+    if (temporary) {
+        ftc_cmd_remove_tree(run_dir);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    return code;
+}
+
+int ftc_cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    int rc = run_opts_parse(&o, argc, argv);
+    if (o.help) {
+        run_usage(stdout);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "(ftc run --help lists the options)\n");
+        return rc;
+    }
+    char path[PATH_MAX];
+    int err = run_spawn_resolve(o.command[0], path, sizeof(path));
+    if (err != 0) {
+        fprintf(stderr, "ftc run: cannot run '%s': %s\n", o.command[0],
+                strerror(err));
+        return 127;
+    }
+    return run(&o, path);
+}

@@ -1,0 +1,136 @@
+/* Builds each rank's environment: the launcher contract of
+ * docs/operations.md ("Launcher contract") over the inherited one. */
+#include "run/run_env.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base_int.h"
+
+static const char *const contract[] = {
+    "FTC_JOB",           "FTC_LIGHTHOUSE",   "FTC_REPLICA_ID",
+    "FTC_REPLICA_INDEX", "FTC_NUM_REPLICAS", "FTC_GROUP_RANK",
+    "FTC_GROUP_SIZE",    "FTC_STORE_ADDR",   "FTC_STORE_PREFIX",
+    "FTC_INCARNATION",   "FTC_RUN_DIR",
+};
+#define NCONTRACT (sizeof(contract) / sizeof(contract[0]))
+
+int run_env_is_contract(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NCONTRACT; i++) {
+        if (strlen(contract[i]) == len && memcmp(contract[i], name, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void run_env_replica_id(int index, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "replica_%d", index);
+}
+
+void run_env_store_prefix(int index, int incarnation, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "replica_%d/%d", index, incarnation);
+}
+
+/* Length of the NAME part of "NAME=VALUE". */
+static size_t name_len(const char *kv)
+{
+    return strcspn(kv, "=");
+}
+
+static int named_in(const char *kv, const char *const *list, int n)
+{
+    size_t len = name_len(kv);
+    for (int i = 0; i < n; i++) {
+        if (name_len(list[i]) == len && memcmp(list[i], kv, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static char *join(const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *s = ftc__malloc(n);
+    if (s != NULL) {
+        snprintf(s, n, "%s=%s", name, value);
+    }
+    return s;
+}
+
+static char *join_int(const char *name, int value)
+{
+    char text[16];
+    snprintf(text, sizeof(text), "%d", value);
+    return join(name, text);
+}
+
+char **run_env_build(char *const base[], const run_env_rank *r,
+                     const char *const *user, int n_user)
+{
+    size_t nbase = 0;
+    while (base != NULL && base[nbase] != NULL) {
+        nbase++;
+    }
+    char **env =
+        ftc__calloc(nbase + NCONTRACT + (size_t)n_user + 1, sizeof(*env));
+    if (env == NULL) {
+        return NULL;
+    }
+    size_t n = 0;
+    int failed = 0;
+    for (size_t i = 0; i < nbase; i++) {
+        if (run_env_is_contract(base[i], name_len(base[i])) ||
+            named_in(base[i], user, n_user)) {
+            continue;
+        }
+        env[n] = ftc__strdup(base[i]);
+        failed |= env[n++] == NULL;
+    }
+    char id[32], prefix[48];
+    run_env_replica_id(r->replica_index, id, sizeof(id));
+    run_env_store_prefix(r->replica_index, r->incarnation, prefix,
+                         sizeof(prefix));
+    char *mine[NCONTRACT] = {
+        join("FTC_JOB", r->job),
+        join("FTC_LIGHTHOUSE", r->lighthouse),
+        join("FTC_REPLICA_ID", id),
+        join_int("FTC_REPLICA_INDEX", r->replica_index),
+        join_int("FTC_NUM_REPLICAS", r->num_replicas),
+        join_int("FTC_GROUP_RANK", r->group_rank),
+        join_int("FTC_GROUP_SIZE", r->group_size),
+        join("FTC_STORE_ADDR", r->store_addr),
+        join("FTC_STORE_PREFIX", prefix),
+        join_int("FTC_INCARNATION", r->incarnation),
+        join("FTC_RUN_DIR", r->run_dir),
+    };
+    for (size_t i = 0; i < NCONTRACT; i++) {
+        env[n] = mine[i];
+        failed |= env[n++] == NULL;
+    }
+    for (int i = 0; i < n_user; i++) {
+        env[n] = ftc__strdup(user[i]);
+        failed |= env[n++] == NULL;
+    }
+    if (failed) {
+        /* NULL holes stop run_env_free early; free by count instead. */
+        for (size_t i = 0; i < n; i++) {
+            ftc__free(env[i]);
+        }
+        ftc__free(env);
+        return NULL;
+    }
+    return env;
+}
+
+void run_env_free(char **env)
+{
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+        ftc__free(env[i]);
+    }
+    ftc__free(env);
+}
