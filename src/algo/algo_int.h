@@ -15,7 +15,7 @@
  * other timeout becomes one deadline shared by every comm call inside. */
 typedef struct ftc__algo_clock {
     int use_comm_default;
-    ftc_deadline deadline;
+    ftc__deadline deadline;
 } ftc__algo_clock;
 
 ftc__algo_clock ftc__algo_clock_start(int64_t timeout_ms);

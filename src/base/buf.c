@@ -7,13 +7,13 @@
 #include "base/bytes.h"
 #include "base/err.h"
 
-void ftc__buf_init(ftc_buf *b, size_t max)
+void ftc__buf_init(ftc__buf *b, size_t max)
 {
     memset(b, 0, sizeof(*b));
     b->max = max;
 }
 
-void ftc__buf_free(ftc_buf *b)
+void ftc__buf_free(ftc__buf *b)
 {
     ftc__free(b->data);
     size_t max = b->max;
@@ -21,13 +21,13 @@ void ftc__buf_free(ftc_buf *b)
     b->max = max;
 }
 
-void ftc__buf_reset(ftc_buf *b)
+void ftc__buf_reset(ftc__buf *b)
 {
     b->head = 0;
     b->len = 0;
 }
 
-int ftc__buf_reserve(ftc_buf *b, size_t extra)
+int ftc__buf_reserve(ftc__buf *b, size_t extra)
 {
     size_t live = b->len - b->head;
     if (extra > b->max || live > b->max - extra) {
@@ -62,7 +62,7 @@ int ftc__buf_reserve(ftc_buf *b, size_t extra)
     return 0;
 }
 
-int ftc__buf_append(ftc_buf *b, const void *p, size_t n)
+int ftc__buf_append(ftc__buf *b, const void *p, size_t n)
 {
     if (n == 0) {
         return 0;
@@ -76,26 +76,26 @@ int ftc__buf_append(ftc_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int ftc__buf_append_u8(ftc_buf *b, uint8_t v)
+int ftc__buf_append_u8(ftc__buf *b, uint8_t v)
 {
     return ftc__buf_append(b, &v, 1);
 }
 
-int ftc__buf_append_u32le(ftc_buf *b, uint32_t v)
+int ftc__buf_append_u32le(ftc__buf *b, uint32_t v)
 {
     uint8_t raw[4];
     ftc__put_u32le(raw, v);
     return ftc__buf_append(b, raw, sizeof(raw));
 }
 
-int ftc__buf_append_u64le(ftc_buf *b, uint64_t v)
+int ftc__buf_append_u64le(ftc__buf *b, uint64_t v)
 {
     uint8_t raw[8];
     ftc__put_u64le(raw, v);
     return ftc__buf_append(b, raw, sizeof(raw));
 }
 
-int ftc__buf_append_str(ftc_buf *b, const void *p, size_t n)
+int ftc__buf_append_str(ftc__buf *b, const void *p, size_t n)
 {
     int rc = ftc__buf_reserve(b, 8 + n);
     if (rc != 0) {
@@ -105,7 +105,7 @@ int ftc__buf_append_str(ftc_buf *b, const void *p, size_t n)
     return ftc__buf_append(b, p, n);
 }
 
-void ftc__buf_consume(ftc_buf *b, size_t n)
+void ftc__buf_consume(ftc__buf *b, size_t n)
 {
     size_t live = b->len - b->head;
     if (n >= live) {
@@ -116,7 +116,7 @@ void ftc__buf_consume(ftc_buf *b, size_t n)
     b->head += n;
 }
 
-uint8_t *ftc__buf_detach(ftc_buf *b, size_t *len)
+uint8_t *ftc__buf_detach(ftc__buf *b, size_t *len)
 {
     size_t live = b->len - b->head;
     if (b->head > 0) {

@@ -18,15 +18,15 @@ int64_t ftc__now_ms(void)
     return ftc__now_ns() / 1000000;
 }
 
-ftc_deadline ftc__deadline_in_ms(int64_t timeout_ms)
+ftc__deadline ftc__deadline_in_ms(int64_t timeout_ms)
 {
     if (timeout_ms < 0 || timeout_ms > INT64_MAX / 2000000) {
         return FTC_DEADLINE_NEVER;
     }
-    return (ftc_deadline){ftc__now_ns() + timeout_ms * 1000000};
+    return (ftc__deadline){ftc__now_ns() + timeout_ms * 1000000};
 }
 
-ftc_deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms)
+ftc__deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms)
 {
     if (timeout_ms == FTC_TIMEOUT_DEFAULT) {
         timeout_ms = default_ms;
@@ -34,17 +34,17 @@ ftc_deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms)
     return ftc__deadline_in_ms(timeout_ms);
 }
 
-bool ftc__deadline_is_never(ftc_deadline d)
+bool ftc__deadline_is_never(ftc__deadline d)
 {
     return d.ns == INT64_MAX;
 }
 
-bool ftc__deadline_expired(ftc_deadline d)
+bool ftc__deadline_expired(ftc__deadline d)
 {
     return !ftc__deadline_is_never(d) && ftc__now_ns() >= d.ns;
 }
 
-int64_t ftc__deadline_left_ms(ftc_deadline d)
+int64_t ftc__deadline_left_ms(ftc__deadline d)
 {
     if (ftc__deadline_is_never(d)) {
         return INT64_MAX;
@@ -56,7 +56,7 @@ int64_t ftc__deadline_left_ms(ftc_deadline d)
     return (left + 999999) / 1000000;
 }
 
-int ftc__deadline_poll_ms(ftc_deadline d)
+int ftc__deadline_poll_ms(ftc__deadline d)
 {
     int64_t left = ftc__deadline_left_ms(d);
     if (left == INT64_MAX) {
@@ -65,7 +65,7 @@ int ftc__deadline_poll_ms(ftc_deadline d)
     return left > INT_MAX ? INT_MAX : (int)left;
 }
 
-ftc_deadline ftc__deadline_min(ftc_deadline a, ftc_deadline b)
+ftc__deadline ftc__deadline_min(ftc__deadline a, ftc__deadline b)
 {
     return a.ns < b.ns ? a : b;
 }

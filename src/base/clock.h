@@ -10,23 +10,24 @@
 int64_t ftc__now_ns(void);
 int64_t ftc__now_ms(void);
 
-typedef struct ftc_deadline {
+typedef struct ftc__deadline {
     int64_t ns; /* absolute CLOCK_MONOTONIC time; INT64_MAX means never */
-} ftc_deadline;
+} ftc__deadline;
 
-#define FTC_DEADLINE_NEVER ((ftc_deadline){INT64_MAX})
+#define FTC_DEADLINE_NEVER ((ftc__deadline){INT64_MAX})
 
 /* A deadline timeout_ms from now; negative means never. */
-ftc_deadline ftc__deadline_in_ms(int64_t timeout_ms);
+ftc__deadline ftc__deadline_in_ms(int64_t timeout_ms);
 /* Resolves FTC_TIMEOUT_DEFAULT to default_ms and FTC_TIMEOUT_INFINITE (or
  * any other negative value) to never. */
-ftc_deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms);
-bool ftc__deadline_expired(ftc_deadline d);
-bool ftc__deadline_is_never(ftc_deadline d);
+ftc__deadline ftc__deadline_from_timeout(int64_t timeout_ms,
+                                         int64_t default_ms);
+bool ftc__deadline_expired(ftc__deadline d);
+bool ftc__deadline_is_never(ftc__deadline d);
 /* Milliseconds left, rounded up, at least 0; INT64_MAX if never. */
-int64_t ftc__deadline_left_ms(ftc_deadline d);
+int64_t ftc__deadline_left_ms(ftc__deadline d);
 /* The timeout argument for poll(2): -1 if never, else left_ms capped. */
-int ftc__deadline_poll_ms(ftc_deadline d);
-ftc_deadline ftc__deadline_min(ftc_deadline a, ftc_deadline b);
+int ftc__deadline_poll_ms(ftc__deadline d);
+ftc__deadline ftc__deadline_min(ftc__deadline a, ftc__deadline b);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "base/err.h"
 
-int ftc__event_open(ftc_event *e)
+int ftc__event_open(ftc__event *e)
 {
     e->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (e->fd < 0) {
@@ -18,7 +18,7 @@ int ftc__event_open(ftc_event *e)
     return 0;
 }
 
-void ftc__event_close(ftc_event *e)
+void ftc__event_close(ftc__event *e)
 {
     if (e->fd >= 0) {
         close(e->fd);
@@ -26,7 +26,7 @@ void ftc__event_close(ftc_event *e)
     }
 }
 
-void ftc__event_signal(ftc_event *e)
+void ftc__event_signal(ftc__event *e)
 {
     uint64_t one = 1;
     /* EAGAIN means the counter is already huge: the event is set anyway. */
@@ -34,14 +34,14 @@ void ftc__event_signal(ftc_event *e)
     (void)n;
 }
 
-void ftc__event_clear(ftc_event *e)
+void ftc__event_clear(ftc__event *e)
 {
     uint64_t v;
     ssize_t n = read(e->fd, &v, sizeof(v));
     (void)n;
 }
 
-bool ftc__event_is_set(const ftc_event *e)
+bool ftc__event_is_set(const ftc__event *e)
 {
     struct pollfd p = {.fd = e->fd, .events = POLLIN};
     return poll(&p, 1, 0) > 0;

@@ -6,15 +6,15 @@
 
 #include <stdbool.h>
 
-typedef struct ftc_event {
+typedef struct ftc__event {
     int fd;
-} ftc_event;
+} ftc__event;
 
-int ftc__event_open(ftc_event *e);
-void ftc__event_close(ftc_event *e);
+int ftc__event_open(ftc__event *e);
+void ftc__event_close(ftc__event *e);
 /* Makes the event readable until cleared; safe from any thread. */
-void ftc__event_signal(ftc_event *e);
-void ftc__event_clear(ftc_event *e);
-bool ftc__event_is_set(const ftc_event *e);
+void ftc__event_signal(ftc__event *e);
+void ftc__event_clear(ftc__event *e);
+bool ftc__event_is_set(const ftc__event *e);
 
 #endif

@@ -37,7 +37,7 @@ uint64_t ftc__splitmix64(uint64_t *seq)
     return z ^ (z >> 31);
 }
 
-void ftc__backoff_init(ftc_backoff *b, int64_t initial_ms, int64_t max_ms)
+void ftc__backoff_init(ftc__backoff *b, int64_t initial_ms, int64_t max_ms)
 {
     b->step_ms = initial_ms > 0 ? initial_ms : 1;
     b->max_ms = max_ms > b->step_ms ? max_ms : b->step_ms;
@@ -45,7 +45,7 @@ void ftc__backoff_init(ftc_backoff *b, int64_t initial_ms, int64_t max_ms)
     b->jitter = 0.5;
 }
 
-int64_t ftc__backoff_next_ms(ftc_backoff *b)
+int64_t ftc__backoff_next_ms(ftc__backoff *b)
 {
     double r = (double)(ftc__rand_u64() >> 11) / (double)(1ULL << 53);
     int64_t delay = (int64_t)((double)b->step_ms * (1.0 - b->jitter * r));

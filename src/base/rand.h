@@ -15,14 +15,14 @@ uint64_t ftc__splitmix64(uint64_t *seq);
 /* Exponential backoff with jitter: each delay is the current step scaled by
  * a random factor in [1 - jitter, 1], and the step grows by factor up to
  * max_ms. */
-typedef struct ftc_backoff {
+typedef struct ftc__backoff {
     int64_t step_ms;
     int64_t max_ms;
     double factor;
     double jitter;
-} ftc_backoff;
+} ftc__backoff;
 
-void ftc__backoff_init(ftc_backoff *b, int64_t initial_ms, int64_t max_ms);
-int64_t ftc__backoff_next_ms(ftc_backoff *b);
+void ftc__backoff_init(ftc__backoff *b, int64_t initial_ms, int64_t max_ms);
+int64_t ftc__backoff_next_ms(ftc__backoff *b);
 
 #endif

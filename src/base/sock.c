@@ -98,8 +98,8 @@ void ftc__sock_set_bufsizes(int fd, int sndbuf, int rcvbuf)
     }
 }
 
-int ftc__sock_wait(int fd, short events, ftc_deadline dl,
-                   const ftc_event *cancel)
+int ftc__sock_wait(int fd, short events, ftc__deadline dl,
+                   const ftc__event *cancel)
 {
     struct pollfd p[2] = {{.fd = fd, .events = events},
                           {.fd = cancel ? cancel->fd : -1, .events = POLLIN}};
@@ -123,7 +123,7 @@ int ftc__sock_wait(int fd, short events, ftc_deadline dl,
     }
 }
 
-int ftc__sleep_until(ftc_deadline dl, const ftc_event *cancel)
+int ftc__sleep_until(ftc__deadline dl, const ftc__event *cancel)
 {
     struct pollfd p = {.fd = cancel ? cancel->fd : -1, .events = POLLIN};
     while (!ftc__deadline_expired(dl)) {
@@ -138,8 +138,8 @@ int ftc__sleep_until(ftc_deadline dl, const ftc_event *cancel)
 /* One non-blocking connect attempt to one resolved address; returns 0 and
  * the fd, or an errno value (positive) for retryable failures, or a
  * negative ftc code for final ones. */
-static int connect_once(const struct addrinfo *ai, ftc_deadline dl,
-                        const ftc_event *cancel, int *fd_out)
+static int connect_once(const struct addrinfo *ai, ftc__deadline dl,
+                        const ftc__event *cancel, int *fd_out)
 {
     int fd =
         socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -181,13 +181,13 @@ static int retryable(int err)
            err == ECONNABORTED;
 }
 
-int ftc__sock_connect(const char *host, int port, ftc_deadline dl,
-                      const ftc_event *cancel, int *fd_out)
+int ftc__sock_connect(const char *host, int port, ftc__deadline dl,
+                      const ftc__event *cancel, int *fd_out)
 {
     char last[256] = "no attempt";
     char service[16];
     snprintf(service, sizeof(service), "%d", port);
-    ftc_backoff backoff;
+    ftc__backoff backoff;
     ftc__backoff_init(&backoff, 10, 1000);
     int64_t start = ftc__now_ms();
     int attempts = 0;
@@ -221,7 +221,7 @@ int ftc__sock_connect(const char *host, int port, ftc_deadline dl,
             }
             freeaddrinfo(res);
         }
-        ftc_deadline pause = ftc__deadline_min(
+        ftc__deadline pause = ftc__deadline_min(
             dl, ftc__deadline_in_ms(ftc__backoff_next_ms(&backoff)));
         if (ftc__deadline_expired(dl)) {
             break;
@@ -313,8 +313,8 @@ int ftc__sock_listen(const char *host, int port, int backlog, int *fd_out,
     return 0;
 }
 
-int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
-                        const ftc_event *cancel)
+int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc__deadline dl,
+                        const ftc__event *cancel)
 {
     while (iovcnt > 0) {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
@@ -346,15 +346,15 @@ int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
     return 0;
 }
 
-int ftc__sock_send_all(int fd, const void *p, size_t n, ftc_deadline dl,
-                       const ftc_event *cancel)
+int ftc__sock_send_all(int fd, const void *p, size_t n, ftc__deadline dl,
+                       const ftc__event *cancel)
 {
     struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
     return ftc__sock_sendv_all(fd, &iov, 1, dl, cancel);
 }
 
-int ftc__sock_recv_all(int fd, void *p, size_t n, ftc_deadline dl,
-                       const ftc_event *cancel)
+int ftc__sock_recv_all(int fd, void *p, size_t n, ftc__deadline dl,
+                       const ftc__event *cancel)
 {
     size_t got = 0;
     while (got < n) {

@@ -17,8 +17,8 @@
  * deadline. The socket comes back non-blocking, close-on-exec, with
  * TCP_NODELAY. cancel may be NULL. Errors: FTC_ETIMEDOUT (message has the
  * last failure), FTC_ECANCELED, FTC_ESYS. */
-int ftc__sock_connect(const char *host, int port, ftc_deadline dl,
-                      const ftc_event *cancel, int *fd_out);
+int ftc__sock_connect(const char *host, int port, ftc__deadline dl,
+                      const ftc__event *cancel, int *fd_out);
 
 /* Listens on host:port (host NULL or "" = every interface, dual-stack IPv6
  * falling back to IPv4; port 0 = ephemeral). Returns the non-blocking fd and
@@ -45,26 +45,26 @@ void ftc__sock_set_bufsizes(int fd, int sndbuf, int rcvbuf);
 
 /* Waits until fd has any of events (POLLIN/POLLOUT), the deadline passes
  * (FTC_ETIMEDOUT), or cancel is set (FTC_ECANCELED). */
-int ftc__sock_wait(int fd, short events, ftc_deadline dl,
-                   const ftc_event *cancel);
+int ftc__sock_wait(int fd, short events, ftc__deadline dl,
+                   const ftc__event *cancel);
 
 /* Sends every byte of the iovecs (modified in place) or fails: FTC_EPEER on
  * reset, FTC_ETIMEDOUT, FTC_ECANCELED. These and recv_all never block in
  * the system call (MSG_DONTWAIT), so they keep their deadline on a
  * blocking socket too. */
-int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc_deadline dl,
-                        const ftc_event *cancel);
-int ftc__sock_send_all(int fd, const void *p, size_t n, ftc_deadline dl,
-                       const ftc_event *cancel);
+int ftc__sock_sendv_all(int fd, struct iovec *iov, int iovcnt, ftc__deadline dl,
+                        const ftc__event *cancel);
+int ftc__sock_send_all(int fd, const void *p, size_t n, ftc__deadline dl,
+                       const ftc__event *cancel);
 /* Receives exactly n bytes: FTC_ECLOSED if the peer closed first. */
-int ftc__sock_recv_all(int fd, void *p, size_t n, ftc_deadline dl,
-                       const ftc_event *cancel);
+int ftc__sock_recv_all(int fd, void *p, size_t n, ftc__deadline dl,
+                       const ftc__event *cancel);
 
 /* "1.2.3.4:5" of the peer or of the local end; "?" when unknown. */
 void ftc__sock_peer_name(int fd, char *out, size_t cap);
 void ftc__sock_local_name(int fd, char *out, size_t cap);
 
 /* Sleeps until the deadline or a cancel; returns 0 or FTC_ECANCELED. */
-int ftc__sleep_until(ftc_deadline dl, const ftc_event *cancel);
+int ftc__sleep_until(ftc__deadline dl, const ftc__event *cancel);
 
 #endif

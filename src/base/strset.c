@@ -7,12 +7,12 @@
 #include "base/alloc.h"
 #include "base/err.h"
 
-void ftc__strset_init(ftc_strset *s)
+void ftc__strset_init(ftc__strset *s)
 {
     memset(s, 0, sizeof(*s));
 }
 
-void ftc__strset_free(ftc_strset *s)
+void ftc__strset_free(ftc__strset *s)
 {
     for (size_t i = 0; i < s->cap; i++) {
         ftc__free(s->slots[i]);
@@ -30,12 +30,12 @@ static size_t slot_of(char *const *slots, size_t cap, const char *key)
     return i;
 }
 
-int ftc__strset_contains(const ftc_strset *s, const char *key)
+int ftc__strset_contains(const ftc__strset *s, const char *key)
 {
     return s->cap > 0 && s->slots[slot_of(s->slots, s->cap, key)] != NULL;
 }
 
-static int grow(ftc_strset *s)
+static int grow(ftc__strset *s)
 {
     size_t cap = s->cap == 0 ? 16 : s->cap * 2;
     char **slots = ftc__calloc(cap, sizeof(*slots));
@@ -53,7 +53,7 @@ static int grow(ftc_strset *s)
     return 0;
 }
 
-int ftc__strset_add(ftc_strset *s, const char *key)
+int ftc__strset_add(ftc__strset *s, const char *key)
 {
     if (ftc__strset_contains(s, key)) {
         return FTC_EEXIST;

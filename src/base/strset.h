@@ -5,16 +5,16 @@
 
 #include <stddef.h>
 
-typedef struct ftc_strset {
+typedef struct ftc__strset {
     char **slots; /* NULL = empty; each key NUL-terminated */
     size_t cap;   /* power of two, or 0 */
     size_t count;
-} ftc_strset;
+} ftc__strset;
 
-void ftc__strset_init(ftc_strset *s);
-void ftc__strset_free(ftc_strset *s);
-int ftc__strset_contains(const ftc_strset *s, const char *key);
+void ftc__strset_init(ftc__strset *s);
+void ftc__strset_free(ftc__strset *s);
+int ftc__strset_contains(const ftc__strset *s, const char *key);
 /* Adds key: 0 if added, FTC_EEXIST if present, FTC_ENOMEM. */
-int ftc__strset_add(ftc_strset *s, const char *key);
+int ftc__strset_add(ftc__strset *s, const char *key);
 
 #endif

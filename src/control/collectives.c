@@ -15,7 +15,7 @@ typedef struct call {
     ftc_control *g;
     const char *op;
     char key[FTC__CONTROL_KEY_MAX];
-    ftc_deadline dl;
+    ftc__deadline dl;
     int64_t start_ms;
 } call;
 

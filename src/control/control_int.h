@@ -23,7 +23,7 @@ struct ftc_control {
     char *auto_prefix;
     int64_t generation;
     uint64_t next_auto; /* sequence number of the next automatic key */
-    ftc_strset used;    /* explicit keys used so far */
+    ftc__strset used;   /* explicit keys used so far */
 };
 
 /* Resolves key (NULL = next automatic key) into out and marks it (and the
@@ -38,7 +38,7 @@ void ftc__control_subkey(char *out, const char *key, const char *suffix);
 void ftc__control_rank_key(char *out, const char *key, int rank);
 
 /* Timeout in ms left before dl, for a store call (never DEFAULT). */
-int64_t ftc__control_left_ms(ftc_deadline dl);
+int64_t ftc__control_left_ms(ftc__deadline dl);
 
 /* Sets an FTC_ETIMEDOUT error "<op> '<key>' timed out after <ms> ms:
  * missing ranks a, b, c" after finding, with a bounded number of store

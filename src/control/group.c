@@ -13,7 +13,7 @@ void ftc_control_opts_init(ftc_control_opts *opts)
     opts->generation = -1;
 }
 
-int64_t ftc__control_left_ms(ftc_deadline dl)
+int64_t ftc__control_left_ms(ftc__deadline dl)
 {
     if (ftc__deadline_is_never(dl)) {
         return FTC_TIMEOUT_INFINITE;
@@ -33,7 +33,7 @@ void ftc__control_rank_key(char *out, const char *key, int rank)
 
 /* Agrees on a generation: the k-th creation of the whole group (counted by
  * one shared counter) is generation k. */
-static int agree_generation(ftc_control *g, ftc_deadline dl)
+static int agree_generation(ftc_control *g, ftc__deadline dl)
 {
     char key[FTC__CONTROL_KEY_MAX];
     ftc__control_subkey(key, g->auto_prefix, "creations");
@@ -49,7 +49,7 @@ static int agree_generation(ftc_control *g, ftc_deadline dl)
 
 /* Claims this rank's seat in the generation with a compare_set of a
  * random token: a second claim (a restarted member) sees another token. */
-static int join_generation(ftc_control *g, ftc_deadline dl)
+static int join_generation(ftc_control *g, ftc__deadline dl)
 {
     char key[FTC__CONTROL_KEY_MAX];
     snprintf(key, sizeof(key), "%s/%" PRId64 "/joined/%d", g->auto_prefix,
@@ -117,7 +117,7 @@ int ftc_control_create(ftc_control **out, ftc_store_client *store, int rank,
         ftc__seterr(rc, "control group");
         goto fail;
     }
-    ftc_deadline dl =
+    ftc__deadline dl =
         ftc__deadline_from_timeout(timeout_ms, FTC__CONTROL_DEFAULT_TIMEOUT_MS);
     if (g->generation < 0) {
         rc = agree_generation(g, dl);

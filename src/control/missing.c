@@ -14,7 +14,7 @@ typedef struct search {
     ftc_control *g;
     const char *key;
     int exclude;
-    ftc_deadline dl;
+    ftc__deadline dl;
     int *missing;
     int nmissing;
 } search;

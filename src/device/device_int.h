@@ -21,14 +21,14 @@ typedef struct ftc__device_ops {
     /* FTC_DEVCAP_STREAMS */
     int (*stream_create)(int index, void **out);
     void (*stream_destroy)(void *stream);
-    int (*stream_synchronize)(void *stream, ftc_deadline dl);
+    int (*stream_synchronize)(void *stream, ftc__deadline dl);
     int (*stream_wait_event)(void *stream, void *event);
     /* FTC_DEVCAP_EVENTS */
     int (*event_create)(int index, void **out);
     void (*event_destroy)(void *event);
     int (*event_record)(void *event, void *stream);
     int (*event_query)(void *event, int *done);
-    int (*event_synchronize)(void *event, ftc_deadline dl);
+    int (*event_synchronize)(void *event, ftc__deadline dl);
 } ftc__device_ops;
 
 /* The built-in cpu device. */

@@ -51,7 +51,7 @@ typedef struct ftc__op {
     size_t *rcounts;    /* alltoallv receive counts */
     uint64_t seq;       /* per-group collective sequence number */
     int64_t timeout_ms; /* resolved, for messages */
-    ftc_deadline deadline;
+    ftc__deadline deadline;
     ftc_work *work;
     struct ftc__op *next;
 } ftc__op;
@@ -103,7 +103,7 @@ typedef struct ftc__pg_backend_ops {
      * group's failure code when it is unusable. */
     int (*submit)(void *impl, ftc__op *op);
     /* Blocks until w is done or dl passes, making progress meanwhile. */
-    int (*wait)(void *impl, ftc_work *w, ftc_deadline dl);
+    int (*wait)(void *impl, ftc_work *w, ftc__deadline dl);
     void (*abort)(void *impl);
     /* 0 or the failure code, with its message set. */
     int (*status)(void *impl);

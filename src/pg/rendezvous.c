@@ -62,7 +62,7 @@ int ftc_pg_create(ftc_pg **out, ftc_store_client *store, const char *prefix,
         ftc_pg_opts_init(&o);
     }
     int64_t ct = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 60000;
-    ftc_deadline dl = ftc__deadline_in_ms(ct);
+    ftc__deadline dl = ftc__deadline_in_ms(ct);
     ftc__pg_listener l;
     int rc = ftc__pg_listen(o.host, &l);
     if (rc != 0) {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-typedef enum ftc_store_op {
+typedef enum ftc__store_op {
     FTC__OP_INVALID = 0,
     FTC__OP_VALIDATE,
     FTC__OP_SET,
@@ -32,7 +32,7 @@ typedef enum ftc_store_op {
     FTC__OP_BARRIER,
     FTC__OP_CONTROL_BARRIER,
     FTC__OP_COUNT
-} ftc_store_op;
+} ftc__store_op;
 
 /* ftc's own queries live at 0xF0 and up in the 2.x numbering, far from
  * where PyTorch appends its new ones; only ftc clients send them, and only
@@ -56,9 +56,9 @@ enum {
 
 /* Wire byte -> op for a dialect (0 = FTC_STORE_DIALECT_V2, 1 = V1);
  * FTC__OP_INVALID for bytes the dialect does not define. */
-static inline ftc_store_op ftc__store_op_decode(int dialect, uint8_t b)
+static inline ftc__store_op ftc__store_op_decode(int dialect, uint8_t b)
 {
-    static const ftc_store_op v2[] = {
+    static const ftc__store_op v2[] = {
         FTC__OP_VALIDATE,    FTC__OP_SET,        FTC__OP_COMPARE_SET,
         FTC__OP_GET,         FTC__OP_ADD,        FTC__OP_CHECK,
         FTC__OP_WAIT,        FTC__OP_GETNUMKEYS, FTC__OP_DELETE_KEY,
@@ -67,7 +67,7 @@ static inline ftc_store_op ftc__store_op_decode(int dialect, uint8_t b)
         FTC__OP_QUEUE_POP,   FTC__OP_QUEUE_LEN,  FTC__OP_LIST_KEYS,
         FTC__OP_BARRIER,
     };
-    static const ftc_store_op v1[] = {
+    static const ftc__store_op v1[] = {
         FTC__OP_SET,        FTC__OP_COMPARE_SET, FTC__OP_GET,
         FTC__OP_ADD,        FTC__OP_CHECK,       FTC__OP_WAIT,
         FTC__OP_GETNUMKEYS, FTC__OP_WATCH_KEY,   FTC__OP_DELETE_KEY,
@@ -82,7 +82,7 @@ static inline ftc_store_op ftc__store_op_decode(int dialect, uint8_t b)
 }
 
 /* Op -> wire byte for a dialect; -1 if the dialect lacks the op. */
-static inline int ftc__store_op_encode(int dialect, ftc_store_op op)
+static inline int ftc__store_op_encode(int dialect, ftc__store_op op)
 {
     if (dialect == 0 && op == FTC__OP_CONTROL_BARRIER) {
         return FTC__STORE_BYTE_CONTROL_BARRIER;

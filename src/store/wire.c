@@ -39,7 +39,7 @@ static const op_shape shapes[FTC__OP_COUNT] = {
 
 static const uint8_t validate_frame[5] = {0x00, 0xCE, 0xF7, 0x85, 0x3C};
 
-void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect)
+void ftc__wire_decoder_init(ftc__wire_decoder *d, int dialect)
 {
     memset(d, 0, sizeof(*d));
     d->dialect = dialect;
@@ -47,7 +47,7 @@ void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect)
     d->str_len = UINT64_MAX;
 }
 
-static int oversize(ftc_wire_decoder *d, const char *what, uint64_t n,
+static int oversize(ftc__wire_decoder *d, const char *what, uint64_t n,
                     uint64_t max)
 {
     d->tag = "store.oversize";
@@ -56,7 +56,7 @@ static int oversize(ftc_wire_decoder *d, const char *what, uint64_t n,
 }
 
 /* Checks that n more bytes after pos keep the request within its limit. */
-static int fits(ftc_wire_decoder *d, uint64_t n, const ftc_wire_limits *lim)
+static int fits(ftc__wire_decoder *d, uint64_t n, const ftc__wire_limits *lim)
 {
     if (n > lim->max_request_bytes || d->pos > lim->max_request_bytes - n) {
         return oversize(d, "request bytes", (uint64_t)d->pos + n,
@@ -67,7 +67,7 @@ static int fits(ftc_wire_decoder *d, uint64_t n, const ftc_wire_limits *lim)
 
 /* The longest key the current op may carry: CONTROL_BARRIER's derived
  * keys must fit max_key_bytes too. */
-static uint64_t key_max(const ftc_wire_decoder *d, const ftc_wire_limits *lim)
+static uint64_t key_max(const ftc__wire_decoder *d, const ftc__wire_limits *lim)
 {
     if (d->op != FTC__OP_CONTROL_BARRIER) {
         return lim->max_key_bytes;
@@ -79,8 +79,8 @@ static uint64_t key_max(const ftc_wire_decoder *d, const ftc_wire_limits *lim)
 
 /* Parses one field at d->pos. Returns 1 when parsed (pos advanced, a string
  * field's range in *soff and *slen), FTC__WIRE_MORE with *need, or an error. */
-static int take(ftc_wire_decoder *d, char kind, const uint8_t *buf, size_t len,
-                const ftc_wire_limits *lim, size_t *need, size_t *soff,
+static int take(ftc__wire_decoder *d, char kind, const uint8_t *buf, size_t len,
+                const ftc__wire_limits *lim, size_t *need, size_t *soff,
                 size_t *slen)
 {
     size_t width = kind == 'w' ? 4 : 8;
@@ -140,7 +140,7 @@ static int string_index(const char *prog, size_t field)
 }
 
 /* A CONTROL_BARRIER's world size and rank, checked once both arrived. */
-static int check_barrier_seat(ftc_wire_decoder *d, const ftc_wire_limits *lim)
+static int check_barrier_seat(ftc__wire_decoder *d, const ftc__wire_limits *lim)
 {
     uint64_t max = lim->max_world < FTC__WIRE_WORLD_CEILING
                        ? lim->max_world
@@ -158,9 +158,9 @@ static int check_barrier_seat(ftc_wire_decoder *d, const ftc_wire_limits *lim)
     return 0;
 }
 
-static void finish(ftc_wire_decoder *d, const uint8_t *buf, ftc_wire_req *req)
+static void finish(ftc__wire_decoder *d, const uint8_t *buf, ftc__wire_req *req)
 {
-    ftc_wire_str *strs[3] = {&req->key, &req->val, &req->val2};
+    ftc__wire_str *strs[3] = {&req->key, &req->val, &req->val2};
     memset(req, 0, sizeof(*req));
     req->op = d->op;
     req->size = d->pos;
@@ -176,8 +176,8 @@ static void finish(ftc_wire_decoder *d, const uint8_t *buf, ftc_wire_req *req)
     ftc__wire_decoder_init(d, d->dialect);
 }
 
-int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
-                     const ftc_wire_limits *lim, ftc_wire_req *req,
+int ftc__wire_decode(ftc__wire_decoder *d, const uint8_t *buf, size_t len,
+                     const ftc__wire_limits *lim, ftc__wire_req *req,
                      size_t *need)
 {
     if (d->op == FTC__OP_INVALID) {
@@ -230,8 +230,8 @@ int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
     return FTC__WIRE_DONE;
 }
 
-int ftc__wire_pending_set(const ftc_wire_decoder *d, const uint8_t *buf,
-                          ftc_wire_str *key, size_t *value_off,
+int ftc__wire_pending_set(const ftc__wire_decoder *d, const uint8_t *buf,
+                          ftc__wire_str *key, size_t *value_off,
                           uint64_t *value_len)
 {
     if (d->op != FTC__OP_SET || d->field != 1 || d->str_len == UINT64_MAX) {
@@ -244,7 +244,7 @@ int ftc__wire_pending_set(const ftc_wire_decoder *d, const uint8_t *buf,
     return 1;
 }
 
-void ftc__wire_next_str(const uint8_t **cursor, ftc_wire_str *out)
+void ftc__wire_next_str(const uint8_t **cursor, ftc__wire_str *out)
 {
     out->len = (size_t)ftc__get_u64le(*cursor);
     out->p = *cursor + 8;

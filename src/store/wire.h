@@ -16,13 +16,13 @@ enum { FTC__WIRE_V2 = 0, FTC__WIRE_V1 = 1 };
 /* Results of ftc__wire_decode (errors are negative FTC_E codes). */
 enum { FTC__WIRE_MORE = 0, FTC__WIRE_DONE = 1 };
 
-typedef struct ftc_wire_limits {
+typedef struct ftc__wire_limits {
     uint64_t max_key_bytes;
     uint64_t max_value_bytes;
     uint64_t max_keys;          /* items of CHECK/WAIT/MULTI_* */
     uint64_t max_request_bytes; /* one whole request */
     uint64_t max_world;         /* CONTROL_BARRIER world size */
-} ftc_wire_limits;
+} ftc__wire_limits;
 
 /* CONTROL_BARRIER derives keys from its key by appending at most this many
  * bytes ("/last_members"; a rank "/<r>" is shorter since r < max_world
@@ -32,30 +32,30 @@ typedef struct ftc_wire_limits {
 #define FTC__WIRE_WORLD_CEILING INT32_MAX
 
 /* A borrowed byte range. */
-typedef struct ftc_wire_str {
+typedef struct ftc__wire_str {
     const uint8_t *p;
     size_t len;
-} ftc_wire_str;
+} ftc__wire_str;
 
 /* A complete request. Its byte ranges point into the caller's buffer and
  * are valid while that buffer is unchanged. */
-typedef struct ftc_wire_req {
-    ftc_store_op op;
-    size_t size;       /* bytes of the whole request, query byte included */
-    ftc_wire_str key;  /* ops with one key */
-    ftc_wire_str val;  /* SET/APPEND/QUEUE_PUSH value; COMPARE_SET expected */
-    ftc_wire_str val2; /* COMPARE_SET desired */
-    int64_t num;       /* ADD delta; BARRIER and CONTROL_BARRIER world size */
-    int64_t num2;      /* CONTROL_BARRIER rank */
-    uint32_t u32;      /* PING nonce; VALIDATE magic */
-    uint64_t count;    /* CHECK/WAIT/MULTI_GET keys; MULTI_SET pairs */
+typedef struct ftc__wire_req {
+    ftc__store_op op;
+    size_t size;        /* bytes of the whole request, query byte included */
+    ftc__wire_str key;  /* ops with one key */
+    ftc__wire_str val;  /* SET/APPEND/QUEUE_PUSH value; COMPARE_SET expected */
+    ftc__wire_str val2; /* COMPARE_SET desired */
+    int64_t num;        /* ADD delta; BARRIER and CONTROL_BARRIER world size */
+    int64_t num2;       /* CONTROL_BARRIER rank */
+    uint32_t u32;       /* PING nonce; VALIDATE magic */
+    uint64_t count;     /* CHECK/WAIT/MULTI_GET keys; MULTI_SET pairs */
     const uint8_t *items; /* the first item; walk with ftc__wire_next_str */
-} ftc_wire_req;
+} ftc__wire_req;
 
 /* Where decoding of the current request stopped. */
-typedef struct ftc_wire_decoder {
+typedef struct ftc__wire_decoder {
     int dialect;
-    ftc_store_op op;  /* FTC__OP_INVALID until the query byte is read */
+    ftc__store_op op; /* FTC__OP_INVALID until the query byte is read */
     uint8_t field;    /* next field of the op's fixed part */
     uint8_t ifield;   /* next field of the current item */
     size_t pos;       /* bytes of the request fully parsed */
@@ -71,9 +71,9 @@ typedef struct ftc_wire_decoder {
     uint64_t str_len; /* length of the string it stopped in; UINT64_MAX:
                          it did not stop inside a string */
     const char *tag;  /* after an error: a stable log tag */
-} ftc_wire_decoder;
+} ftc__wire_decoder;
 
-void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect);
+void ftc__wire_decoder_init(ftc__wire_decoder *d, int dialect);
 
 /* Decodes the request that starts at buf[0], given the len bytes received
  * so far. Returns FTC__WIRE_DONE with *req filled (the decoder is then
@@ -85,8 +85,8 @@ void ftc__wire_decoder_init(ftc_wire_decoder *d, int dialect);
  * not in 1..max_world or whose rank is not in 0..world-1 fails with
  * FTC_EMSGSIZE or FTC_EPROTO (tag store.badvalue). Between calls the bytes may
  * move but the ones already passed must not change. */
-int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
-                     const ftc_wire_limits *lim, ftc_wire_req *req,
+int ftc__wire_decode(ftc__wire_decoder *d, const uint8_t *buf, size_t len,
+                     const ftc__wire_limits *lim, ftc__wire_req *req,
                      size_t *need);
 
 /* When decoding of a SET stopped for more bytes inside its value (whose
@@ -95,14 +95,14 @@ int ftc__wire_decode(ftc_wire_decoder *d, const uint8_t *buf, size_t len,
  * from the request's start and its length: the value is the request's
  * last field, so a caller may receive it somewhere else and finish the
  * request itself (then it re-initialises the decoder). Else 0. */
-int ftc__wire_pending_set(const ftc_wire_decoder *d, const uint8_t *buf,
-                          ftc_wire_str *key, size_t *value_off,
+int ftc__wire_pending_set(const ftc__wire_decoder *d, const uint8_t *buf,
+                          ftc__wire_str *key, size_t *value_off,
                           uint64_t *value_len);
 
 /* Reads the string at *cursor (u64 length, bytes) inside a request that
  * ftc__wire_decode completed, and advances the cursor past it. MULTI_SET
  * items are two strings: key, then value. */
-void ftc__wire_next_str(const uint8_t **cursor, ftc_wire_str *out);
+void ftc__wire_next_str(const uint8_t **cursor, ftc__wire_str *out);
 
 /* Tells a connection's dialect from its first bytes: FTC__WIRE_V2 when they
  * are the 2.x VALIDATE frame (00 CE F7 85 3C), FTC__WIRE_V1 as soon as they

@@ -12,18 +12,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const ftc_heal_limits lim = {1024, 1u << 16, 1u << 30};
+static const ftc__heal_limits lim = {1024, 1u << 16, 1u << 30};
 
 static void check(const uint8_t *p, size_t n)
 {
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     if (ftc__heal_meta_decode(p, n, &lim, &m) != 0) {
         if (m.buffers != NULL || m.chunk_hash != NULL) {
             abort(); /* a failed decode owns nothing */
         }
         return;
     }
-    ftc_buf out;
+    ftc__buf out;
     ftc__buf_init(&out, n);
     if (ftc__heal_meta_encode(&m, &out) != 0 || ftc__buf_size(&out) != n ||
         memcmp(ftc__buf_begin(&out), p, n) != 0) {

@@ -10,7 +10,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void same_member(const ftc_quorum_member *a, const ftc_quorum_member *b)
+static void same_member(const ftc__quorum_member *a,
+                        const ftc__quorum_member *b)
 {
     if (strcmp(a->replica_id, b->replica_id) != 0 ||
         strcmp(a->address, b->address) != 0 ||
@@ -24,7 +25,7 @@ static void same_member(const ftc_quorum_member *a, const ftc_quorum_member *b)
 }
 
 /* A decoded member must encode and decode to itself. */
-static void round_trip(const ftc_quorum_member *m)
+static void round_trip(const ftc__quorum_member *m)
 {
     json_t *j = ftc__lhj_member_json(m);
     if (j == NULL) {
@@ -34,7 +35,7 @@ static void round_trip(const ftc_quorum_member *m)
     size_t len;
     if (ftc__lhj_dump(j, &text, &len) == 0) {
         json_t *back;
-        ftc_quorum_member again;
+        ftc__quorum_member again;
         if (ftc__lhj_parse_object(text, len, &back) != 0 ||
             ftc__lhj_member(back, FTC__QUORUM_MAX_DATA_CEIL, &again) != 0) {
             abort();
@@ -50,7 +51,7 @@ static void round_trip(const ftc_quorum_member *m)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     int64_t timeout;
     if (ftc__lhj_join_request(text, size, 65536, &m, &timeout) == 0) {
         round_trip(&m);
@@ -60,10 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ftc__lhj_replica_request(text, size, id);
     json_t *j;
     if (ftc__lhj_parse_object(text, size, &j) == 0) {
-        ftc_quorum_opts o;
+        ftc__quorum_opts o;
         ftc__quorum_opts_init(&o);
         ftc__lhj_job_options(j, &o);
-        ftc_quorum q;
+        ftc__quorum q;
         if (ftc__lhj_quorum(j, 64, &q) == 0) {
             for (size_t i = 0; i < q.n; i++) {
                 round_trip(&q.members[i]);

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_BYTES (1u << 16)
 
 typedef struct fuzz_client {
-    ftc_kv_client kv;
+    ftc__kv_client kv;
     int parked;
 } fuzz_client;
 
@@ -28,7 +28,7 @@ static fuzz_client clients[CLIENTS];
 
 /* What the server sends for a done CONTROL_BARRIER: reads every byte of
  * the outcome (so ASan sees a stale one) and releases it. */
-static void take_outcome(ftc_kv_client *c)
+static void take_outcome(ftc__kv_client *c)
 {
     if (!c->control) {
         __builtin_trap();
@@ -43,7 +43,7 @@ static void take_outcome(ftc_kv_client *c)
     c->control = 0;
 }
 
-static void on_ready(void *ctx, ftc_kv_client *c)
+static void on_ready(void *ctx, ftc__kv_client *c)
 {
     (void)ctx;
     fuzz_client *fc = (fuzz_client *)(void *)c;
@@ -58,8 +58,8 @@ static void on_ready(void *ctx, ftc_kv_client *c)
     }
 }
 
-static void on_watch(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
-                     ftc_wire_str old, ftc_wire_str now)
+static void on_watch(void *ctx, ftc__kv_client *c, int type, ftc__wire_str key,
+                     ftc__wire_str old, ftc__wire_str now)
 {
     (void)ctx;
     (void)c;
@@ -78,16 +78,16 @@ static void on_watch(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
     (void)sink;
 }
 
-static void touch_key(void *arg, ftc_wire_str key)
+static void touch_key(void *arg, ftc__wire_str key)
 {
     (*(size_t *)arg) += key.len;
 }
 
-static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
+static void apply(ftc__kv *kv, fuzz_client *fc, const ftc__wire_req *r)
 {
-    ftc_wire_str reply;
+    ftc__wire_str reply;
     int64_t n;
-    ftc_kv_value *item;
+    ftc__kv_value *item;
     if (fc->parked) {
         if (r->op == FTC__OP_CANCEL_WAIT) {
             if (ftc__kv_cancel_wait(kv, &fc->kv) != 1) {
@@ -109,7 +109,7 @@ static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
         }
         break;
     case FTC__OP_GET: {
-        const ftc_kv_value *v = ftc__kv_get(kv, r->key);
+        const ftc__kv_value *v = ftc__kv_get(kv, r->key);
         if (v != NULL && v->len > 0) {
             volatile uint8_t b = v->data[v->len - 1];
             (void)b;
@@ -145,7 +145,7 @@ static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
     case FTC__OP_MULTI_SET: {
         const uint8_t *cur = r->items;
         for (uint64_t i = 0; i < r->count; i++) {
-            ftc_wire_str k, v;
+            ftc__wire_str k, v;
             ftc__wire_next_str(&cur, &k);
             ftc__wire_next_str(&cur, &v);
             ftc__kv_set(kv, k, v);
@@ -182,9 +182,9 @@ static void apply(ftc_kv *kv, fuzz_client *fc, const ftc_wire_req *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const ftc_kv_hooks hooks = {on_ready, on_watch};
-    static const ftc_wire_limits lim = {32, 256, 8, 4096, 8};
-    ftc_kv *kv = ftc__kv_new(&hooks, NULL, MAX_BYTES);
+    static const ftc__kv_hooks hooks = {on_ready, on_watch};
+    static const ftc__wire_limits lim = {32, 256, 8, 4096, 8};
+    ftc__kv *kv = ftc__kv_new(&hooks, NULL, MAX_BYTES);
     if (kv == NULL) {
         return 0;
     }
@@ -192,14 +192,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ftc__kv_client_init(&clients[i].kv);
         clients[i].parked = 0;
     }
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     size_t off = 0;
     while (off + 1 < size) {
         uint8_t how = data[off];
         fuzz_client *fc = &clients[how % CLIENTS];
         off++;
         ftc__wire_decoder_init(&d, FTC__WIRE_V2);
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         if (ftc__wire_decode(&d, data + off, size - off, &lim, &req, &need) !=
             FTC__WIRE_DONE) {
@@ -218,7 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < CLIENTS; i++) {
             /* A CONTROL_BARRIER is pending only while parked, and its
              * answer never outlives the reply. */
-            const ftc_kv_client *k = &clients[i].kv;
+            const ftc__kv_client *k = &clients[i].kv;
             if (clients[i].parked != (k->awaited > 0) || k->outcome != NULL ||
                 (k->control && !clients[i].parked)) {
                 __builtin_trap();

@@ -15,15 +15,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct outcome {
     int n;
-    ftc_store_op op[MAX_REQS];
+    ftc__store_op op[MAX_REQS];
     size_t size[MAX_REQS];
     int end; /* FTC__WIRE_MORE or the error code that stopped decoding */
 } outcome;
 
-static void check_views(const ftc_wire_req *r, const uint8_t *start)
+static void check_views(const ftc__wire_req *r, const uint8_t *start)
 {
     const uint8_t *end = start + r->size;
-    const ftc_wire_str *views[3] = {&r->key, &r->val, &r->val2};
+    const ftc__wire_str *views[3] = {&r->key, &r->val, &r->val2};
     for (int i = 0; i < 3; i++) {
         if (views[i]->len > 0 &&
             (views[i]->p < start || views[i]->p + views[i]->len > end)) {
@@ -39,7 +39,7 @@ static void check_views(const ftc_wire_req *r, const uint8_t *start)
         if (cur + 8 > end) {
             __builtin_trap();
         }
-        ftc_wire_str s;
+        ftc__wire_str s;
         ftc__wire_next_str(&cur, &s);
         if (cur > end) {
             __builtin_trap();
@@ -51,14 +51,14 @@ static void check_views(const ftc_wire_req *r, const uint8_t *start)
 }
 
 static void decode_whole(const uint8_t *p, size_t n, int dialect,
-                         const ftc_wire_limits *lim, outcome *o)
+                         const ftc__wire_limits *lim, outcome *o)
 {
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, dialect);
     size_t off = 0;
     o->n = 0;
     for (;;) {
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         int rc = ftc__wire_decode(&d, p + off, n - off, lim, &req, &need);
         if (rc != FTC__WIRE_DONE) {
@@ -80,9 +80,10 @@ static void decode_whole(const uint8_t *p, size_t n, int dialect,
 
 /* Feeds growing prefixes of each request, in steps picked by seed. */
 static void decode_pieces(const uint8_t *p, size_t n, int dialect,
-                          const ftc_wire_limits *lim, uint32_t seed, outcome *o)
+                          const ftc__wire_limits *lim, uint32_t seed,
+                          outcome *o)
 {
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, dialect);
     size_t off = 0, have = 0;
     o->n = 0;
@@ -92,7 +93,7 @@ static void decode_pieces(const uint8_t *p, size_t n, int dialect,
         have = have + step > n - off ? n - off : have + step;
         uint8_t *copy = malloc(have + 1);
         memcpy(copy, p + off, have);
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         int rc = ftc__wire_decode(&d, copy, have, lim, &req, &need);
         if (rc == FTC__WIRE_DONE) {
@@ -119,10 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     int dialect = data[0] & 1;
-    static const ftc_wire_limits small = {64, 4096, 16, 16384, 64};
-    static const ftc_wire_limits large = {65536, 256u << 20, 131072, 512u << 20,
-                                          100000};
-    const ftc_wire_limits *lim = data[0] & 2 ? &large : &small;
+    static const ftc__wire_limits small = {64, 4096, 16, 16384, 64};
+    static const ftc__wire_limits large = {65536, 256u << 20, 131072,
+                                           512u << 20, 100000};
+    const ftc__wire_limits *lim = data[0] & 2 ? &large : &small;
     uint32_t seed = data[1] | (uint32_t)data[0] << 8;
     outcome whole, pieces;
     decode_whole(data + 2, size - 2, dialect, lim, &whole);

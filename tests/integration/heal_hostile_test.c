@@ -25,7 +25,7 @@
 typedef struct healer {
     const char *addr;
     const float *want;
-    ftc_heal_state layout;
+    ftc__heal_state layout;
     float *x;
     atomic_bool stop;
     atomic_int fetched; /* fetches that landed bit-exact */
@@ -36,18 +36,18 @@ typedef struct healer {
 static void *heal_loop(void *arg)
 {
     healer *h = arg;
-    ftc_heal_client *cli;
+    ftc__heal_client *cli;
     int rc = ftc__heal_client_create(&cli);
     const char *src[] = {h->addr};
     void *dest[] = {h->x};
     while (rc == 0 && !atomic_load(&h->stop)) {
         memset(h->x, 0xee, NX * sizeof(float));
-        const ftc_heal_fetch f = {.sources = src,
-                                  .n_sources = 1,
-                                  .step = 7,
-                                  .layout = &h->layout,
-                                  .dest = dest};
-        ftc_heal_fetch_result res;
+        const ftc__heal_fetch f = {.sources = src,
+                                   .n_sources = 1,
+                                   .step = 7,
+                                   .layout = &h->layout,
+                                   .dest = dest};
+        ftc__heal_fetch_result res;
         rc = ftc__heal_client_fetch(cli, &f, ftc__deadline_in_ms(tk_ms(20000)),
                                     &res);
         if (rc == 0 && memcmp(h->x, h->want, NX * sizeof(float)) != 0) {
@@ -92,19 +92,19 @@ static void hostile_streams_during_a_fetch(void **state)
     for (size_t i = 0; i < NX; i++) {
         want[i] = (float)i * 0.5f - 3.0f;
     }
-    ftc_heal_state st;
+    ftc__heal_state st;
     ftc__heal_state_init(&st);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t dims[] = {(int64_t)NX};
     TK_OK(ftc__heal_buf_set(&buf, "x", FTC_DTYPE_F32, dims, 1, 4));
     TK_OK(ftc__heal_state_add(&st, &buf, want));
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     TK_OK(ftc__heal_snapshot_take(&st, 7, 3, CHUNK, 1, &snap));
     /* Room for the held connections next to the healer's: what is under
      * test is that they disturb nobody, not the connection limit. */
-    ftc_heal_server_opts o = {0};
+    ftc__heal_server_opts o = {0};
     o.max_connections = 1024;
-    ftc_heal_server *srv;
+    ftc__heal_server *srv;
     TK_OK(ftc__heal_server_start(&srv, &o));
     ftc__heal_server_publish(srv, snap);
     const char *addr = ftc__heal_server_address(srv);
@@ -165,8 +165,8 @@ static void hostile_streams_during_a_fetch(void **state)
     if (atomic_load(&h.rc) != 0) {
         fail_msg("fetch %d failed: %s", atomic_load(&h.fetched), h.why);
     }
-    ftc_heal_server_stats hs;
-    ftc__heal_server_stats(srv, &hs);
+    ftc__heal_server_stats hs;
+    ftc__heal_server_stats_get(srv, &hs);
     assert_int_equal(hs.refused, 3); /* the three bodies */
     printf("%d fetches of %zu B bit-exact, %d of them with %d hostile "
            "connections held\n",

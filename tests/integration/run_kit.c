@@ -17,13 +17,13 @@
 
 #include "testkit.h"
 
-static const char *ftc_bin;
+static const char *ftc__bin;
 static const char *trainer_bin;
 
 int rk_init(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "--tk-role") != 0) {
-        ftc_bin = argv[1];
+        ftc__bin = argv[1];
         trainer_bin = argv[2];
         return 1;
     }
@@ -33,7 +33,7 @@ int rk_init(int argc, char **argv)
 
 const char *rk_ftc(void)
 {
-    return ftc_bin;
+    return ftc__bin;
 }
 
 const char *rk_trainer(void)
@@ -55,7 +55,7 @@ void rk_start_cli(rk_run *p, const char *command, char *const args[],
              tk_tmpdir(), serial++);
     char *argv[128];
     int n = 0;
-    argv[n++] = (char *)ftc_bin;
+    argv[n++] = (char *)ftc__bin;
     argv[n++] = (char *)command;
     for (int i = 0; args[i] != NULL && n < 127; i++) {
         argv[n++] = args[i];

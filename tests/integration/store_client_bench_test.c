@@ -9,7 +9,7 @@
 
 #include "testkit.h"
 
-static const char *ftc_bin;
+static const char *cli_path;
 
 /* Runs the bench with extra arguments and checks one row per op. */
 static void bench_rows(const char *extra, const char *mode)
@@ -18,7 +18,7 @@ static void bench_rows(const char *extra, const char *mode)
     snprintf(cmd, sizeof(cmd),
              "%s bench store --clients 3 --value-bytes 100 --duration 0.2 "
              "--rounds 5 --json %s",
-             ftc_bin, extra);
+             cli_path, extra);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     const char *ops[] = {"set", "get", "add", "barrier"};
@@ -68,7 +68,7 @@ static void bench_rejects_bad_options(void **state)
     (void)state;
     char cmd[512];
     snprintf(cmd, sizeof(cmd), "%s bench store --ops nope 2>/dev/null",
-             ftc_bin);
+             cli_path);
     int status = system(cmd);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 2);
@@ -76,7 +76,7 @@ static void bench_rejects_bad_options(void **state)
 
 int main(int argc, char **argv)
 {
-    ftc_bin = argc > 1 ? argv[1] : "ftc";
+    cli_path = argc > 1 ? argv[1] : "ftc";
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bench_with_processes),
         cmocka_unit_test(bench_with_threads),

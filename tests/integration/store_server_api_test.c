@@ -61,7 +61,7 @@ static void ping_at(const char *host, int port)
     TK_OK(ftc__sock_connect(host, port, ftc__deadline_in_ms(tk_ms(5000)), NULL,
                             &fd));
     sr_conn c = {fd, SR_V2};
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_validate(&b);
     sr_ping(&b, 7);
@@ -107,7 +107,7 @@ static void stop_with_clients(void **state)
     sr_connect(&parked, port, SR_V2);
     sr_connect(&partial, port, SR_V1);
     sr_connect_bare(&idle, port);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     const char *k[] = {"/never"};
     sr_keys(&b, SR_V2, FTC__OP_WAIT, k, 1);

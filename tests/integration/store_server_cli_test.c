@@ -16,7 +16,7 @@
 #include "store_raw.h"
 #include "testkit.h"
 
-static const char *ftc_bin;
+static const char *ftc__bin;
 
 typedef struct proc {
     pid_t pid;
@@ -42,7 +42,7 @@ static void start(proc *p, char *const args[])
         dup2(fds[1], 1);
         dup2(fds[1], 2);
         close(fds[0]);
-        execv(ftc_bin, args);
+        execv(ftc__bin, args);
         _exit(127);
     }
     close(fds[1]);
@@ -101,15 +101,15 @@ static int listening_port(proc *p)
 static void serves_and_stops_on(int sig, const char *name)
 {
     proc p;
-    char *args[] = {(char *)ftc_bin, "store",     "--port", "0",
-                    "--bind",        "127.0.0.1", NULL};
+    char *args[] = {(char *)ftc__bin, "store",     "--port", "0",
+                    "--bind",         "127.0.0.1", NULL};
     start(&p, args);
     int port = listening_port(&p);
     assert_true(port > 0);
     sr_conn v1, v2;
     sr_connect(&v2, port, SR_V2);
     sr_connect(&v1, port, SR_V1);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_set(&b, SR_V2, "/cli", "served");
     sr_flush(&v2, &b);
@@ -151,8 +151,8 @@ static void port_in_use(void **state)
     char port_s[16];
     snprintf(port_s, sizeof(port_s), "%d", port);
     proc p;
-    char *args[] = {(char *)ftc_bin, "store",     "--port", port_s,
-                    "--bind",        "127.0.0.1", NULL};
+    char *args[] = {(char *)ftc__bin, "store",     "--port", port_s,
+                    "--bind",         "127.0.0.1", NULL};
     start(&p, args);
     assert_int_equal(finish(&p, 10000), 1);
     assert_non_null(strstr(p.text, "in use"));
@@ -163,15 +163,16 @@ static void usage_and_bad_options(void **state)
 {
     (void)state;
     proc p;
-    char *help[] = {(char *)ftc_bin, "store", "--help", NULL};
+    char *help[] = {(char *)ftc__bin, "store", "--help", NULL};
     start(&p, help);
     assert_int_equal(finish(&p, 10000), 0);
     assert_non_null(strstr(p.text, "--max-value-bytes"));
-    char *bad[] = {(char *)ftc_bin, "store", "--max-total-bytes", "lots", NULL};
+    char *bad[] = {(char *)ftc__bin, "store", "--max-total-bytes", "lots",
+                   NULL};
     start(&p, bad);
     assert_int_equal(finish(&p, 10000), 2);
     assert_non_null(strstr(p.text, "bad value for --max-total-bytes"));
-    char *small[] = {(char *)ftc_bin,
+    char *small[] = {(char *)ftc__bin,
                      "store",
                      "--max-value-bytes",
                      "1M",
@@ -187,7 +188,7 @@ static void self_check_passes(void **state)
 {
     (void)state;
     proc p;
-    char *args[] = {(char *)ftc_bin, "store", "--self-check", NULL};
+    char *args[] = {(char *)ftc__bin, "store", "--self-check", NULL};
     start(&p, args);
     assert_int_equal(finish(&p, 20000), 0);
     assert_non_null(strstr(p.text, "self-check passed"));
@@ -197,7 +198,7 @@ static void self_check_passes(void **state)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--tk-role") != 0) {
-        ftc_bin = argv[1];
+        ftc__bin = argv[1];
         argc = 1;
     }
     const struct CMUnitTest tests[] = {
@@ -207,7 +208,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(usage_and_bad_options),
         cmocka_unit_test(self_check_passes),
     };
-    if (ftc_bin == NULL) {
+    if (ftc__bin == NULL) {
         fprintf(stderr, "usage: %s FTC_BINARY\n", argv[0]);
         return 2;
     }

@@ -17,7 +17,7 @@ static void expect_served(int port)
 {
     sr_conn c;
     sr_connect(&c, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_ping(&b, 31337);
     sr_flush(&c, &b);
@@ -26,7 +26,7 @@ static void expect_served(int port)
     sr_close(&c);
 }
 
-static void send_bytes_expect_close(int port, int dialect, const ftc_buf *b)
+static void send_bytes_expect_close(int port, int dialect, const ftc__buf *b)
 {
     sr_conn c;
     sr_connect(&c, port, dialect);
@@ -42,7 +42,7 @@ static void unknown_query_type(void **state)
     int port = ftc_store_server_port(srv);
     sr_conn bystander;
     sr_connect(&bystander, port, SR_V1);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_u8(&b, 0x55);
     send_bytes_expect_close(port, SR_V2, &b);
@@ -76,7 +76,7 @@ static void oversize_from_the_header(void **state)
     o.max_keys_per_request = 16;
     ftc_store_server *srv = ssk_start(&o);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_key(&b, SR_V2, FTC__OP_SET, "/k");
     sr_u64(&b, (uint64_t)1 << 30); /* a 1 GiB value announced */
@@ -112,7 +112,7 @@ static void bad_validate_later(void **state)
     (void)state;
     ftc_store_server *srv = ssk_start(NULL);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_op(&b, SR_V2, FTC__OP_VALIDATE);
     sr_u32(&b, 0xDEADBEEFu);
@@ -132,7 +132,7 @@ static void add_on_text(void **state)
     int port = ftc_store_server_port(srv);
     sr_conn owner;
     sr_connect(&owner, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_set(&b, SR_V2, "/junk", "abc");
     sr_flush(&owner, &b);
@@ -159,7 +159,7 @@ static void control_barrier_bad_seats(void **state)
     o.max_connections = 8;
     ftc_store_server *srv = ssk_start(&o);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_control_barrier(&b, "/cb", 9, 0);
     send_bytes_expect_close(port, SR_V2, &b);
@@ -205,7 +205,7 @@ static void dies_mid_value(void **state)
     int port = ftc_store_server_port(srv);
     const size_t n = 2u << 20;
     uint8_t *v = calloc(1, n);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 8u << 20);
     for (int d = 0; d < 2; d++) {
         sr_conn c;
@@ -246,7 +246,7 @@ static void store_full(void **state)
     o.max_total_bytes = 1024;
     ftc_store_server *srv = ssk_start(&o);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 12);
     char big[2048];
     memset(big, 'x', sizeof(big));
@@ -271,7 +271,7 @@ static void half_sent_request_delays_nobody(void **state)
     sr_conn slow, fast;
     sr_connect(&slow, port, SR_V2);
     sr_connect(&fast, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     char val[5000];
     memset(val, 'v', sizeof(val));
@@ -283,7 +283,7 @@ static void half_sent_request_delays_nobody(void **state)
         sr_send(&slow, p + i, 1); /* the header, a byte at a time */
     }
     sr_send(&slow, p + 12, 2000); /* and part of the value */
-    ftc_buf fb;
+    ftc__buf fb;
     ftc__buf_init(&fb, 1 << 10);
     for (uint32_t i = 0; i < 1000; i++) {
         sr_ping(&fb, i);
@@ -313,7 +313,7 @@ static void non_reading_client_dropped(void **state)
     o.max_output_bytes = 1 << 20;
     ftc_store_server *srv = ssk_start(&o);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     static char val[512 << 10];
     memset(val, 'r', sizeof(val));
@@ -344,7 +344,7 @@ static void non_reading_client_dropped(void **state)
 
 struct sender {
     sr_conn *c;
-    ftc_buf *b;
+    ftc__buf *b;
 };
 
 static void *send_all(void *arg)
@@ -364,7 +364,7 @@ static void parked_sender_is_throttled(void **state)
     sr_conn w, g;
     sr_connect(&w, port, SR_V2);
     sr_connect(&g, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 8 << 20);
     const char *k[] = {"/gate"};
     sr_keys(&b, SR_V2, FTC__OP_WAIT, k, 1);
@@ -378,7 +378,7 @@ static void parked_sender_is_throttled(void **state)
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, send_all, &s), 0);
     sr_expect_quiet(&w, 50);
-    ftc_buf gb;
+    ftc__buf gb;
     ftc__buf_init(&gb, 1 << 10);
     sr_set(&gb, SR_V2, "/gate", "open");
     sr_flush(&g, &gb);
@@ -430,7 +430,7 @@ static void clients_vanish_mid_request(void **state)
     (void)state;
     ftc_store_server *srv = ssk_start(NULL);
     int port = ftc_store_server_port(srv);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     const char *k[] = {"/v1", "/v2", "/v3"};
     for (int cut = 0; cut < 4; cut++) {

@@ -38,7 +38,7 @@ static void wait_for_release(int port)
 {
     sr_conn ctl;
     sr_connect(&ctl, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     const char *k[] = {"/release"};
     sr_keys(&b, SR_V2, FTC__OP_WAIT, k, 1);
@@ -69,7 +69,7 @@ static int role_idle(int argc, char **argv)
         }
     }
     wait_for_release(port);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     for (int i = 0; i < n; i++) {
         if (i % 2 == 0) {
@@ -106,7 +106,7 @@ static void release_and_reap(int port, tk_child *cs, int n)
 {
     sr_conn c;
     sr_connect(&c, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_set(&b, SR_V2, "/release", "go");
     sr_ping(&b, 0);
@@ -136,7 +136,7 @@ static void ten_thousand_idle_connections(void **state)
     /* still serving, with all of them open */
     sr_conn c;
     sr_connect(&c, port, SR_V1);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_set(&b, SR_V1, "/alive", "yes");
     sr_key(&b, SR_V1, FTC__OP_GET, "/alive");
@@ -162,7 +162,7 @@ static int role_busy(int argc, char **argv)
     int me = (int)strtol(argv[3], NULL, 10);
     raise_nofile((rlim_t)n + 64);
     sr_conn *c = calloc((size_t)n, sizeof(*c));
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 12);
     const char *release[] = {"/release"};
     for (int i = 0; i < n; i++) {
@@ -207,7 +207,7 @@ static int64_t read_counter(int port)
 {
     sr_conn c;
     sr_connect(&c, port, SR_V2);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
     sr_add(&b, SR_V2, "/count", 0);
     sr_flush(&c, &b);

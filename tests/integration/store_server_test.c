@@ -14,7 +14,7 @@
 typedef struct fixture {
     ftc_store_server *srv;
     int port;
-    ftc_buf b;
+    ftc__buf b;
 } fixture;
 
 static int setup(void **state)
@@ -85,7 +85,7 @@ static void every_v2_op(void **state)
     fixture *f = *state;
     sr_conn c;
     sr_connect(&c, f->port, SR_V2);
-    ftc_buf *b = &f->b;
+    ftc__buf *b = &f->b;
     sr_set(b, SR_V2, "/a", "1");
     sr_cas(b, SR_V2, "/a", "1", "2");
     sr_cas(b, SR_V2, "/a", "1", "3");
@@ -431,7 +431,7 @@ static void cancel_races(void **state)
     sr_conn c, s;
     sr_connect(&c, f->port, SR_V2);
     sr_connect(&s, f->port, SR_V2);
-    ftc_buf sb;
+    ftc__buf sb;
     ftc__buf_init(&sb, 1 << 20);
     for (int i = 0; i < 200; i++) {
         char key[16];

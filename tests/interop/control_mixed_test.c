@@ -20,7 +20,7 @@ static int check(int ok, const char *what)
 }
 
 /* The same script as tests/interop/control_peer.py, from an ftc rank. */
-static int ftc_rank(int argc, char **argv)
+static int rank_on_ftc(int argc, char **argv)
 {
     if (argc < 3) {
         return 2;
@@ -150,7 +150,7 @@ static void torch_and_ftc_ranks_share_collectives(void **state)
 
 int main(int argc, char **argv)
 {
-    const tk_role roles[] = {{"ftc_rank", ftc_rank}};
+    const tk_role roles[] = {{"ftc_rank", rank_on_ftc}};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(torch_and_ftc_ranks_share_collectives),
     };

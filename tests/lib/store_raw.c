@@ -14,7 +14,7 @@
  * 1.13 numbering, and 2.x numbering with VALIDATE = 0; then ftc's own
  * (docs/protocol.md). */
 static const struct {
-    ftc_store_op op;
+    ftc__store_op op;
     int v1, v2;
 } opbytes[] = {
     {FTC__OP_VALIDATE, -1, 0},
@@ -40,7 +40,7 @@ static const struct {
     {FTC__OP_CONTROL_BARRIER, -1, 0xF0},
 };
 
-int sr_opbyte(int dialect, ftc_store_op op)
+int sr_opbyte(int dialect, ftc__store_op op)
 {
     for (size_t i = 0; i < sizeof(opbytes) / sizeof(opbytes[0]); i++) {
         if (opbytes[i].op == op) {
@@ -50,64 +50,64 @@ int sr_opbyte(int dialect, ftc_store_op op)
     return -1;
 }
 
-void sr_u8(ftc_buf *b, uint8_t v)
+void sr_u8(ftc__buf *b, uint8_t v)
 {
     assert_int_equal(ftc__buf_append_u8(b, v), 0);
 }
 
-void sr_u32(ftc_buf *b, uint32_t v)
+void sr_u32(ftc__buf *b, uint32_t v)
 {
     assert_int_equal(ftc__buf_append_u32le(b, v), 0);
 }
 
-void sr_u64(ftc_buf *b, uint64_t v)
+void sr_u64(ftc__buf *b, uint64_t v)
 {
     assert_int_equal(ftc__buf_append_u64le(b, v), 0);
 }
 
-void sr_str(ftc_buf *b, const void *p, size_t n)
+void sr_str(ftc__buf *b, const void *p, size_t n)
 {
     assert_int_equal(ftc__buf_append_str(b, p, n), 0);
 }
 
-void sr_op(ftc_buf *b, int dialect, ftc_store_op op)
+void sr_op(ftc__buf *b, int dialect, ftc__store_op op)
 {
     int byte = sr_opbyte(dialect, op);
     assert_true(byte >= 0);
     sr_u8(b, (uint8_t)byte);
 }
 
-void sr_validate(ftc_buf *b)
+void sr_validate(ftc__buf *b)
 {
     sr_op(b, SR_V2, FTC__OP_VALIDATE);
     sr_u32(b, 0x3C85F7CEu);
 }
 
-void sr_key(ftc_buf *b, int dialect, ftc_store_op op, const char *key)
+void sr_key(ftc__buf *b, int dialect, ftc__store_op op, const char *key)
 {
     sr_op(b, dialect, op);
     sr_str(b, key, strlen(key));
 }
 
-void sr_kv(ftc_buf *b, int dialect, ftc_store_op op, const char *key,
+void sr_kv(ftc__buf *b, int dialect, ftc__store_op op, const char *key,
            const void *val, size_t len)
 {
     sr_key(b, dialect, op, key);
     sr_str(b, val, len);
 }
 
-void sr_set(ftc_buf *b, int dialect, const char *key, const char *val)
+void sr_set(ftc__buf *b, int dialect, const char *key, const char *val)
 {
     sr_kv(b, dialect, FTC__OP_SET, key, val, strlen(val));
 }
 
-void sr_add(ftc_buf *b, int dialect, const char *key, int64_t delta)
+void sr_add(ftc__buf *b, int dialect, const char *key, int64_t delta)
 {
     sr_key(b, dialect, FTC__OP_ADD, key);
     sr_u64(b, (uint64_t)delta);
 }
 
-void sr_cas(ftc_buf *b, int dialect, const char *key, const char *expected,
+void sr_cas(ftc__buf *b, int dialect, const char *key, const char *expected,
             const char *desired)
 {
     sr_key(b, dialect, FTC__OP_COMPARE_SET, key);
@@ -115,8 +115,8 @@ void sr_cas(ftc_buf *b, int dialect, const char *key, const char *expected,
     sr_str(b, desired, strlen(desired));
 }
 
-void sr_keys(ftc_buf *b, int dialect, ftc_store_op op, const char *const *keys,
-             size_t n)
+void sr_keys(ftc__buf *b, int dialect, ftc__store_op op,
+             const char *const *keys, size_t n)
 {
     sr_op(b, dialect, op);
     sr_u64(b, n);
@@ -125,7 +125,7 @@ void sr_keys(ftc_buf *b, int dialect, ftc_store_op op, const char *const *keys,
     }
 }
 
-void sr_multi_set(ftc_buf *b, const char *const *keys, const char *const *vals,
+void sr_multi_set(ftc__buf *b, const char *const *keys, const char *const *vals,
                   size_t n)
 {
     sr_op(b, SR_V2, FTC__OP_MULTI_SET);
@@ -136,19 +136,19 @@ void sr_multi_set(ftc_buf *b, const char *const *keys, const char *const *vals,
     }
 }
 
-void sr_ping(ftc_buf *b, uint32_t nonce)
+void sr_ping(ftc__buf *b, uint32_t nonce)
 {
     sr_op(b, SR_V2, FTC__OP_PING);
     sr_u32(b, nonce);
 }
 
-void sr_barrier(ftc_buf *b, const char *key, int64_t world_size)
+void sr_barrier(ftc__buf *b, const char *key, int64_t world_size)
 {
     sr_key(b, SR_V2, FTC__OP_BARRIER, key);
     sr_u64(b, (uint64_t)world_size);
 }
 
-void sr_control_barrier(ftc_buf *b, const char *key, int64_t world_size,
+void sr_control_barrier(ftc__buf *b, const char *key, int64_t world_size,
                         int64_t rank)
 {
     sr_key(b, SR_V2, FTC__OP_CONTROL_BARRIER, key);
@@ -156,7 +156,7 @@ void sr_control_barrier(ftc_buf *b, const char *key, int64_t world_size,
     sr_u64(b, (uint64_t)rank);
 }
 
-void sr_bare(ftc_buf *b, int dialect, ftc_store_op op)
+void sr_bare(ftc__buf *b, int dialect, ftc__store_op op)
 {
     sr_op(b, dialect, op);
 }
@@ -198,7 +198,7 @@ void sr_send(sr_conn *c, const void *p, size_t n)
     }
 }
 
-void sr_flush(sr_conn *c, ftc_buf *b)
+void sr_flush(sr_conn *c, ftc__buf *b)
 {
     sr_send(c, ftc__buf_begin(b), ftc__buf_size(b));
     ftc__buf_reset(b);

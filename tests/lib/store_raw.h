@@ -14,37 +14,37 @@
 enum { SR_V2 = 0, SR_V1 = 1 };
 
 /* The query byte of op in a dialect (the PyTorch tables); -1 if none. */
-int sr_opbyte(int dialect, ftc_store_op op);
+int sr_opbyte(int dialect, ftc__store_op op);
 
 /* Frame encoders: each appends one request to b (initialised by the
  * caller with a large max). Keys and values are C strings unless a length
  * is given. */
-void sr_u8(ftc_buf *b, uint8_t v);
-void sr_u32(ftc_buf *b, uint32_t v);
-void sr_u64(ftc_buf *b, uint64_t v);
-void sr_str(ftc_buf *b, const void *p, size_t n);
-void sr_op(ftc_buf *b, int dialect, ftc_store_op op);
-void sr_validate(ftc_buf *b);
+void sr_u8(ftc__buf *b, uint8_t v);
+void sr_u32(ftc__buf *b, uint32_t v);
+void sr_u64(ftc__buf *b, uint64_t v);
+void sr_str(ftc__buf *b, const void *p, size_t n);
+void sr_op(ftc__buf *b, int dialect, ftc__store_op op);
+void sr_validate(ftc__buf *b);
 /* GET, DELETE_KEY, WATCH_KEY, QUEUE_POP, QUEUE_LEN. */
-void sr_key(ftc_buf *b, int dialect, ftc_store_op op, const char *key);
+void sr_key(ftc__buf *b, int dialect, ftc__store_op op, const char *key);
 /* SET, APPEND, QUEUE_PUSH. */
-void sr_kv(ftc_buf *b, int dialect, ftc_store_op op, const char *key,
+void sr_kv(ftc__buf *b, int dialect, ftc__store_op op, const char *key,
            const void *val, size_t len);
-void sr_set(ftc_buf *b, int dialect, const char *key, const char *val);
-void sr_add(ftc_buf *b, int dialect, const char *key, int64_t delta);
-void sr_cas(ftc_buf *b, int dialect, const char *key, const char *expected,
+void sr_set(ftc__buf *b, int dialect, const char *key, const char *val);
+void sr_add(ftc__buf *b, int dialect, const char *key, int64_t delta);
+void sr_cas(ftc__buf *b, int dialect, const char *key, const char *expected,
             const char *desired);
 /* CHECK, WAIT, MULTI_GET. */
-void sr_keys(ftc_buf *b, int dialect, ftc_store_op op, const char *const *keys,
-             size_t n);
-void sr_multi_set(ftc_buf *b, const char *const *keys, const char *const *vals,
+void sr_keys(ftc__buf *b, int dialect, ftc__store_op op,
+             const char *const *keys, size_t n);
+void sr_multi_set(ftc__buf *b, const char *const *keys, const char *const *vals,
                   size_t n);
-void sr_ping(ftc_buf *b, uint32_t nonce);
-void sr_barrier(ftc_buf *b, const char *key, int64_t world_size);
-void sr_control_barrier(ftc_buf *b, const char *key, int64_t world_size,
+void sr_ping(ftc__buf *b, uint32_t nonce);
+void sr_barrier(ftc__buf *b, const char *key, int64_t world_size);
+void sr_control_barrier(ftc__buf *b, const char *key, int64_t world_size,
                         int64_t rank);
 /* GETNUMKEYS, CANCEL_WAIT, LIST_KEYS. */
-void sr_bare(ftc_buf *b, int dialect, ftc_store_op op);
+void sr_bare(ftc__buf *b, int dialect, ftc__store_op op);
 
 /* A blocking connection to 127.0.0.1:port. */
 typedef struct sr_conn {
@@ -59,7 +59,7 @@ void sr_connect_bare(sr_conn *c, int port);
 void sr_close(sr_conn *c);
 void sr_send(sr_conn *c, const void *p, size_t n);
 /* Sends b's bytes and empties b. */
-void sr_flush(sr_conn *c, ftc_buf *b);
+void sr_flush(sr_conn *c, ftc__buf *b);
 
 /* Reads exactly n bytes within tk_ms(timeout_ms): 0, FTC_ETIMEDOUT or
  * FTC_ECLOSED (the server closed or reset the connection). */

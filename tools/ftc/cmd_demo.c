@@ -379,10 +379,10 @@ static int demo(const demo_opts *o, const char *trainer, const char *dir)
     return demo_report(&in);
 }
 
-int ftc_cmd_demo(int argc, char **argv)
+int ftc__cmd_demo(int argc, char **argv)
 {
     demo_opts o;
-    if (ftc_cmd_wants_help(argc, argv)) {
+    if (ftc__cmd_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }
@@ -411,6 +411,6 @@ int ftc_cmd_demo(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int rc = demo(&o, trainer, dir);
-    ftc_cmd_remove_tree(dir);
+    ftc__cmd_remove_tree(dir);
     return rc;
 }

@@ -225,7 +225,7 @@ static void dashboard_url(const char *addr, int port, char *out, size_t cap)
     snprintf(out, cap, "http://%s:%d/", host, port);
 }
 
-int ftc_cmd_lighthouse(int argc, char **argv)
+int ftc__cmd_lighthouse(int argc, char **argv)
 {
     lh_args a;
     memset(&a, 0, sizeof(a));

@@ -163,7 +163,7 @@ static bool parse_ms(const char *v, long long *out)
     return true;
 }
 
-int ftc_cmd_status(int argc, char **argv)
+int ftc__cmd_status(int argc, char **argv)
 {
     const char *addr = getenv("FTC_LIGHTHOUSE");
     const char *job = NULL;

@@ -102,7 +102,7 @@ static int parse_args(int argc, char **argv, ftc_store_server_opts *o,
             known = 0;
             for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
                 if (strcmp(a, sizes[k].flag) == 0) {
-                    bad = ftc_cmd_parse_size(
+                    bad = ftc__cmd_parse_size(
                         v, (size_t *)((char *)o + sizes[k].offset));
                     known = 1;
                 }
@@ -124,7 +124,7 @@ static int parse_args(int argc, char **argv, ftc_store_server_opts *o,
 
 typedef struct probe_conn {
     int fd;
-    ftc_buf out;
+    ftc__buf out;
 } probe_conn;
 
 static int probe_open(probe_conn *c, int port, int v2)
@@ -199,7 +199,7 @@ static int report(const char *what, int ok, const char *detail)
 
 /* Query bytes: 2.x SET=1 GET=3 ADD=4 CHECK=5 WAIT=6 GETNUMKEYS=7
  * DELETE=8 CANCEL_WAIT=12 PING=13; 1.13 ADD=3 GET=2 WAIT=5. */
-static void put_key_op(ftc_buf *b, uint8_t op, const char *key)
+static void put_key_op(ftc__buf *b, uint8_t op, const char *key)
 {
     ftc__buf_append_u8(b, op);
     ftc__buf_append_str(b, key, strlen(key));
@@ -311,9 +311,9 @@ static int self_check(void)
 
 /* -------------------------------------------------------------- serving */
 
-int ftc_cmd_store(int argc, char **argv)
+int ftc__cmd_store(int argc, char **argv)
 {
-    if (ftc_cmd_wants_help(argc, argv)) {
+    if (ftc__cmd_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }

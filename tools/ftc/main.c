@@ -9,16 +9,16 @@
 #include "cmd.h"
 #include "ftc/ftc.h"
 
-static const ftc_cmd commands[] = {
-    {"version", ftc_cmd_version, "print the ftc version"},
-    {"store", ftc_cmd_store, "run a TCPStore-compatible key-value server"},
-    {"run", ftc_cmd_run,
+static const ftc__cmd commands[] = {
+    {"version", ftc__cmd_version, "print the ftc version"},
+    {"store", ftc__cmd_store, "run a TCPStore-compatible key-value server"},
+    {"run", ftc__cmd_run,
      "launch N replica groups x M ranks, with restarts "
      "and fault injection"},
-    {"lighthouse", ftc_cmd_lighthouse, "run a lighthouse (quorum server)"},
-    {"status", ftc_cmd_status, "show a lighthouse's jobs and quorums"},
-    {"bench", ftc_cmd_bench, "benchmarks (ftc bench store|control|pg|ft)"},
-    {"demo", ftc_cmd_demo,
+    {"lighthouse", ftc__cmd_lighthouse, "run a lighthouse (quorum server)"},
+    {"status", ftc__cmd_status, "show a lighthouse's jobs and quorums"},
+    {"bench", ftc__cmd_bench, "benchmarks (ftc bench store|control|pg|ft)"},
+    {"demo", ftc__cmd_demo,
      "train an example model while replica groups are killed"},
 };
 
@@ -33,7 +33,7 @@ static void usage(FILE *out)
     fprintf(out, "\n'ftc <command> --help' describes a command.\n");
 }
 
-int ftc_cmd_parse_size(const char *text, size_t *out)
+int ftc__cmd_parse_size(const char *text, size_t *out)
 {
     char *end;
     errno = 0;
@@ -69,12 +69,12 @@ static int remove_entry(const char *path, const struct stat *st, int type,
     return 0;
 }
 
-void ftc_cmd_remove_tree(const char *dir)
+void ftc__cmd_remove_tree(const char *dir)
 {
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int ftc_cmd_wants_help(int argc, char **argv)
+int ftc__cmd_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -84,7 +84,7 @@ int ftc_cmd_wants_help(int argc, char **argv)
     return 0;
 }
 
-int ftc_cmd_version(int argc, char **argv)
+int ftc__cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;

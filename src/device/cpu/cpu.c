@@ -49,7 +49,7 @@ static void cpu_handle_destroy(void *h)
     ftc__free(h);
 }
 
-static int cpu_synchronize(void *h, ftc_deadline dl)
+static int cpu_synchronize(void *h, ftc__deadline dl)
 {
     (void)h;
     (void)dl;

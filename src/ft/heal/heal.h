@@ -28,50 +28,50 @@
 /* The buffers registered for healing, in registration order. Each is
  * either memory borrowed from the registrant (data[i]) or reached through
  * the registrant's callbacks (cb[i].save non-NULL, data[i] NULL). */
-typedef struct ftc_heal_state {
-    ftc_heal_buf *bufs;
+typedef struct ftc__heal_state {
+    ftc__heal_buf *bufs;
     void **data;
     ftc_manager_state_cb *cb;
     size_t n, cap;
     uint64_t total;    /* bytes */
     uint64_t cb_bytes; /* of them, behind callbacks */
-} ftc_heal_state;
+} ftc__heal_state;
 
-void ftc__heal_state_init(ftc_heal_state *s);
-void ftc__heal_state_fini(ftc_heal_state *s);
+void ftc__heal_state_init(ftc__heal_state *s);
+void ftc__heal_state_fini(ftc__heal_state *s);
 /* Appends b (copied) with its memory. FTC_EEXIST if the name is taken,
  * FTC_EINVAL if data is NULL with bytes to hold, FTC_EMSGSIZE if the total
  * overflows, FTC_ENOMEM; s is unchanged on failure. */
-int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data);
+int ftc__heal_state_add(ftc__heal_state *s, const ftc__heal_buf *b, void *data);
 /* The same for a buffer behind callbacks (copied; save and load must be
  * set). */
-int ftc__heal_state_add_cb(ftc_heal_state *s, const ftc_heal_buf *b,
+int ftc__heal_state_add_cb(ftc__heal_state *s, const ftc__heal_buf *b,
                            const ftc_manager_state_cb *cb);
 /* Whether buffer i is behind callbacks. */
-bool ftc__heal_state_is_cb(const ftc_heal_state *s, size_t i);
+bool ftc__heal_state_is_cb(const ftc__heal_state *s, size_t i);
 
 /* A byte range of a snapshot: state bytes [off, off + len) are at p. */
-typedef struct ftc_heal_seg {
+typedef struct ftc__heal_seg {
     const uint8_t *p;
     uint64_t off, len;
-} ftc_heal_seg;
+} ftc__heal_seg;
 
 /* The state at one step as healing serves it, with its encoded metadata:
  * a private copy, or the registered buffers themselves, lent (readable
  * only while their owner does not write them), with the bytes of the
  * buffers behind callbacks saved into private memory. Immutable once
  * taken; shared by the server's readers through references. */
-typedef struct ftc_heal_snapshot {
+typedef struct ftc__heal_snapshot {
     atomic_int refs;
-    ftc_heal_meta meta;
-    ftc_heal_seg *segs; /* n_segs, by offset, covering the state */
+    ftc__heal_meta meta;
+    ftc__heal_seg *segs; /* n_segs, by offset, covering the state */
     size_t n_segs;
     uint8_t *copy;  /* the private copy (NULL when lent), segs[0] */
     uint8_t *saved; /* lent: what the save callbacks wrote */
     bool borrows;   /* some segment is a registrant's memory */
     uint8_t *meta_bytes;
     size_t meta_len;
-} ftc_heal_snapshot;
+} ftc__heal_snapshot;
 
 /* States of at least this many bytes are copied and checksummed on
  * several threads (at most FTC__HEAL_MAX_FILL_THREADS). */
@@ -84,35 +84,35 @@ typedef struct ftc_heal_snapshot {
  * copy. The caller guarantees nobody writes the buffers meanwhile. *out
  * has one reference. FTC_ENOMEM, FTC_EINVAL; FTC_ECANCELED when a save
  * callback returned non-zero (the message names the buffer). */
-int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
+int ftc__heal_snapshot_take(const ftc__heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            unsigned threads, ftc_heal_snapshot **out);
+                            unsigned threads, ftc__heal_snapshot **out);
 /* The same without the copy of borrowed memory: the snapshot reads the
  * borrowed buffers of s (checksums computed now), valid only as long as
  * nobody writes them and they stay registered (ftc__heal_server_lend);
  * the buffers behind callbacks are saved into the snapshot's own memory
  * (so a state of callbacks only borrows nothing: snap->borrows false). */
-int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
+int ftc__heal_snapshot_lend(const ftc__heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            unsigned threads, ftc_heal_snapshot **out);
+                            unsigned threads, ftc__heal_snapshot **out);
 /* A private copy of snap (same step, layout and bytes; checksums computed
  * again over the copy), on up to `threads` threads: the state for healers
  * still at work once a lending must end. No callback runs. */
-int ftc__heal_snapshot_copy(const ftc_heal_snapshot *snap, unsigned threads,
-                            ftc_heal_snapshot **out);
+int ftc__heal_snapshot_copy(const ftc__heal_snapshot *snap, unsigned threads,
+                            ftc__heal_snapshot **out);
 /* The first piece of state bytes [off, off + len) (len >= 1, inside the
  * state): where it lies in memory and how long it is (<= len). */
-ftc_heal_seg ftc__heal_snapshot_piece(const ftc_heal_snapshot *snap,
-                                      uint64_t off, uint64_t len);
-ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap);
+ftc__heal_seg ftc__heal_snapshot_piece(const ftc__heal_snapshot *snap,
+                                       uint64_t off, uint64_t len);
+ftc__heal_snapshot *ftc__heal_snapshot_ref(ftc__heal_snapshot *snap);
 /* Drops a reference; the last frees. NULL is a no-op. */
-void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap);
+void ftc__heal_snapshot_unref(ftc__heal_snapshot *snap);
 
 /* ---------------------------------------------------------------- server */
 
-typedef struct ftc_heal_server ftc_heal_server;
+typedef struct ftc__heal_server ftc__heal_server;
 
-typedef struct ftc_heal_server_opts {
+typedef struct ftc__heal_server_opts {
     /* The address to bind and advertise: an explicit IP or name that the
      * other replicas reach (never guessed from the hostname: torchft
      * #329). NULL or "": 127.0.0.1. */
@@ -122,24 +122,24 @@ typedef struct ftc_heal_server_opts {
     unsigned max_connections; /* 0: 256 */
     int64_t idle_timeout_ms;  /* a stalled reader is cut; 0: 30000 */
     const char *token;        /* NULL: none; else Bearer required */
-} ftc_heal_server_opts;
+} ftc__heal_server_opts;
 
 /* Starts serving on its own threads. FTC_EINVAL, FTC_ESYS, FTC_ENOMEM. */
-int ftc__heal_server_start(ftc_heal_server **out,
-                           const ftc_heal_server_opts *opts);
+int ftc__heal_server_start(ftc__heal_server **out,
+                           const ftc__heal_server_opts *opts);
 /* "host:port" as the other replicas reach it ("[v6]:port" for IPv6). */
-const char *ftc__heal_server_address(const ftc_heal_server *s);
+const char *ftc__heal_server_address(const ftc__heal_server *s);
 /* Serves snap (one reference taken) from now on, replacing the previous
  * one; readers of the previous keep it alive until they finish. NULL
  * stops serving. Never blocks on readers. Thread-safe. */
-void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap);
+void ftc__heal_server_publish(ftc__heal_server *s, ftc__heal_snapshot *snap);
 /* Stops serving (as publish(NULL)) and answers requests for the state of
  * step with 410 Gone from now on, until the next publish or lend: this
  * rank cannot serve it (a save callback failed), so a healer turns to
  * another source, or fails at once, instead of waiting. Thread-safe. */
-void ftc__heal_server_refuse(ftc_heal_server *s, int64_t step);
+void ftc__heal_server_refuse(ftc__heal_server *s, int64_t step);
 /* Answers nothing more, closes every connection, frees. NULL is a no-op. */
-void ftc__heal_server_stop(ftc_heal_server *s);
+void ftc__heal_server_stop(ftc__heal_server *s);
 
 /* Bytes of a healer's replica id, NUL included. */
 #define FTC__HEAL_ID_MAX 256
@@ -150,15 +150,15 @@ void ftc__heal_server_stop(ftc_heal_server *s);
  * POST /v1/heal/<step>/release?replica=<id>, or ftc__heal_server_release.
  * The owner writes none of the lent buffers until ftc__heal_server_reclaim
  * returns. FTC_ENOMEM (nothing changed). */
-int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
+int ftc__heal_server_lend(ftc__heal_server *s, ftc__heal_snapshot *lent,
                           const char *const *healers, size_t n);
 /* Records that replica_id no longer needs the lent state (it healed, gave
  * up, or was lost). Ids not expected are ignored. Any thread. */
-void ftc__heal_server_release(ftc_heal_server *s, const char *replica_id);
+void ftc__heal_server_release(ftc__heal_server *s, const char *replica_id);
 /* Waits until every expected healer released the lent state, at most
  * until dl: true if all did (or nothing is lent). False at once after
  * ftc__heal_server_close. */
-bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl);
+bool ftc__heal_server_lend_wait(ftc__heal_server *s, ftc__deadline dl);
 /* Ends the lending: serves next instead (a copy for the healers still at
  * work, or NULL; a reference taken), waits until dl for the answers still
  * sending from the lent buffers, and cuts those left (the daemon restarts
@@ -166,53 +166,54 @@ bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl);
  * server no longer reads the buffers, except after ftc__heal_server_close,
  * when it does not wait and ftc__heal_server_stop cuts the rest. No-op
  * when nothing is lent. */
-void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
-                              ftc_deadline dl);
+void ftc__heal_server_reclaim(ftc__heal_server *s, ftc__heal_snapshot *next,
+                              ftc__deadline dl);
 /* The owner is shutting down: lending waits return at once. Any thread. */
-void ftc__heal_server_close(ftc_heal_server *s);
+void ftc__heal_server_close(ftc__heal_server *s);
 
-typedef struct ftc_heal_server_stats {
+typedef struct ftc__heal_server_stats {
     uint64_t meta_served, chunks_served, bytes_served, refused;
     uint64_t releases; /* healers that released a lent state */
     uint64_t cuts;     /* restarts that cut answers from lent buffers */
-} ftc_heal_server_stats;
-void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out);
+} ftc__heal_server_stats;
+void ftc__heal_server_stats_get(ftc__heal_server *s,
+                                ftc__heal_server_stats *out);
 
 #ifdef FTC_TESTING
 /* Fault injection for the tests, applied to the next request of chunk
  * `chunk` (any step): CORRUPT serves it with one byte flipped; CUT sends
  * half of it, then closes the connection (a source dying mid-transfer);
  * CUT_ALL does CUT to every chunk request from now on. */
-typedef enum ftc_heal_fault {
+typedef enum ftc__heal_fault {
     FTC__HEAL_FAULT_NONE = 0,
     FTC__HEAL_FAULT_CORRUPT = 1,
     FTC__HEAL_FAULT_CUT = 2,
     FTC__HEAL_FAULT_CUT_ALL = 3,
-} ftc_heal_fault;
-void ftc__heal_server_inject(ftc_heal_server *s, ftc_heal_fault fault,
+} ftc__heal_fault;
+void ftc__heal_server_inject(ftc__heal_server *s, ftc__heal_fault fault,
                              uint32_t chunk);
 #endif
 
 /* ---------------------------------------------------------------- client */
 
-typedef struct ftc_heal_client ftc_heal_client;
+typedef struct ftc__heal_client ftc__heal_client;
 
-typedef struct ftc_heal_fetch {
+typedef struct ftc__heal_fetch {
     /* Sources ("host:port"), each serving the same state at step. The
      * first is asked for the metadata; chunk i starts at source i % n. */
     const char *const *sources;
     size_t n_sources;
     int64_t step;
     /* Where each buffer of the local layout goes. */
-    const ftc_heal_state *layout;
+    const ftc__heal_state *layout;
     void *const *dest;     /* layout->n pointers */
     unsigned streams;      /* transfers in flight; 0: 4 */
     unsigned threads;      /* receiving threads (<= streams); 0: 2 */
     size_t max_meta_bytes; /* 0: 64 MiB */
     const char *token;     /* NULL: none */
-} ftc_heal_fetch;
+} ftc__heal_fetch;
 
-typedef struct ftc_heal_fetch_result {
+typedef struct ftc__heal_fetch_result {
     int64_t step, batches_committed; /* from the metadata */
     uint64_t bytes;                  /* chunk bytes received and kept */
     uint32_t chunks;
@@ -220,14 +221,14 @@ typedef struct ftc_heal_fetch_result {
     uint32_t bad_chunks; /* of those: checksum or length mismatches */
     uint32_t sources;    /* sources that had the step (chunks came from
                             those whose copy of a chunk matched) */
-} ftc_heal_fetch_result;
+} ftc__heal_fetch_result;
 
-int ftc__heal_client_create(ftc_heal_client **out);
-void ftc__heal_client_destroy(ftc_heal_client *c);
+int ftc__heal_client_create(ftc__heal_client **out);
+void ftc__heal_client_destroy(ftc__heal_client *c);
 /* Makes the fetch in progress (and every later one, until cleared) fail
  * with FTC_ECANCELED at once. Any thread. */
-void ftc__heal_client_abort(ftc_heal_client *c);
-void ftc__heal_client_clear_abort(ftc_heal_client *c);
+void ftc__heal_client_abort(ftc__heal_client *c);
+void ftc__heal_client_clear_abort(ftc__heal_client *c);
 
 /* Fetches the state into f->dest: the reference metadata from the first
  * source that has step (retrying "not yet" answers until dl), checked
@@ -241,21 +242,21 @@ void ftc__heal_client_clear_abort(ftc_heal_client *c);
  * FTC_EPEER (every source failed), FTC_EMSGSIZE, FTC_EAUTH. On failure
  * the destination holds unspecified bytes. One fetch per client at a
  * time. */
-int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
-                           ftc_deadline dl, ftc_heal_fetch_result *out);
+int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
+                           ftc__deadline dl, ftc__heal_fetch_result *out);
 /* The "Authorization: Bearer" header list for token (*out NULL when token
  * is NULL), freed with curl_slist_free_all. FTC_EINVAL, FTC_ENOMEM. */
 struct curl_slist;
 int ftc__heal_auth_header(const char *token, struct curl_slist **out);
 /* Whether c was aborted (ftc__heal_client_abort, not cleared since). */
-bool ftc__heal_client_aborted(ftc_heal_client *c);
+bool ftc__heal_client_aborted(ftc__heal_client *c);
 
 /* Tells each of the n servers ("host:port") that replica_id no longer
  * needs the state of step they lend (POST .../release), all at once, until
  * dl or an abort of c. Best effort: returns how many answered 200; the
  * others end their lending by its bound or by the lighthouse's news. */
-size_t ftc__heal_client_release(ftc_heal_client *c, const char *const *servers,
+size_t ftc__heal_client_release(ftc__heal_client *c, const char *const *servers,
                                 size_t n, int64_t step, const char *replica_id,
-                                const char *token, ftc_deadline dl);
+                                const char *token, ftc__deadline dl);
 
 #endif

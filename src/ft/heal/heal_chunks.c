@@ -17,8 +17,8 @@
 
 #include "ft/heal/heal_client_int.h"
 
-typedef ftc_heal_fetch_state fetch;
-typedef ftc_heal_xfer xfer;
+typedef ftc__heal_fetch_state fetch;
+typedef ftc__heal_xfer xfer;
 
 /* A source that sends nothing for this long is left for another one,
  * not waited on until the deadline (a stopped or partitioned host). */
@@ -166,7 +166,7 @@ static int finish_chunk(fetch *ft, xfer *x, bool io)
 /* Sends x's request ("GET .../chunk/<i>", keep-alive), connecting first
  * when x has no connection to its source. False with x->error set when
  * the source cannot be reached. */
-static bool send_request(fetch *ft, xfer *x, ftc_deadline dl)
+static bool send_request(fetch *ft, xfer *x, ftc__deadline dl)
 {
     const char *src = ft->f->sources[x->src];
     if (x->fd >= 0 && x->fd_src != x->src) {
@@ -176,7 +176,7 @@ static bool send_request(fetch *ft, xfer *x, ftc_deadline dl)
     if (x->fd < 0) {
         char host[FTC_HOST_MAX];
         int port = 0;
-        ftc_deadline cdl =
+        ftc__deadline cdl =
             ftc__deadline_min(dl, ftc__deadline_in_ms(FTC__HEAL_CONNECT_MS));
         int rc = ftc__addr_split(src, 0, host, sizeof(host), &port);
         rc = rc != 0
@@ -221,7 +221,7 @@ static void took(xfer *x, const uint8_t *p, size_t n)
 /* Where the chunk's next bytes go, and how many fit there (>= 1). */
 static uint8_t *next_place(fetch *ft, xfer *x, size_t *room)
 {
-    const ftc_heal_state *lay = ft->f->layout;
+    const ftc__heal_state *lay = ft->f->layout;
     uint64_t pos = x->off + x->got;
     while (pos >= ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes) {
         x->cursor++;
@@ -345,7 +345,7 @@ typedef struct lane {
     unsigned index;
     xfer *xs;
     unsigned nx;
-    ftc_deadline dl;
+    ftc__deadline dl;
 } lane;
 
 /* Wakes every lane: a chunk went back in the queue, or the fetch ended. */
@@ -486,7 +486,7 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-int ftc__heal_chunks_run(fetch *ft, xfer *xs, unsigned nx, ftc_deadline dl)
+int ftc__heal_chunks_run(fetch *ft, xfer *xs, unsigned nx, ftc__deadline dl)
 {
     lane ls[FTC__HEAL_MAX_LANES];
     pthread_t th[FTC__HEAL_MAX_LANES];
@@ -538,7 +538,7 @@ int ftc__heal_chunks_run(fetch *ft, xfer *xs, unsigned nx, ftc_deadline dl)
 
 int ftc__heal_chunks_prepare(fetch *ft)
 {
-    const ftc_heal_fetch *f = ft->f;
+    const ftc__heal_fetch *f = ft->f;
     uint32_t n = ft->meta.n_chunks;
     size_t nc = n > 0 ? n : 1;
     ft->starts = ftc__calloc(f->layout->n + 1, sizeof(*ft->starts));

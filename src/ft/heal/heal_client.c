@@ -7,16 +7,16 @@
 
 #include "ft/heal/heal_client_int.h"
 
-typedef ftc_heal_fetch_state fetch;
-typedef ftc_heal_xfer xfer;
+typedef ftc__heal_fetch_state fetch;
+typedef ftc__heal_xfer xfer;
 
-int ftc__heal_client_create(ftc_heal_client **out)
+int ftc__heal_client_create(ftc__heal_client **out)
 {
     *out = NULL;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         return ftc__seterr(FTC_ESYS, "heal client: curl init failed");
     }
-    ftc_heal_client *c = ftc__calloc(1, sizeof(*c));
+    ftc__heal_client *c = ftc__calloc(1, sizeof(*c));
     bool ok = c != NULL;
     if (ok) {
         c->abort_ev.fd = -1;
@@ -34,7 +34,7 @@ int ftc__heal_client_create(ftc_heal_client **out)
     return 0;
 }
 
-void ftc__heal_client_destroy(ftc_heal_client *c)
+void ftc__heal_client_destroy(ftc__heal_client *c)
 {
     if (c != NULL) {
         for (int i = 0; i < FTC__HEAL_MAX_LANES; i++) {
@@ -46,20 +46,20 @@ void ftc__heal_client_destroy(ftc_heal_client *c)
     }
 }
 
-void ftc__heal_client_abort(ftc_heal_client *c)
+void ftc__heal_client_abort(ftc__heal_client *c)
 {
     atomic_store(&c->aborted, true);
     ftc__event_signal(&c->abort_ev);
     curl_multi_wakeup(c->multi[0]);
 }
 
-void ftc__heal_client_clear_abort(ftc_heal_client *c)
+void ftc__heal_client_clear_abort(ftc__heal_client *c)
 {
     atomic_store(&c->aborted, false);
     ftc__event_clear(&c->abort_ev);
 }
 
-bool ftc__heal_client_aborted(ftc_heal_client *c)
+bool ftc__heal_client_aborted(ftc__heal_client *c)
 {
     return atomic_load(&c->aborted);
 }
@@ -74,7 +74,7 @@ void ftc__heal_url(const char *source, int64_t step, const char *what,
 }
 
 void ftc__heal_request(fetch *ft, CURL *e, const char *url, char *errbuf,
-                       ftc_deadline dl)
+                       ftc__deadline dl)
 {
     curl_easy_reset(e);
     curl_easy_setopt(e, CURLOPT_URL, url);
@@ -96,7 +96,7 @@ void ftc__heal_request(fetch *ft, CURL *e, const char *url, char *errbuf,
     }
 }
 
-int ftc__heal_check(fetch *ft, ftc_deadline dl)
+int ftc__heal_check(fetch *ft, ftc__deadline dl)
 {
     if (atomic_load(&ft->c->aborted)) {
         return ftc__seterr(FTC_ECANCELED, "healing aborted");
@@ -113,7 +113,8 @@ int ftc__heal_check(fetch *ft, ftc_deadline dl)
     return 0;
 }
 
-int ftc__heal_wait(fetch *ft, CURLM *multi, ftc_deadline dl, ftc_deadline until)
+int ftc__heal_wait(fetch *ft, CURLM *multi, ftc__deadline dl,
+                   ftc__deadline until)
 {
     int rc = ftc__heal_check(ft, dl);
     if (rc != 0) {
@@ -135,8 +136,8 @@ static size_t on_meta(char *p, size_t size, size_t n, void *arg)
  * ("not yet": try again later), FTC_EPEER (unreachable; or, with x->gone,
  * HTTP 410: it will not serve the step), FTC_EAUTH, FTC_EMSGSIZE, or a
  * poll error. */
-static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
-                         ftc_deadline dl)
+static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc__buf *body,
+                         ftc__deadline dl)
 {
     CURL *e = x->easy;
     CURLM *multi = ft->c->multi[0];
@@ -200,11 +201,11 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc_buf *body,
 
 /* Decodes a metadata from source s and checks it against what was asked:
  * the step and the local layout. */
-static int decode_meta(fetch *ft, size_t s, const ftc_buf *body,
-                       ftc_heal_meta *m)
+static int decode_meta(fetch *ft, size_t s, const ftc__buf *body,
+                       ftc__heal_meta *m)
 {
-    const ftc_heal_fetch *f = ft->f;
-    ftc_heal_limits lim = {
+    const ftc__heal_fetch *f = ft->f;
+    ftc__heal_limits lim = {
         (uint32_t)f->layout->n,
         (uint32_t)ftc__heal_chunk_count(f->layout->total, 1) + 1,
         f->layout->total};
@@ -234,10 +235,10 @@ static int decode_meta(fetch *ft, size_t s, const ftc_buf *body,
  * later (a healer waits for nothing else), until dl. A source that says it
  * will not serve the step (410) is not asked again; once every source
  * said so, the fetch fails at once (FTC_EPEER). */
-static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
+static int get_meta(fetch *ft, xfer *x, ftc__buf *body, ftc__deadline dl)
 {
-    const ftc_heal_fetch *f = ft->f;
-    ftc_backoff bo;
+    const ftc__heal_fetch *f = ft->f;
+    ftc__backoff bo;
     ftc__backoff_init(&bo, 1, 4);
     char why[256] = "";
     size_t n_gone = 0;
@@ -275,7 +276,8 @@ static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
         if (s + 1 == f->n_sources) {
             int64_t wait = ftc__backoff_next_ms(&bo);
             int64_t left = ftc__deadline_left_ms(dl);
-            ftc_deadline until = ftc__deadline_in_ms(wait < left ? wait : left);
+            ftc__deadline until =
+                ftc__deadline_in_ms(wait < left ? wait : left);
             rc = 0;
             while (rc == 0 && !ftc__deadline_expired(until)) {
                 rc = ftc__heal_wait(ft, ft->c->multi[0], dl, until);
@@ -297,14 +299,14 @@ static int get_meta(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
 
 /* The other sources' checksums, one request each: a source that has no
  * snapshot of the step, or another layout, is not used. */
-static int peer_metas(fetch *ft, xfer *x, ftc_buf *body, ftc_deadline dl)
+static int peer_metas(fetch *ft, xfer *x, ftc__buf *body, ftc__deadline dl)
 {
     ft->hashes[ft->ref] = ft->meta.chunk_hash;
     for (size_t s = 0; s < ft->f->n_sources; s++) {
         if (s == ft->ref) {
             continue;
         }
-        ftc_heal_meta m;
+        ftc__heal_meta m;
         int rc = get_meta_once(ft, x, s, body, dl);
         if (rc == 0 && decode_meta(ft, s, body, &m) == 0) {
             ft->hashes[s] = m.chunk_hash; /* taken over */
@@ -357,8 +359,8 @@ int ftc__heal_auth_header(const char *token, struct curl_slist **out)
     return *out != NULL ? 0 : ftc__seterr(FTC_ENOMEM, "headers");
 }
 
-int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
-                           ftc_deadline dl, ftc_heal_fetch_result *out)
+int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
+                           ftc__deadline dl, ftc__heal_fetch_result *out)
 {
     memset(out, 0, sizeof(*out));
     if (f->n_sources == 0 || f->sources == NULL ||
@@ -394,7 +396,7 @@ int ftc__heal_client_fetch(ftc_heal_client *c, const ftc_heal_fetch *f,
     if (rc == 0 && ft.hashes == NULL) {
         rc = ftc__seterr(FTC_ENOMEM, "healing sources");
     }
-    ftc_buf body;
+    ftc__buf body;
     ftc__buf_init(&body,
                   f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
     rc = rc != 0 ? rc : get_meta(&ft, &xs[0], &body, dl);

@@ -15,11 +15,11 @@
 /* Receiving threads of one fetch, each with its own multi handle. */
 #define FTC__HEAL_MAX_LANES 8
 
-struct ftc_heal_client {
+struct ftc__heal_client {
     /* multi[0] serves the metadata; created once. */
     CURLM *multi[FTC__HEAL_MAX_LANES];
     atomic_bool aborted;
-    ftc_event abort_ev; /* set while aborted: wakes the chunk lanes */
+    ftc__event abort_ev; /* set while aborted: wakes the chunk lanes */
 };
 
 /* Bytes of a chunk answer's status line and headers. */
@@ -29,10 +29,10 @@ struct ftc_heal_client {
  * chunk after chunk on one kept-alive connection to a source, the body
  * received straight into the destination (heal_chunks.c). The easy
  * handle serves the metadata requests (xs[0]). */
-typedef struct ftc_heal_xfer {
+typedef struct ftc__heal_xfer {
     CURL *easy;
     XXH3_state_t *hash;
-    struct ftc_heal_fetch_state *ctx;
+    struct ftc__heal_fetch_state *ctx;
     bool busy;
     uint32_t chunk;
     size_t src;
@@ -50,15 +50,15 @@ typedef struct ftc_heal_xfer {
     bool gone;       /* a metadata answer was 410: no state of the step */
     char head[FTC__HEAL_HEAD_MAX];
     char error[CURL_ERROR_SIZE];
-} ftc_heal_xfer;
+} ftc__heal_xfer;
 
 /* The state of one fetch. The chunk tables are shared by the lanes under
  * mu; the layout, destinations, starts and checksums are read-only once
  * the chunks start. */
-typedef struct ftc_heal_fetch_state {
-    ftc_heal_client *c;
-    const ftc_heal_fetch *f;
-    ftc_heal_meta meta;
+typedef struct ftc__heal_fetch_state {
+    ftc__heal_client *c;
+    const ftc__heal_fetch *f;
+    ftc__heal_meta meta;
     struct curl_slist *headers;
     /* Per source, the chunk checksums of its own metadata (NULL: it has
      * none of this step). A chunk is asked only of sources whose checksum
@@ -84,31 +84,31 @@ typedef struct ftc_heal_fetch_state {
     char rc_msg[512];            /* its message */
     char error[CURL_ERROR_SIZE]; /* the last source failure */
     unsigned lanes;
-    ftc_event wake[FTC__HEAL_MAX_LANES]; /* a chunk was queued, or the end */
-    ftc_heal_fetch_result *out;
-} ftc_heal_fetch_state;
+    ftc__event wake[FTC__HEAL_MAX_LANES]; /* a chunk was queued, or the end */
+    ftc__heal_fetch_result *out;
+} ftc__heal_fetch_state;
 
 /* "http://<source>/v1/heal/<step>/<what>" into out. */
 void ftc__heal_url(const char *source, int64_t step, const char *what,
                    char *out, size_t cap);
 /* Resets e for one request: URL, headers, stall and deadline limits. */
-void ftc__heal_request(ftc_heal_fetch_state *ft, CURL *e, const char *url,
-                       char *errbuf, ftc_deadline dl);
+void ftc__heal_request(ftc__heal_fetch_state *ft, CURL *e, const char *url,
+                       char *errbuf, ftc__deadline dl);
 /* FTC_ECANCELED after an abort, FTC_ETIMEDOUT (saying how many chunks
  * are in) once dl passed, else 0. */
-int ftc__heal_check(ftc_heal_fetch_state *ft, ftc_deadline dl);
+int ftc__heal_check(ftc__heal_fetch_state *ft, ftc__deadline dl);
 /* Waits for activity on multi, at most until `until` (never past dl):
  * FTC_ECANCELED after an abort, FTC_ETIMEDOUT once dl passed. */
-int ftc__heal_wait(ftc_heal_fetch_state *ft, CURLM *multi, ftc_deadline dl,
-                   ftc_deadline until);
+int ftc__heal_wait(ftc__heal_fetch_state *ft, CURLM *multi, ftc__deadline dl,
+                   ftc__deadline until);
 
 /* Allocates the chunk tables and queues every chunk. */
-int ftc__heal_chunks_prepare(ftc_heal_fetch_state *ft);
+int ftc__heal_chunks_prepare(ftc__heal_fetch_state *ft);
 /* Fetches every chunk over xs[0..nx) on ft->lanes lanes (the caller's
  * thread is lane 0), until all are in place or one lane fails. */
-int ftc__heal_chunks_run(ftc_heal_fetch_state *ft, ftc_heal_xfer *xs,
-                         unsigned nx, ftc_deadline dl);
+int ftc__heal_chunks_run(ftc__heal_fetch_state *ft, ftc__heal_xfer *xs,
+                         unsigned nx, ftc__deadline dl);
 /* Frees the chunk tables. */
-void ftc__heal_chunks_free(ftc_heal_fetch_state *ft);
+void ftc__heal_chunks_free(ftc__heal_fetch_state *ft);
 
 #endif

@@ -21,7 +21,7 @@ static bool name_ok(const char *s, size_t n)
     return true;
 }
 
-int ftc__heal_buf_set(ftc_heal_buf *b, const char *name, int dtype,
+int ftc__heal_buf_set(ftc__heal_buf *b, const char *name, int dtype,
                       const int64_t *dims, int ndim, size_t elem_size)
 {
     size_t n = name != NULL ? strlen(name) : 0;
@@ -66,7 +66,7 @@ uint64_t ftc__heal_chunk_count(uint64_t total, uint64_t chunk_bytes)
     return total / chunk_bytes + (total % chunk_bytes != 0);
 }
 
-void ftc__heal_chunk_range(const ftc_heal_meta *m, uint32_t i, uint64_t *off,
+void ftc__heal_chunk_range(const ftc__heal_meta *m, uint32_t i, uint64_t *off,
                            uint64_t *len)
 {
     *off = (uint64_t)i * m->chunk_bytes;
@@ -75,7 +75,7 @@ void ftc__heal_chunk_range(const ftc_heal_meta *m, uint32_t i, uint64_t *off,
 }
 
 /* Internal consistency shared by encode and decode. */
-static int meta_consistent(const ftc_heal_meta *m)
+static int meta_consistent(const ftc__heal_meta *m)
 {
     if (m->step < 0 || m->batches_committed < 0 || m->chunk_bytes == 0) {
         return ftc__seterr(FTC_EPROTO,
@@ -93,7 +93,7 @@ static int meta_consistent(const ftc_heal_meta *m)
     }
     uint64_t sum = 0;
     for (uint32_t i = 0; i < m->n_buffers; i++) {
-        const ftc_heal_buf *b = &m->buffers[i];
+        const ftc__heal_buf *b = &m->buffers[i];
         if (!name_ok(b->name, strnlen(b->name, sizeof(b->name))) ||
             b->ndim > FTC__HEAL_NDIM_MAX) {
             return ftc__seterr(FTC_EPROTO, "heal metadata: buffer %u invalid",
@@ -113,7 +113,7 @@ static int meta_consistent(const ftc_heal_meta *m)
     return 0;
 }
 
-int ftc__heal_meta_encode(const ftc_heal_meta *m, ftc_buf *out)
+int ftc__heal_meta_encode(const ftc__heal_meta *m, ftc__buf *out)
 {
     int rc = meta_consistent(m);
     if (rc != 0) {
@@ -129,7 +129,7 @@ int ftc__heal_meta_encode(const ftc_heal_meta *m, ftc_buf *out)
     rc = rc != 0 ? rc : ftc__buf_append_u32le(out, m->n_buffers);
     rc = rc != 0 ? rc : ftc__buf_append_u32le(out, m->n_chunks);
     for (uint32_t i = 0; rc == 0 && i < m->n_buffers; i++) {
-        const ftc_heal_buf *b = &m->buffers[i];
+        const ftc__heal_buf *b = &m->buffers[i];
         size_t n = strlen(b->name);
         uint8_t hdr[2] = {(uint8_t)n, (uint8_t)(n >> 8)};
         rc = ftc__buf_append(out, hdr, 2);
@@ -179,7 +179,7 @@ static bool take_u64(reader *r, uint64_t *v)
     return true;
 }
 
-static bool take_buffer(reader *r, ftc_heal_buf *b)
+static bool take_buffer(reader *r, ftc__heal_buf *b)
 {
     uint8_t hdr[2];
     if (!take(r, hdr, 2)) {
@@ -206,8 +206,8 @@ static bool take_buffer(reader *r, ftc_heal_buf *b)
 }
 
 /* The header's fields, checked against the limits and the length. */
-static int decode_header(reader *r, size_t n, const ftc_heal_limits *lim,
-                         ftc_heal_meta *m)
+static int decode_header(reader *r, size_t n, const ftc__heal_limits *lim,
+                         ftc__heal_meta *m)
 {
     char magic[FTC__HEAL_MAGIC_LEN];
     uint64_t step, batches;
@@ -254,11 +254,11 @@ static int decode_header(reader *r, size_t n, const ftc_heal_limits *lim,
 }
 
 int ftc__heal_meta_decode(const uint8_t *p, size_t n,
-                          const ftc_heal_limits *lim, ftc_heal_meta *out)
+                          const ftc__heal_limits *lim, ftc__heal_meta *out)
 {
     memset(out, 0, sizeof(*out));
     reader r = {p, n};
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     memset(&m, 0, sizeof(m));
     /* The trailer first: a corrupt answer is reported as corrupt. */
     if (n >= FTC__HEAL_HEADER_BYTES + 8 &&
@@ -300,7 +300,7 @@ int ftc__heal_meta_decode(const uint8_t *p, size_t n,
     return 0;
 }
 
-void ftc__heal_meta_fini(ftc_heal_meta *m)
+void ftc__heal_meta_fini(ftc__heal_meta *m)
 {
     if (m != NULL) {
         ftc__free(m->buffers);
@@ -309,8 +309,8 @@ void ftc__heal_meta_fini(ftc_heal_meta *m)
     }
 }
 
-int ftc__heal_layout_check(const ftc_heal_meta *remote,
-                           const ftc_heal_buf *local, size_t n_local)
+int ftc__heal_layout_check(const ftc__heal_meta *remote,
+                           const ftc__heal_buf *local, size_t n_local)
 {
     if (remote->n_buffers != n_local) {
         return ftc__seterr(FTC_EPROTO,
@@ -319,7 +319,7 @@ int ftc__heal_layout_check(const ftc_heal_meta *remote,
                            remote->n_buffers, n_local);
     }
     for (size_t i = 0; i < n_local; i++) {
-        const ftc_heal_buf *a = &remote->buffers[i], *b = &local[i];
+        const ftc__heal_buf *a = &remote->buffers[i], *b = &local[i];
         bool same = strcmp(a->name, b->name) == 0 && a->dtype == b->dtype &&
                     a->ndim == b->ndim && a->nbytes == b->nbytes &&
                     memcmp(a->dims, b->dims, a->ndim * sizeof(a->dims[0])) == 0;

@@ -8,7 +8,7 @@
 
 #include "ft/heal/heal_server_int.h"
 
-void ftc__heal_lend_clear(ftc_heal_server *s)
+void ftc__heal_lend_clear(ftc__heal_server *s)
 {
     ftc__free(s->healers);
     ftc__free(s->released);
@@ -18,7 +18,7 @@ void ftc__heal_lend_clear(ftc_heal_server *s)
     s->lending = false;
 }
 
-int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
+int ftc__heal_server_lend(ftc__heal_server *s, ftc__heal_snapshot *lent,
                           const char *const *healers, size_t n)
 {
     char(*ids)[FTC__HEAL_ID_MAX] = ftc__calloc(n > 0 ? n : 1, sizeof(*ids));
@@ -34,7 +34,7 @@ int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
     ftc__heal_snapshot_ref(lent);
     pthread_mutex_lock(&s->mu);
     ftc__heal_lend_clear(s);
-    ftc_heal_snapshot *old = s->current;
+    ftc__heal_snapshot *old = s->current;
     s->current = lent;
     s->refused_step = -1;
     s->lending = true;
@@ -46,7 +46,7 @@ int ftc__heal_server_lend(ftc_heal_server *s, ftc_heal_snapshot *lent,
     return 0;
 }
 
-bool ftc__heal_lend_release(ftc_heal_server *s, int64_t step,
+bool ftc__heal_lend_release(ftc__heal_server *s, int64_t step,
                             const char *replica_id)
 {
     pthread_mutex_lock(&s->mu);
@@ -63,13 +63,13 @@ bool ftc__heal_lend_release(ftc_heal_server *s, int64_t step,
     return ok;
 }
 
-void ftc__heal_server_release(ftc_heal_server *s, const char *replica_id)
+void ftc__heal_server_release(ftc__heal_server *s, const char *replica_id)
 {
     ftc__heal_lend_release(s, -1, replica_id);
 }
 
 /* Waits on s->cv (s->mu held) until dl or a signal; false once dl passed. */
-static bool wait_until(ftc_heal_server *s, ftc_deadline dl)
+static bool wait_until(ftc__heal_server *s, ftc__deadline dl)
 {
     if (ftc__deadline_expired(dl)) {
         return false;
@@ -79,7 +79,7 @@ static bool wait_until(ftc_heal_server *s, ftc_deadline dl)
     return true;
 }
 
-bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl)
+bool ftc__heal_server_lend_wait(ftc__heal_server *s, ftc__deadline dl)
 {
     pthread_mutex_lock(&s->mu);
     while (s->lending && !s->closing && s->n_released < s->n_healers &&
@@ -90,8 +90,8 @@ bool ftc__heal_server_lend_wait(ftc_heal_server *s, ftc_deadline dl)
     return all;
 }
 
-void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
-                              ftc_deadline dl)
+void ftc__heal_server_reclaim(ftc__heal_server *s, ftc__heal_snapshot *next,
+                              ftc__deadline dl)
 {
     ftc__heal_snapshot_ref(next);
     pthread_mutex_lock(&s->mu);
@@ -100,7 +100,7 @@ void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
         ftc__heal_snapshot_unref(next);
         return;
     }
-    ftc_heal_snapshot *lent = s->current;
+    ftc__heal_snapshot *lent = s->current;
     s->current = next;
     ftc__heal_lend_clear(s);
     /* Every answer from the lent buffers holds a reference. */
@@ -121,7 +121,7 @@ void ftc__heal_server_reclaim(ftc_heal_server *s, ftc_heal_snapshot *next,
     ftc__heal_snapshot_unref(lent);
 }
 
-void ftc__heal_server_close(ftc_heal_server *s)
+void ftc__heal_server_close(ftc__heal_server *s)
 {
     pthread_mutex_lock(&s->mu);
     s->closing = true;

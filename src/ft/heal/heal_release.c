@@ -18,7 +18,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 /* One POST .../release; NULL if out of memory. */
 static CURL *release_request(const char *server, int64_t step,
                              const char *replica_id, struct curl_slist *hdrs,
-                             ftc_deadline dl)
+                             ftc__deadline dl)
 {
     CURL *e = curl_easy_init();
     char *id = e != NULL ? curl_easy_escape(e, replica_id, 0) : NULL;
@@ -43,9 +43,9 @@ static CURL *release_request(const char *server, int64_t step,
     return e;
 }
 
-size_t ftc__heal_client_release(ftc_heal_client *c, const char *const *servers,
+size_t ftc__heal_client_release(ftc__heal_client *c, const char *const *servers,
                                 size_t n, int64_t step, const char *replica_id,
-                                const char *token, ftc_deadline dl)
+                                const char *token, ftc__deadline dl)
 {
     struct curl_slist *hdrs = NULL;
     CURLM *multi = curl_multi_init();

@@ -26,10 +26,10 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status,
     return ok;
 }
 
-static enum MHD_Result refuse(ftc_heal_server *s, struct MHD_Connection *c,
+static enum MHD_Result refuse(ftc__heal_server *s, struct MHD_Connection *c,
                               unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static enum MHD_Result refuse(ftc_heal_server *s, struct MHD_Connection *c,
+static enum MHD_Result refuse(ftc__heal_server *s, struct MHD_Connection *c,
                               unsigned status, const char *fmt, ...)
 {
     char text[256];
@@ -50,8 +50,8 @@ static enum MHD_Result refuse(ftc_heal_server *s, struct MHD_Connection *c,
 /* What an answer over snapshot memory holds: its reference, and the
  * server to tell when the answer ends (a lending waits for that). */
 typedef struct ticket {
-    ftc_heal_server *s;
-    ftc_heal_snapshot *snap;
+    ftc__heal_server *s;
+    ftc__heal_snapshot *snap;
 } ticket;
 
 static void ticket_free(void *p)
@@ -65,12 +65,12 @@ static void ticket_free(void *p)
 }
 
 /* How many pieces state bytes [off, off + len) span. */
-static size_t count_pieces(const ftc_heal_snapshot *snap, uint64_t off,
+static size_t count_pieces(const ftc__heal_snapshot *snap, uint64_t off,
                            uint64_t len)
 {
     size_t n = 0;
     for (; len > 0; n++) {
-        ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
+        ftc__heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
         off += p.len;
         len -= p.len;
     }
@@ -80,8 +80,8 @@ static size_t count_pieces(const ftc_heal_snapshot *snap, uint64_t off,
 /* An answer over the snapshot's metadata (meta) or its bytes [off, off +
  * len) (len >= 1), sent straight from their memory: one piece per buffer
  * they span. The reference to snap goes with it, even on failure. */
-static struct MHD_Response *from_snapshot(ftc_heal_server *s,
-                                          ftc_heal_snapshot *snap, bool meta,
+static struct MHD_Response *from_snapshot(ftc__heal_server *s,
+                                          ftc__heal_snapshot *snap, bool meta,
                                           uint64_t off, uint64_t len)
 {
     size_t n = meta ? 1 : count_pieces(snap, off, len);
@@ -94,7 +94,7 @@ static struct MHD_Response *from_snapshot(ftc_heal_server *s,
             iov[0] = (struct MHD_IoVec){snap->meta_bytes, snap->meta_len};
         }
         for (size_t i = 0; !meta && i < n; i++) {
-            ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
+            ftc__heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
             iov[i] = (struct MHD_IoVec){p.p, (size_t)p.len};
             off += p.len;
             len -= p.len;
@@ -142,12 +142,12 @@ static void cut_free(void *cls)
 
 /* A faulty answer for chunk bytes [off, off + len), from a copy of them
  * (the reference to snap is released at once). */
-static struct MHD_Response *faulty(int fault, ftc_heal_snapshot *snap,
+static struct MHD_Response *faulty(int fault, ftc__heal_snapshot *snap,
                                    uint64_t off, uint64_t len)
 {
     uint8_t *copy = ftc__malloc(len);
     for (uint64_t k = 0; copy != NULL && k < len;) {
-        ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off + k, len - k);
+        ftc__heal_seg p = ftc__heal_snapshot_piece(snap, off + k, len - k);
         memcpy(copy + k, p.p, p.len);
         k += p.len;
     }
@@ -174,7 +174,7 @@ static struct MHD_Response *faulty(int fault, ftc_heal_snapshot *snap,
     return r;
 }
 
-void ftc__heal_server_inject(ftc_heal_server *s, ftc_heal_fault fault,
+void ftc__heal_server_inject(ftc__heal_server *s, ftc__heal_fault fault,
                              uint32_t chunk)
 {
     pthread_mutex_lock(&s->mu);
@@ -184,7 +184,7 @@ void ftc__heal_server_inject(ftc_heal_server *s, ftc_heal_fault fault,
 }
 
 /* The fault for this chunk request, consumed unless it is CUT_ALL. */
-static int take_fault(ftc_heal_server *s, uint32_t chunk)
+static int take_fault(ftc__heal_server *s, uint32_t chunk)
 {
     int f = FTC__HEAL_FAULT_NONE;
     if (s->fault == FTC__HEAL_FAULT_CUT_ALL) {
@@ -244,7 +244,7 @@ static route parse_url(const char *url, uint64_t *step, uint64_t *chunk)
 }
 
 /* A healer no longer needs the lent state of step. */
-static enum MHD_Result on_release(ftc_heal_server *s, struct MHD_Connection *c,
+static enum MHD_Result on_release(ftc__heal_server *s, struct MHD_Connection *c,
                                   uint64_t step)
 {
     const char *id =
@@ -264,11 +264,11 @@ static enum MHD_Result on_release(ftc_heal_server *s, struct MHD_Connection *c,
 }
 
 /* The snapshot of step with one more reference, or NULL (404 sent). */
-static ftc_heal_snapshot *snapshot_of(ftc_heal_server *s, uint64_t step,
-                                      route rt, uint64_t chunk, int *fault)
+static ftc__heal_snapshot *snapshot_of(ftc__heal_server *s, uint64_t step,
+                                       route rt, uint64_t chunk, int *fault)
 {
     pthread_mutex_lock(&s->mu);
-    ftc_heal_snapshot *snap = s->current;
+    ftc__heal_snapshot *snap = s->current;
     if (snap == NULL || (uint64_t)snap->meta.step != step ||
         (rt == ROUTE_CHUNK && chunk >= snap->meta.n_chunks)) {
         pthread_mutex_unlock(&s->mu);
@@ -285,7 +285,7 @@ static ftc_heal_snapshot *snapshot_of(ftc_heal_server *s, uint64_t step,
 }
 
 /* Whether the state of step was refused (ftc__heal_server_refuse). */
-static bool gone(ftc_heal_server *s, uint64_t step)
+static bool gone(ftc__heal_server *s, uint64_t step)
 {
     pthread_mutex_lock(&s->mu);
     bool g = s->refused_step >= 0 && (uint64_t)s->refused_step == step;
@@ -311,7 +311,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 {
     (void)version;
     (void)upload_data;
-    ftc_heal_server *s = cls;
+    ftc__heal_server *s = cls;
     bool post = strcmp(method, "POST") == 0;
     if (*con_cls == NULL) {
         *con_cls = s; /* the headers are in */
@@ -346,7 +346,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return on_release(s, c, step);
     }
     int fault;
-    ftc_heal_snapshot *snap = snapshot_of(s, step, rt, chunk, &fault);
+    ftc__heal_snapshot *snap = snapshot_of(s, step, rt, chunk, &fault);
     if (snap == NULL && gone(s, step)) {
         return refuse(s, c, 410,
                       "this rank cannot serve the state of step "
@@ -377,7 +377,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 /* Serves on the listening socket fd (MHD owns it from here on, even when
  * this fails). */
-static struct MHD_Daemon *start_daemon(ftc_heal_server *s, int fd)
+static struct MHD_Daemon *start_daemon(ftc__heal_server *s, int fd)
 {
     return MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
@@ -388,7 +388,8 @@ static struct MHD_Daemon *start_daemon(ftc_heal_server *s, int fd)
         MHD_OPTION_END);
 }
 
-int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
+int ftc__heal_server_start(ftc__heal_server **out,
+                           const ftc__heal_server_opts *o)
 {
     *out = NULL;
     const char *host =
@@ -403,7 +404,7 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
     if (sodium_init() < 0) {
         return ftc__seterr(FTC_ESYS, "heal server: libsodium init failed");
     }
-    ftc_heal_server *s = ftc__calloc(1, sizeof(*s));
+    ftc__heal_server *s = ftc__calloc(1, sizeof(*s));
     if (s == NULL) {
         return ftc__seterr(FTC_ENOMEM, "heal server");
     }
@@ -444,7 +445,7 @@ int ftc__heal_server_start(ftc_heal_server **out, const ftc_heal_server_opts *o)
     return 0;
 }
 
-void ftc__heal_server_restart(ftc_heal_server *s)
+void ftc__heal_server_restart(ftc__heal_server *s)
 {
     if (s->mhd == NULL) {
         return;
@@ -461,36 +462,37 @@ void ftc__heal_server_restart(ftc_heal_server *s)
     }
 }
 
-const char *ftc__heal_server_address(const ftc_heal_server *s)
+const char *ftc__heal_server_address(const ftc__heal_server *s)
 {
     return s->address;
 }
 
 /* Serves snap (a reference taken) and, with refuse >= 0, answers 410 for
  * that step. */
-static void set_current(ftc_heal_server *s, ftc_heal_snapshot *snap,
+static void set_current(ftc__heal_server *s, ftc__heal_snapshot *snap,
                         int64_t refuse)
 {
     ftc__heal_snapshot_ref(snap);
     pthread_mutex_lock(&s->mu);
-    ftc_heal_snapshot *old = s->current;
+    ftc__heal_snapshot *old = s->current;
     s->current = snap;
     s->refused_step = refuse;
     pthread_mutex_unlock(&s->mu);
     ftc__heal_snapshot_unref(old);
 }
 
-void ftc__heal_server_publish(ftc_heal_server *s, ftc_heal_snapshot *snap)
+void ftc__heal_server_publish(ftc__heal_server *s, ftc__heal_snapshot *snap)
 {
     set_current(s, snap, -1);
 }
 
-void ftc__heal_server_refuse(ftc_heal_server *s, int64_t step)
+void ftc__heal_server_refuse(ftc__heal_server *s, int64_t step)
 {
     set_current(s, NULL, step);
 }
 
-void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out)
+void ftc__heal_server_stats_get(ftc__heal_server *s,
+                                ftc__heal_server_stats *out)
 {
     out->meta_served = atomic_load(&s->meta_served);
     out->chunks_served = atomic_load(&s->chunks_served);
@@ -500,7 +502,7 @@ void ftc__heal_server_stats(ftc_heal_server *s, ftc_heal_server_stats *out)
     out->cuts = atomic_load(&s->cuts);
 }
 
-void ftc__heal_server_stop(ftc_heal_server *s)
+void ftc__heal_server_stop(ftc__heal_server *s)
 {
     if (s == NULL) {
         return;

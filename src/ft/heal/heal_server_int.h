@@ -10,7 +10,7 @@
 #include "ft/heal/heal.h"
 #include "ft/http_util.h"
 
-struct ftc_heal_server {
+struct ftc__heal_server {
     struct MHD_Daemon *mhd;
     unsigned threads, max_connections, idle_s; /* to restart it */
     char address[FTC_HOST_MAX + 16];
@@ -18,7 +18,7 @@ struct ftc_heal_server {
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
     pthread_mutex_t mu; /* everything below but the counters */
     pthread_cond_t cv;  /* a release came, an answer ended, closing */
-    ftc_heal_snapshot *current;
+    ftc__heal_snapshot *current;
     /* While lending, current is the lent snapshot and these are the
      * healers expected to release it. */
     bool lending;
@@ -35,12 +35,12 @@ struct ftc_heal_server {
 
 /* Records a release of the lent snapshot of step by replica_id (step -1:
  * whatever is lent). False if nothing of that step is lent. */
-bool ftc__heal_lend_release(ftc_heal_server *s, int64_t step,
+bool ftc__heal_lend_release(ftc__heal_server *s, int64_t step,
                             const char *replica_id);
 /* Frees the lending's bookkeeping (s->mu held). */
-void ftc__heal_lend_clear(ftc_heal_server *s);
+void ftc__heal_lend_clear(ftc__heal_server *s);
 /* Closes every connection, ending every answer: the daemon stops and
  * starts again on the same listening socket. */
-void ftc__heal_server_restart(ftc_heal_server *s);
+void ftc__heal_server_restart(ftc__heal_server *s);
 
 #endif

@@ -8,12 +8,12 @@
 #include "base/xxh.h"
 #include "ft/heal/heal.h"
 
-void ftc__heal_state_init(ftc_heal_state *s)
+void ftc__heal_state_init(ftc__heal_state *s)
 {
     memset(s, 0, sizeof(*s));
 }
 
-void ftc__heal_state_fini(ftc_heal_state *s)
+void ftc__heal_state_fini(ftc__heal_state *s)
 {
     ftc__free(s->bufs);
     ftc__free(s->data);
@@ -22,7 +22,7 @@ void ftc__heal_state_fini(ftc_heal_state *s)
 }
 
 /* Appends b reached through data or cb (one of them NULL). */
-static int add(ftc_heal_state *s, const ftc_heal_buf *b, void *data,
+static int add(ftc__heal_state *s, const ftc__heal_buf *b, void *data,
                const ftc_manager_state_cb *cb)
 {
     for (size_t i = 0; i < s->n; i++) {
@@ -41,7 +41,7 @@ static int add(ftc_heal_state *s, const ftc_heal_buf *b, void *data,
     }
     if (s->n == s->cap) {
         size_t cap = s->cap > 0 ? 2 * s->cap : 8;
-        ftc_heal_buf *bufs = ftc__realloc(s->bufs, cap * sizeof(*bufs));
+        ftc__heal_buf *bufs = ftc__realloc(s->bufs, cap * sizeof(*bufs));
         if (bufs == NULL) {
             return ftc__seterr(FTC_ENOMEM, "healing registry");
         }
@@ -67,12 +67,12 @@ static int add(ftc_heal_state *s, const ftc_heal_buf *b, void *data,
     return 0;
 }
 
-int ftc__heal_state_add(ftc_heal_state *s, const ftc_heal_buf *b, void *data)
+int ftc__heal_state_add(ftc__heal_state *s, const ftc__heal_buf *b, void *data)
 {
     return add(s, b, data, NULL);
 }
 
-int ftc__heal_state_add_cb(ftc_heal_state *s, const ftc_heal_buf *b,
+int ftc__heal_state_add_cb(ftc__heal_state *s, const ftc__heal_buf *b,
                            const ftc_manager_state_cb *cb)
 {
     if (cb == NULL || cb->save == NULL || cb->load == NULL) {
@@ -84,7 +84,7 @@ int ftc__heal_state_add_cb(ftc_heal_state *s, const ftc_heal_buf *b,
     return add(s, b, NULL, cb);
 }
 
-bool ftc__heal_state_is_cb(const ftc_heal_state *s, size_t i)
+bool ftc__heal_state_is_cb(const ftc__heal_state *s, size_t i)
 {
     return s->cb[i].save != NULL;
 }
@@ -92,21 +92,21 @@ bool ftc__heal_state_is_cb(const ftc_heal_state *s, size_t i)
 /* What a snapshot is taken from: the layout, and where each buffer's
  * bytes are (a registrant's memory, saved bytes, another snapshot's). */
 typedef struct view {
-    const ftc_heal_buf *bufs;
+    const ftc__heal_buf *bufs;
     size_t n;
     uint64_t total;
     const uint8_t **src; /* n; NULL for a buffer already in the copy */
 } view;
 
 /* The snapshot's segments: the view's buffers (lent), or its copy. */
-static int make_segs(ftc_heal_snapshot *snap, const view *v)
+static int make_segs(ftc__heal_snapshot *snap, const view *v)
 {
     snap->segs = ftc__calloc(v->n > 0 ? v->n : 1, sizeof(*snap->segs));
     if (snap->segs == NULL) {
         return ftc__seterr(FTC_ENOMEM, "snapshot segments");
     }
     if (snap->copy != NULL) {
-        snap->segs[0] = (ftc_heal_seg){snap->copy, 0, v->total};
+        snap->segs[0] = (ftc__heal_seg){snap->copy, 0, v->total};
         snap->n_segs = v->total > 0;
         return 0;
     }
@@ -114,7 +114,7 @@ static int make_segs(ftc_heal_snapshot *snap, const view *v)
     for (size_t i = 0; i < v->n; i++) {
         if (v->bufs[i].nbytes > 0) {
             snap->segs[snap->n_segs++] =
-                (ftc_heal_seg){v->src[i], off, v->bufs[i].nbytes};
+                (ftc__heal_seg){v->src[i], off, v->bufs[i].nbytes};
         }
         off += v->bufs[i].nbytes;
     }
@@ -122,7 +122,7 @@ static int make_segs(ftc_heal_snapshot *snap, const view *v)
 }
 
 /* The index of the segment holding state offset off (segs not empty). */
-static size_t seg_at(const ftc_heal_snapshot *snap, uint64_t off)
+static size_t seg_at(const ftc__heal_snapshot *snap, uint64_t off)
 {
     size_t lo = 0, hi = snap->n_segs;
     while (hi - lo > 1) {
@@ -136,23 +136,23 @@ static size_t seg_at(const ftc_heal_snapshot *snap, uint64_t off)
     return lo;
 }
 
-ftc_heal_seg ftc__heal_snapshot_piece(const ftc_heal_snapshot *snap,
-                                      uint64_t off, uint64_t len)
+ftc__heal_seg ftc__heal_snapshot_piece(const ftc__heal_snapshot *snap,
+                                       uint64_t off, uint64_t len)
 {
-    const ftc_heal_seg *g = &snap->segs[seg_at(snap, off)];
+    const ftc__heal_seg *g = &snap->segs[seg_at(snap, off)];
     uint64_t skip = off - g->off;
     uint64_t k = g->len - skip < len ? g->len - skip : len;
-    return (ftc_heal_seg){g->p + skip, off, k};
+    return (ftc__heal_seg){g->p + skip, off, k};
 }
 
 /* XXH3-64 of chunk i, read through the snapshot's segments (one-shot when
  * the chunk is one piece, as it is in a copy). */
-static uint64_t chunk_hash(const ftc_heal_snapshot *snap, uint32_t i,
+static uint64_t chunk_hash(const ftc__heal_snapshot *snap, uint32_t i,
                            XXH3_state_t *h)
 {
     uint64_t off, len;
     ftc__heal_chunk_range(&snap->meta, i, &off, &len);
-    ftc_heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
+    ftc__heal_seg p = ftc__heal_snapshot_piece(snap, off, len);
     if (p.len == len) {
         return XXH3_64bits(p.p, len);
     }
@@ -196,7 +196,7 @@ static void gather(const view *v, uint64_t off, uint8_t *dst, uint64_t len,
  * the snapshot is a copy) and checksummed. */
 typedef struct share {
     const view *v;
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     bool copy;
     uint32_t first, end;
     bool failed;
@@ -205,7 +205,7 @@ typedef struct share {
 static void *fill_share(void *arg)
 {
     share *w = arg;
-    ftc_heal_meta *m = &w->snap->meta;
+    ftc__heal_meta *m = &w->snap->meta;
     XXH3_state_t *h = XXH3_createState();
     w->failed = h == NULL;
     /* A copy is hashed chunk by chunk right after it is written, while
@@ -227,7 +227,7 @@ static void *fill_share(void *arg)
 /* Copies and checksums every chunk on up to `threads` threads (the
  * caller's included): one pass over the state runs at memory speed, and
  * several cores read memory faster than one. Small states take one. */
-static int fill(const view *v, ftc_heal_snapshot *snap, bool copy,
+static int fill(const view *v, ftc__heal_snapshot *snap, bool copy,
                 unsigned threads)
 {
     uint32_t n = snap->meta.n_chunks;
@@ -269,14 +269,14 @@ static int fill(const view *v, ftc_heal_snapshot *snap, bool copy,
 /* Takes a snapshot of the view: a copy (copy true: the bytes of buffers
  * whose src is NULL are in it already) or the view's memory lent. snap
  * comes with its copy allocated, if any; it is freed on failure. */
-static int snapshot(ftc_heal_snapshot *snap, const view *v, int64_t step,
+static int snapshot(ftc__heal_snapshot *snap, const view *v, int64_t step,
                     int64_t batches_committed, uint64_t chunk_bytes,
-                    unsigned threads, ftc_heal_snapshot **out)
+                    unsigned threads, ftc__heal_snapshot **out)
 {
     *out = NULL;
     bool copy = snap->copy != NULL;
     uint64_t n_chunks = ftc__heal_chunk_count(v->total, chunk_bytes);
-    ftc_heal_meta *m = &snap->meta;
+    ftc__heal_meta *m = &snap->meta;
     m->step = step;
     m->batches_committed = batches_committed;
     m->total_bytes = v->total;
@@ -296,7 +296,7 @@ static int snapshot(ftc_heal_snapshot *snap, const view *v, int64_t step,
     rc = rc != 0 ? rc : make_segs(snap, v);
     rc = rc != 0 ? rc : fill(v, snap, copy, threads);
     if (rc == 0) {
-        ftc_buf b;
+        ftc__buf b;
         ftc__buf_init(&b, SIZE_MAX);
         rc = ftc__heal_meta_encode(m, &b);
         snap->meta_bytes = ftc__buf_detach(&b, &snap->meta_len);
@@ -317,7 +317,7 @@ static int snapshot(ftc_heal_snapshot *snap, const view *v, int64_t step,
  * with a copy area (copy) and a save area of saved bytes. */
 static int blank(uint64_t total, size_t n, int64_t step,
                  int64_t batches_committed, uint64_t chunk_bytes, bool copy,
-                 uint64_t saved, ftc_heal_snapshot **out)
+                 uint64_t saved, ftc__heal_snapshot **out)
 {
     *out = NULL;
     if (chunk_bytes == 0 || step < 0 || batches_committed < 0) {
@@ -329,7 +329,7 @@ static int blank(uint64_t total, size_t n, int64_t step,
         return ftc__seterr(FTC_EMSGSIZE, "snapshot: %llu chunks",
                            (unsigned long long)n_chunks);
     }
-    ftc_heal_snapshot *snap = ftc__calloc(1, sizeof(*snap));
+    ftc__heal_snapshot *snap = ftc__calloc(1, sizeof(*snap));
     if (snap != NULL) {
         atomic_init(&snap->refs, 1);
         snap->copy = copy ? ftc__malloc(total > 0 ? total : 1) : NULL;
@@ -352,7 +352,7 @@ static int blank(uint64_t total, size_t n, int64_t step,
  * saved first (on this thread, in registration order): into their place
  * in snap's copy (src NULL: nothing more to copy), or into its save
  * area. */
-static int save_all(const ftc_heal_state *s, ftc_heal_snapshot *snap,
+static int save_all(const ftc__heal_state *s, ftc__heal_snapshot *snap,
                     const uint8_t **src)
 {
     uint64_t off = 0, soff = 0;
@@ -379,12 +379,12 @@ static int save_all(const ftc_heal_state *s, ftc_heal_snapshot *snap,
 }
 
 /* A snapshot of the registered state: a copy, or lent. */
-static int of_state(const ftc_heal_state *s, int64_t step,
+static int of_state(const ftc__heal_state *s, int64_t step,
                     int64_t batches_committed, uint64_t chunk_bytes, bool copy,
-                    unsigned threads, ftc_heal_snapshot **out)
+                    unsigned threads, ftc__heal_snapshot **out)
 {
     *out = NULL;
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     int rc = blank(s->total, s->n, step, batches_committed, chunk_bytes, copy,
                    copy ? 0 : s->cb_bytes, &snap);
     const uint8_t **src =
@@ -404,28 +404,28 @@ static int of_state(const ftc_heal_state *s, int64_t step,
     return rc;
 }
 
-int ftc__heal_snapshot_take(const ftc_heal_state *s, int64_t step,
+int ftc__heal_snapshot_take(const ftc__heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            unsigned threads, ftc_heal_snapshot **out)
+                            unsigned threads, ftc__heal_snapshot **out)
 {
     return of_state(s, step, batches_committed, chunk_bytes, true, threads,
                     out);
 }
 
-int ftc__heal_snapshot_lend(const ftc_heal_state *s, int64_t step,
+int ftc__heal_snapshot_lend(const ftc__heal_state *s, int64_t step,
                             int64_t batches_committed, uint64_t chunk_bytes,
-                            unsigned threads, ftc_heal_snapshot **out)
+                            unsigned threads, ftc__heal_snapshot **out)
 {
     return of_state(s, step, batches_committed, chunk_bytes, false, threads,
                     out);
 }
 
-int ftc__heal_snapshot_copy(const ftc_heal_snapshot *from, unsigned threads,
-                            ftc_heal_snapshot **out)
+int ftc__heal_snapshot_copy(const ftc__heal_snapshot *from, unsigned threads,
+                            ftc__heal_snapshot **out)
 {
     *out = NULL;
-    const ftc_heal_meta *m = &from->meta;
-    ftc_heal_snapshot *snap;
+    const ftc__heal_meta *m = &from->meta;
+    ftc__heal_snapshot *snap;
     int rc = blank(m->total_bytes, m->n_buffers, m->step, m->batches_committed,
                    m->chunk_bytes, true, 0, &snap);
     const uint8_t **src =
@@ -453,7 +453,7 @@ int ftc__heal_snapshot_copy(const ftc_heal_snapshot *from, unsigned threads,
     return rc;
 }
 
-ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap)
+ftc__heal_snapshot *ftc__heal_snapshot_ref(ftc__heal_snapshot *snap)
 {
     if (snap != NULL) {
         atomic_fetch_add(&snap->refs, 1);
@@ -461,7 +461,7 @@ ftc_heal_snapshot *ftc__heal_snapshot_ref(ftc_heal_snapshot *snap)
     return snap;
 }
 
-void ftc__heal_snapshot_unref(ftc_heal_snapshot *snap)
+void ftc__heal_snapshot_unref(ftc__heal_snapshot *snap)
 {
     if (snap != NULL && atomic_fetch_sub(&snap->refs, 1) == 1) {
         ftc__heal_meta_fini(&snap->meta);

@@ -14,7 +14,7 @@
 #include "ft/lighthouse/lighthouse.h"
 #include "ft/lighthouse/lighthouse_json.h"
 
-const unsigned ftc__lh_codes[FTC__LH_NCODES] = {
+const unsigned ftc__lighthouse_codes[FTC__LH_NCODES] = {
     200, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503, 501, 0};
 
 void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
@@ -77,7 +77,7 @@ static int resolve_opts(const ftc_lighthouse_opts *in, ftc_lighthouse_opts *o)
     return 0;
 }
 
-static void job_defaults(const ftc_lighthouse_opts *o, ftc_quorum_opts *q)
+static void job_defaults(const ftc_lighthouse_opts *o, ftc__quorum_opts *q)
 {
     ftc__quorum_opts_init(q);
     q->min_replicas = o->min_replicas;
@@ -88,7 +88,7 @@ static void job_defaults(const ftc_lighthouse_opts *o, ftc_quorum_opts *q)
     q->max_data_bytes = o->max_data_bytes;
 }
 
-int64_t ftc__lh_wall_ms(void)
+int64_t ftc__lighthouse_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -97,11 +97,11 @@ int64_t ftc__lh_wall_ms(void)
 
 /* ------------------------------------------------------------- answers */
 
-ftc_lh_blob *ftc__lh_blob_json(const json_t *j)
+ftc__lighthouse_blob *ftc__lighthouse_blob_json(const json_t *j)
 {
     size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
     size_t n = json_dumpb(j, NULL, 0, flags);
-    ftc_lh_blob *b = ftc__malloc(sizeof(*b) + n + 1);
+    ftc__lighthouse_blob *b = ftc__malloc(sizeof(*b) + n + 1);
     if (b == NULL) {
         ftc__seterr(FTC_ENOMEM, "answer of %zu B", n);
         return NULL;
@@ -112,7 +112,7 @@ ftc_lh_blob *ftc__lh_blob_json(const json_t *j)
     return b;
 }
 
-ftc_lh_blob *ftc__lh_blob_ref(ftc_lh_blob *b)
+ftc__lighthouse_blob *ftc__lighthouse_blob_ref(ftc__lighthouse_blob *b)
 {
     if (b != NULL) {
         atomic_fetch_add(&b->refs, 1);
@@ -120,9 +120,9 @@ ftc_lh_blob *ftc__lh_blob_ref(ftc_lh_blob *b)
     return b;
 }
 
-void ftc__lh_blob_unref(void *p)
+void ftc__lighthouse_blob_unref(void *p)
 {
-    ftc_lh_blob *b = p;
+    ftc__lighthouse_blob *b = p;
     if (b != NULL && atomic_fetch_sub(&b->refs, 1) == 1) {
         ftc__free(b);
     }
@@ -131,13 +131,13 @@ void ftc__lh_blob_unref(void *p)
 static void count_status(ftc_lighthouse *lh, unsigned status)
 {
     size_t i = 0;
-    while (i < FTC__LH_NCODES - 1 && ftc__lh_codes[i] != status) {
+    while (i < FTC__LH_NCODES - 1 && ftc__lighthouse_codes[i] != status) {
         i++;
     }
     atomic_fetch_add_explicit(&lh->http[i], 1, memory_order_relaxed);
 }
 
-static enum MHD_Result queue_response(ftc_lh_req *r, unsigned status,
+static enum MHD_Result queue_response(ftc__lighthouse_req *r, unsigned status,
                                       const char *content_type,
                                       struct MHD_Response *resp)
 {
@@ -159,8 +159,9 @@ static enum MHD_Result queue_response(ftc_lh_req *r, unsigned status,
     return ok;
 }
 
-enum MHD_Result ftc__lh_queue(ftc_lh_req *r, unsigned status,
-                              const char *content_type, ftc_lh_blob *answer)
+enum MHD_Result ftc__lighthouse_queue(ftc__lighthouse_req *r, unsigned status,
+                                      const char *content_type,
+                                      ftc__lighthouse_blob *answer)
 {
     if (answer == NULL) {
         static const char oom[] =
@@ -172,45 +173,49 @@ enum MHD_Result ftc__lh_queue(ftc_lh_req *r, unsigned status,
     }
     struct MHD_Response *resp =
         MHD_create_response_from_buffer_with_free_callback_cls(
-            answer->len, answer->data, ftc__lh_blob_unref, answer);
+            answer->len, answer->data, ftc__lighthouse_blob_unref, answer);
     if (resp == NULL) {
-        ftc__lh_blob_unref(answer);
+        ftc__lighthouse_blob_unref(answer);
     }
     return queue_response(r, status, content_type, resp);
 }
 
-enum MHD_Result ftc__lh_queue_static(ftc_lh_req *r, const char *content_type,
-                                     const char *data, size_t len)
+enum MHD_Result ftc__lighthouse_queue_static(ftc__lighthouse_req *r,
+                                             const char *content_type,
+                                             const char *data, size_t len)
 {
     return queue_response(r, MHD_HTTP_OK, content_type,
                           MHD_create_response_from_buffer(
                               len, (void *)data, MHD_RESPMEM_PERSISTENT));
 }
 
-enum MHD_Result ftc__lh_queue_json(ftc_lh_req *r, unsigned status,
-                                   const json_t *j)
+enum MHD_Result ftc__lighthouse_queue_json(ftc__lighthouse_req *r,
+                                           unsigned status, const json_t *j)
 {
-    return ftc__lh_queue(r, status, "application/json",
-                         j != NULL ? ftc__lh_blob_json(j) : NULL);
+    return ftc__lighthouse_queue(r, status, "application/json",
+                                 j != NULL ? ftc__lighthouse_blob_json(j)
+                                           : NULL);
 }
 
-ftc_lh_blob *ftc__lh_error_blob(const char *code, const char *detail)
+ftc__lighthouse_blob *ftc__lighthouse_error_blob(const char *code,
+                                                 const char *detail)
 {
     json_t *j = json_pack("{s:s, s:s}", "error", code, "detail", detail);
-    ftc_lh_blob *b = j != NULL ? ftc__lh_blob_json(j) : NULL;
+    ftc__lighthouse_blob *b = j != NULL ? ftc__lighthouse_blob_json(j) : NULL;
     json_decref(j);
     return b;
 }
 
-enum MHD_Result ftc__lh_queue_error(ftc_lh_req *r, unsigned status,
-                                    const char *code, const char *detail)
+enum MHD_Result ftc__lighthouse_queue_error(ftc__lighthouse_req *r,
+                                            unsigned status, const char *code,
+                                            const char *detail)
 {
     FTC_LOG_DEBUG("lighthouse.refused", "%u %s: %s", status, code, detail);
-    return ftc__lh_queue(r, status, "application/json",
-                         ftc__lh_error_blob(code, detail));
+    return ftc__lighthouse_queue(r, status, "application/json",
+                                 ftc__lighthouse_error_blob(code, detail));
 }
 
-enum MHD_Result ftc__lh_queue_ftc_error(ftc_lh_req *r, int rc)
+enum MHD_Result ftc__lighthouse_queue_ftc_error(ftc__lighthouse_req *r, int rc)
 {
     static const struct {
         int rc;
@@ -223,23 +228,25 @@ enum MHD_Result ftc__lh_queue_ftc_error(ftc_lh_req *r, int rc)
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         if (map[i].rc == rc) {
-            return ftc__lh_queue_error(r, map[i].status, map[i].code,
-                                       ftc_last_error());
+            return ftc__lighthouse_queue_error(r, map[i].status, map[i].code,
+                                               ftc_last_error());
         }
     }
-    return ftc__lh_queue_error(r, 500, "internal", ftc_last_error());
+    return ftc__lighthouse_queue_error(r, 500, "internal", ftc_last_error());
 }
 
-bool ftc__lh_has_token(const ftc_lighthouse *lh, struct MHD_Connection *c)
+bool ftc__lighthouse_has_token(const ftc_lighthouse *lh,
+                               struct MHD_Connection *c)
 {
     return lh->has_token && ftc__http_bearer_ok(c, lh->token_hash);
 }
 
 /* ------------------------------------------------------------ requests */
 
-static ftc_lh_req *req_new(ftc_lighthouse *lh, struct MHD_Connection *c)
+static ftc__lighthouse_req *req_new(ftc_lighthouse *lh,
+                                    struct MHD_Connection *c)
 {
-    ftc_lh_req *r = ftc__calloc(1, sizeof(*r));
+    ftc__lighthouse_req *r = ftc__calloc(1, sizeof(*r));
     if (r == NULL) {
         return NULL;
     }
@@ -251,14 +258,14 @@ static ftc_lh_req *req_new(ftc_lighthouse *lh, struct MHD_Connection *c)
     return r;
 }
 
-void ftc__lh_req_free(ftc_lh_req *r)
+void ftc__lighthouse_req_free(ftc__lighthouse_req *r)
 {
     if (r->job != NULL) {
         pthread_mutex_lock(&r->job->mu);
         r->job->refs--;
         pthread_mutex_unlock(&r->job->mu);
     }
-    ftc__lh_blob_unref(r->answer);
+    ftc__lighthouse_blob_unref(r->answer);
     ftc__buf_free(&r->body);
     ftc__free(r);
 }
@@ -266,18 +273,18 @@ void ftc__lh_req_free(ftc_lh_req *r)
 /* The first call sees only the headers: refuse what needs no body to
  * refuse (a missing token, a declared length over the limit) before a
  * byte of the body is read. */
-static enum MHD_Result on_headers(ftc_lh_req *r, const char *method,
+static enum MHD_Result on_headers(ftc__lighthouse_req *r, const char *method,
                                   const char *url)
 {
     ftc_lighthouse *lh = r->lh;
-    if (lh->has_token && ftc__lh_route_needs_token(lh, method, url) &&
-        !ftc__lh_has_token(lh, r->conn)) {
+    if (lh->has_token && ftc__lighthouse_route_needs_token(lh, method, url) &&
+        !ftc__lighthouse_has_token(lh, r->conn)) {
         r->refused = true;
         bool sent = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                 "Authorization") != NULL;
-        return ftc__lh_queue_error(r, sent ? 403 : 401,
-                                   sent ? "forbidden" : "unauthorized",
-                                   sent ? "wrong token" : "token required");
+        return ftc__lighthouse_queue_error(
+            r, sent ? 403 : 401, sent ? "forbidden" : "unauthorized",
+            sent ? "wrong token" : "token required");
     }
     const char *cl =
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
@@ -291,7 +298,7 @@ static enum MHD_Result on_headers(ftc_lh_req *r, const char *method,
             snprintf(detail, sizeof(detail),
                      "Content-Length %.40s > max_body_bytes %zu", cl,
                      lh->max_body_bytes);
-            return ftc__lh_queue_error(r, 413, "too_large", detail);
+            return ftc__lighthouse_queue_error(r, 413, "too_large", detail);
         }
     }
     return MHD_YES;
@@ -303,7 +310,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   size_t *upload_data_size, void **con_cls)
 {
     (void)version;
-    ftc_lh_req *r = *con_cls;
+    ftc__lighthouse_req *r = *con_cls;
     if (r == NULL) {
         r = req_new(cls, c);
         if (r == NULL) {
@@ -312,7 +319,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         *con_cls = r;
         return on_headers(r, method, url);
     }
-    ftc_lh_job *job = r->job;
+    ftc__lighthouse_job *job = r->job;
     if (job != NULL) {
         /* Resumed after a long-poll: the answer was prepared meanwhile,
          * under the job's lock, by whichever thread answered. */
@@ -320,10 +327,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         bool answered = r->state == FTC__LH_ANSWERED;
         unsigned status = r->status;
         const char *content_type = r->content_type;
-        ftc_lh_blob *b = r->answer;
+        ftc__lighthouse_blob *b = r->answer;
         r->answer = NULL;
         pthread_mutex_unlock(&job->mu);
-        return answered ? ftc__lh_queue(r, status, content_type, b) : MHD_YES;
+        return answered ? ftc__lighthouse_queue(r, status, content_type, b)
+                        : MHD_YES;
     }
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
@@ -351,7 +359,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     if (r->refused) {
         return MHD_YES;
     }
-    return ftc__lh_route(r, method, url);
+    return ftc__lighthouse_route(r, method, url);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -360,19 +368,19 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)c;
     (void)toe;
     ftc_lighthouse *lh = cls;
-    ftc_lh_req *r = *con_cls;
+    ftc__lighthouse_req *r = *con_cls;
     *con_cls = NULL;
     if (r == NULL) {
         return;
     }
     if (r->job == NULL) {
-        ftc__lh_req_free(r);
+        ftc__lighthouse_req_free(r);
         return;
     }
     pthread_mutex_lock(&r->job->mu);
-    ftc__lh_job_unlink(r->job, r);
+    ftc__lighthouse_job_unlink(r->job, r);
     pthread_mutex_unlock(&r->job->mu);
-    ftc__lh_clock_retire(lh, r);
+    ftc__lighthouse_clock_retire(lh, r);
     pthread_mutex_lock(&lh->mu);
     if (atomic_fetch_sub(&lh->n_polls, 1) == 1) {
         pthread_cond_broadcast(&lh->cv);
@@ -380,13 +388,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pthread_mutex_unlock(&lh->mu);
 }
 
-void ftc__lh_resume_all(ftc_lh_resume *rs)
+void ftc__lighthouse_resume_all(ftc__lighthouse_resume *rs)
 {
-    ftc_lh_req *r = rs->head;
+    ftc__lighthouse_req *r = rs->head;
     rs->head = NULL;
     while (r != NULL) {
         /* Read next first: once resumed, r may be completed and retired. */
-        ftc_lh_req *next = r->resume_next;
+        ftc__lighthouse_req *next = r->resume_next;
         MHD_resume_connection(r->conn);
         r = next;
     }
@@ -479,7 +487,7 @@ int ftc_lighthouse_create(ftc_lighthouse **out, const ftc_lighthouse_opts *in)
     int fd = -1;
     rc = bind_socket(lh, o.bind, &fd);
     if (rc == 0) {
-        rc = ftc__lh_clock_start(lh);
+        rc = ftc__lighthouse_clock_start(lh);
         if (rc != 0) {
             close(fd);
         }
@@ -534,16 +542,16 @@ int ftc_lighthouse_configure_job(ftc_lighthouse *lh, const char *spec)
     if (rc != 0) {
         return ftc__adderr(rc, "job spec '%s'", spec);
     }
-    ftc_lh_job *job;
-    rc = ftc__lh_job_get(lh, name, true, &job);
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(lh, name, true, &job);
     if (rc == 0) {
-        ftc_lh_resume rs = {NULL};
-        rc = ftc__lh_job_configure(job, opts, ftc__now_ms(), &rs);
+        ftc__lighthouse_resume rs = {NULL};
+        rc = ftc__lighthouse_job_configure(job, opts, ftc__now_ms(), &rs);
         if (rc == 0) {
             job->pinned = true;
         }
-        ftc__lh_job_unlock(job);
-        ftc__lh_resume_all(&rs);
+        ftc__lighthouse_job_unlock(job);
+        ftc__lighthouse_resume_all(&rs);
     }
     json_decref(opts);
     return rc;
@@ -553,15 +561,15 @@ int ftc_lighthouse_configure_job(ftc_lighthouse *lh, const char *spec)
  * them, so that stopping MHD finds no suspended connection. */
 static void answer_all(ftc_lighthouse *lh)
 {
-    ftc_lh_resume rs = {NULL};
+    ftc__lighthouse_resume rs = {NULL};
     pthread_mutex_lock(&lh->mu);
-    for (ftc_lh_job *j = lh->jobs; j != NULL; j = j->next) {
+    for (ftc__lighthouse_job *j = lh->jobs; j != NULL; j = j->next) {
         pthread_mutex_lock(&j->mu);
-        ftc__lh_job_answer_all(j, &rs);
+        ftc__lighthouse_job_answer_all(j, &rs);
         pthread_mutex_unlock(&j->mu);
     }
     pthread_mutex_unlock(&lh->mu);
-    ftc__lh_resume_all(&rs);
+    ftc__lighthouse_resume_all(&rs);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 2;
@@ -583,15 +591,15 @@ void ftc_lighthouse_destroy(ftc_lighthouse *lh)
     if (lh->mhd != NULL) {
         answer_all(lh);
     }
-    ftc__lh_clock_stop(lh);
+    ftc__lighthouse_clock_stop(lh);
     if (lh->mhd != NULL) {
         MHD_stop_daemon(lh->mhd);
     }
-    ftc__lh_clock_reap(lh);
+    ftc__lighthouse_clock_reap(lh);
     while (lh->jobs != NULL) {
-        ftc_lh_job *j = lh->jobs;
+        ftc__lighthouse_job *j = lh->jobs;
         lh->jobs = j->next;
-        ftc__lh_job_destroy(j);
+        ftc__lighthouse_job_destroy(j);
     }
     pthread_cond_destroy(&lh->cv);
     pthread_mutex_destroy(&lh->mu);

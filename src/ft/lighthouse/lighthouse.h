@@ -17,47 +17,47 @@
 
 /* An answer's bytes, shared by every request it answers (a quorum goes to
  * all its members) and released by the last response that sent it. */
-typedef struct ftc_lh_blob {
+typedef struct ftc__lighthouse_blob {
     atomic_size_t refs;
     size_t len;
     char data[];
-} ftc_lh_blob;
+} ftc__lighthouse_blob;
 
 /* A new blob with the compact text of j; NULL on FTC_ENOMEM. */
-ftc_lh_blob *ftc__lh_blob_json(const json_t *j);
-ftc_lh_blob *ftc__lh_blob_ref(ftc_lh_blob *b);
+ftc__lighthouse_blob *ftc__lighthouse_blob_json(const json_t *j);
+ftc__lighthouse_blob *ftc__lighthouse_blob_ref(ftc__lighthouse_blob *b);
 /* Drops one reference (NULL ok); an MHD free callback. */
-void ftc__lh_blob_unref(void *b);
+void ftc__lighthouse_blob_unref(void *b);
 
-typedef enum ftc_lh_kind {
+typedef enum ftc__lighthouse_kind {
     FTC__LH_PLAIN = 0, /* answered in the handler */
     FTC__LH_JOIN,
     FTC__LH_WATCH,
-} ftc_lh_kind;
+} ftc__lighthouse_kind;
 
-typedef enum ftc_lh_state {
+typedef enum ftc__lighthouse_state {
     FTC__LH_READING = 0, /* headers and body arriving */
     FTC__LH_WAITING,     /* a long-poll in its job's list */
     FTC__LH_ANSWERED,    /* status and answer set */
-} ftc_lh_state;
+} ftc__lighthouse_state;
 
-struct ftc_lh_job;
+struct ftc__lighthouse_job;
 
 /* One HTTP request (MHD's per-request pointer). Once it is linked to a job
  * (kind JOIN or WATCH) its state and answer are guarded by job->mu, and it
- * is freed by the clock thread (ftc__lh_clock_reap), never by MHD's
+ * is freed by the clock thread (ftc__lighthouse_clock_reap), never by MHD's
  * thread: the clock thread may still hold it from an epoll event. */
-typedef struct ftc_lh_req {
+typedef struct ftc__lighthouse_req {
     ftc_lighthouse *lh;
     struct MHD_Connection *conn;
-    ftc_buf body;
+    ftc__buf body;
     bool refused; /* answered before its body arrived: the body is dropped */
     int64_t start_ms;
-    ftc_lh_kind kind;
-    ftc_lh_state state;
+    ftc__lighthouse_kind kind;
+    ftc__lighthouse_state state;
     /* Counted in job->refs while set. Atomic because the clock thread reads
      * it to find which lock guards the rest, from an epoll event. */
-    struct ftc_lh_job *_Atomic job;
+    struct ftc__lighthouse_job *_Atomic job;
     char replica_id[FTC__QUORUM_STR_MAX]; /* "" for an anonymous watch */
     bool suspended;      /* MHD_suspend_connection was called */
     int fd;              /* in the clock's epoll set while >= 0 */
@@ -65,46 +65,46 @@ typedef struct ftc_lh_req {
     uint64_t since;      /* WATCH */
     unsigned status;
     const char *content_type;
-    ftc_lh_blob *answer;
-    struct ftc_lh_req *prev, *next; /* the job's list while WAITING */
-    struct ftc_lh_req *resume_next; /* ftc_lh_resume */
-    struct ftc_lh_req *done_next;   /* lh->done */
-} ftc_lh_req;
+    ftc__lighthouse_blob *answer;
+    struct ftc__lighthouse_req *prev, *next; /* the job's list while WAITING */
+    struct ftc__lighthouse_req *resume_next; /* ftc__lighthouse_resume */
+    struct ftc__lighthouse_req *done_next;   /* lh->done */
+} ftc__lighthouse_req;
 
 /* Suspended requests answered under a job's lock, resumed once it is
  * released (MHD is never called with a job lock held, but to suspend). */
-typedef struct ftc_lh_resume {
-    ftc_lh_req *head;
-} ftc_lh_resume;
+typedef struct ftc__lighthouse_resume {
+    ftc__lighthouse_req *head;
+} ftc__lighthouse_resume;
 
-void ftc__lh_resume_all(ftc_lh_resume *rs);
+void ftc__lighthouse_resume_all(ftc__lighthouse_resume *rs);
 
 /* Join wait histogram bounds, in seconds (Prometheus le). */
 #define FTC__LH_WAIT_BUCKETS 12
-extern const double ftc__lh_wait_bounds[FTC__LH_WAIT_BUCKETS];
+extern const double ftc__lighthouse_wait_bounds[FTC__LH_WAIT_BUCKETS];
 /* Quorum id changes kept for status. */
 #define FTC__LH_CHANGES 32
 
-typedef struct ftc_lh_change {
+typedef struct ftc__lighthouse_change {
     int64_t quorum_id;
-    ftc_quorum_id_change cause;
+    ftc__quorum_id_change cause;
     size_t members;
     int64_t wall_ms;
-} ftc_lh_change;
+} ftc__lighthouse_change;
 
-typedef struct ftc_lh_job {
-    struct ftc_lh_job *next; /* registry list */
+typedef struct ftc__lighthouse_job {
+    struct ftc__lighthouse_job *next; /* registry list */
     ftc_lighthouse *lh;
     char name[FTC_LIGHTHOUSE_JOB_MAX];
     pthread_mutex_t mu; /* everything below */
-    ftc_quorum_state s;
-    ftc_quorum_opts o;
-    bool pinned;                 /* declared: never deleted when idle */
-    long refs;                   /* requests pointing here */
-    int64_t active_ms;           /* last request */
-    int64_t next_ms;             /* when the decision can next change */
-    uint32_t epoch;              /* drawn at creation: this job's identity */
-    ftc_lh_req *joins, *watches; /* waiting long-polls */
+    ftc__quorum_state s;
+    ftc__quorum_opts o;
+    bool pinned;       /* declared: never deleted when idle */
+    long refs;         /* requests pointing here */
+    int64_t active_ms; /* last request */
+    int64_t next_ms;   /* when the decision can next change */
+    uint32_t epoch;    /* drawn at creation: this job's identity */
+    ftc__lighthouse_req *joins, *watches; /* waiting long-polls */
     size_t n_joins, n_watches;
     /* Events: seq k is ring[k % ring_cap]; the last ring_n are kept. */
     json_t **ring;
@@ -114,24 +114,24 @@ typedef struct ftc_lh_job {
     /* lost[i]: member i of s.prev was reported lost (one event each). */
     bool *lost;
     size_t lost_n;
-    ftc_lh_change changes[FTC__LH_CHANGES];
+    ftc__lighthouse_change changes[FTC__LH_CHANGES];
     uint64_t n_changes;
-    /* Metrics. Indexes: ftc_quorum_id_change, ftc_lighthouse_lost_cause. */
+    /* Metrics. Indexes: ftc__quorum_id_change, ftc_lighthouse_lost_cause. */
     uint64_t quorums_total;
     uint64_t changes_total[4];
     uint64_t lost_total[4];
     uint64_t wait_buckets[FTC__LH_WAIT_BUCKETS];
     uint64_t wait_count;
     double wait_sum_s;
-} ftc_lh_job;
+} ftc__lighthouse_job;
 
 /* HTTP status codes counted for /metrics; the last slot is "other". */
 #define FTC__LH_NCODES 13
-extern const unsigned ftc__lh_codes[FTC__LH_NCODES];
+extern const unsigned ftc__lighthouse_codes[FTC__LH_NCODES];
 
 struct ftc_lighthouse {
     /* Options, fixed after create. */
-    ftc_quorum_opts job_defaults;
+    ftc__quorum_opts job_defaults;
     uint32_t max_jobs;
     size_t max_body_bytes;
     int64_t max_join_wait_ms;
@@ -145,13 +145,13 @@ struct ftc_lighthouse {
     /* Registry: jobs, the requests to free, and the live long-polls. */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* n_polls reached 0 (destroy) */
-    ftc_lh_job *jobs;
+    ftc__lighthouse_job *jobs;
     size_t n_jobs;
-    ftc_lh_req *done;
+    ftc__lighthouse_req *done;
     atomic_long n_polls; /* long-polls not yet completed */
     /* The clock thread. */
     int epfd;
-    ftc_event wake;
+    ftc__event wake;
     pthread_t clock;
     bool clock_running;
     atomic_bool stopping;
@@ -162,109 +162,125 @@ struct ftc_lighthouse {
 
 /* Queues status with answer (ownership of one reference passes) or, for a
  * suspended request later. MHD_NO if MHD refused. */
-enum MHD_Result ftc__lh_queue(ftc_lh_req *r, unsigned status,
-                              const char *content_type, ftc_lh_blob *answer);
+enum MHD_Result ftc__lighthouse_queue(ftc__lighthouse_req *r, unsigned status,
+                                      const char *content_type,
+                                      ftc__lighthouse_blob *answer);
 /* Queues 200 with static bytes (never freed). */
-enum MHD_Result ftc__lh_queue_static(ftc_lh_req *r, const char *content_type,
-                                     const char *data, size_t len);
+enum MHD_Result ftc__lighthouse_queue_static(ftc__lighthouse_req *r,
+                                             const char *content_type,
+                                             const char *data, size_t len);
 /* Queues j (not consumed) as JSON. */
-enum MHD_Result ftc__lh_queue_json(ftc_lh_req *r, unsigned status,
-                                   const json_t *j);
+enum MHD_Result ftc__lighthouse_queue_json(ftc__lighthouse_req *r,
+                                           unsigned status, const json_t *j);
 /* {"error": code, "detail": detail} with status. */
-enum MHD_Result ftc__lh_queue_error(ftc_lh_req *r, unsigned status,
-                                    const char *code, const char *detail);
+enum MHD_Result ftc__lighthouse_queue_error(ftc__lighthouse_req *r,
+                                            unsigned status, const char *code,
+                                            const char *detail);
 /* The error for an FTC_E* code from a failed call, with ftc_last_error():
  * 400 FTC_EINVAL, 413 FTC_EMSGSIZE, 404 FTC_ENOENT, 409 FTC_ESTALE, 403
  * FTC_EAUTH, 503 FTC_ECLOSED, else 500. */
-enum MHD_Result ftc__lh_queue_ftc_error(ftc_lh_req *r, int rc);
+enum MHD_Result ftc__lighthouse_queue_ftc_error(ftc__lighthouse_req *r, int rc);
 /* The blob {"error": code, "detail": detail}; NULL on FTC_ENOMEM. */
-ftc_lh_blob *ftc__lh_error_blob(const char *code, const char *detail);
+ftc__lighthouse_blob *ftc__lighthouse_error_blob(const char *code,
+                                                 const char *detail);
 /* Whether the request carries the configured token. */
-bool ftc__lh_has_token(const ftc_lighthouse *lh, struct MHD_Connection *c);
-int64_t ftc__lh_wall_ms(void);
+bool ftc__lighthouse_has_token(const ftc_lighthouse *lh,
+                               struct MHD_Connection *c);
+int64_t ftc__lighthouse_wall_ms(void);
 
 /* ---- lighthouse_routes.c: the API */
 
 /* Whether method+url needs the token (when one is configured). */
-bool ftc__lh_route_needs_token(const ftc_lighthouse *lh, const char *method,
-                               const char *url);
+bool ftc__lighthouse_route_needs_token(const ftc_lighthouse *lh,
+                                       const char *method, const char *url);
 /* Serves a request whose body has arrived. */
-enum MHD_Result ftc__lh_route(ftc_lh_req *r, const char *method,
-                              const char *url);
+enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
+                                      const char *method, const char *url);
 
 /* ---- lighthouse_job.c: jobs and their state */
 
 /* Whether name is a valid job name. */
-bool ftc__lh_job_name_ok(const char *name);
+bool ftc__lighthouse_job_name_ok(const char *name);
 /* Finds (or, with create, makes) a job and returns it locked. FTC_EINVAL
  * (bad name), FTC_ENOENT (absent, !create), FTC_EMSGSIZE (max_jobs),
  * FTC_ENOMEM. */
-int ftc__lh_job_get(ftc_lighthouse *lh, const char *name, bool create,
-                    ftc_lh_job **out);
-void ftc__lh_job_unlock(ftc_lh_job *job);
-void ftc__lh_job_destroy(ftc_lh_job *job);
+int ftc__lighthouse_job_get(ftc_lighthouse *lh, const char *name, bool create,
+                            ftc__lighthouse_job **out);
+void ftc__lighthouse_job_unlock(ftc__lighthouse_job *job);
+void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job);
 
 /* With job->mu held. now is monotonic ms. */
-int ftc__lh_job_heartbeat(ftc_lh_job *job, const char *replica_id, int64_t now,
-                          ftc_lh_resume *rs);
+int ftc__lighthouse_job_heartbeat(ftc__lighthouse_job *job,
+                                  const char *replica_id, int64_t now,
+                                  ftc__lighthouse_resume *rs);
 /* Joins r's replica (m) and either answers r at once or suspends it until
  * a quorum with it forms or timeout_ms passes. */
-int ftc__lh_job_join(ftc_lh_job *job, ftc_lh_req *r, const ftc_quorum_member *m,
-                     int64_t timeout_ms, int64_t now, ftc_lh_resume *rs);
+int ftc__lighthouse_job_join(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                             const ftc__quorum_member *m, int64_t timeout_ms,
+                             int64_t now, ftc__lighthouse_resume *rs);
 /* Answers r with the events after since, or a reset, or suspends it. */
-int ftc__lh_job_watch(ftc_lh_job *job, ftc_lh_req *r, bool has_epoch,
-                      uint32_t epoch, bool has_since, uint64_t since,
-                      int64_t timeout_ms, int64_t now, ftc_lh_resume *rs);
+int ftc__lighthouse_job_watch(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                              bool has_epoch, uint32_t epoch, bool has_since,
+                              uint64_t since, int64_t timeout_ms, int64_t now,
+                              ftc__lighthouse_resume *rs);
 /* FTC_ENOENT if the replica was not known. */
-int ftc__lh_job_goodbye(ftc_lh_job *job, const char *replica_id, int64_t now,
-                        ftc_lh_resume *rs);
+int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
+                                const char *replica_id, int64_t now,
+                                ftc__lighthouse_resume *rs);
 /* FTC_ENOENT if the replica is not in the current quorum. */
-int ftc__lh_job_kill(ftc_lh_job *job, const char *replica_id,
-                     ftc_lh_resume *rs);
+int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
+                             ftc__lighthouse_resume *rs);
 /* Applies option fields of obj (checked as a whole) and ticks. */
-int ftc__lh_job_configure(ftc_lh_job *job, const json_t *obj, int64_t now,
-                          ftc_lh_resume *rs);
+int ftc__lighthouse_job_configure(ftc__lighthouse_job *job, const json_t *obj,
+                                  int64_t now, ftc__lighthouse_resume *rs);
 /* Ticks if the decision may have changed by now, answers expired
  * long-polls; the clock thread's work for one job. */
-void ftc__lh_job_service(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs);
-/* When ftc__lh_job_service next has something to do (INT64_MAX: never). */
-int64_t ftc__lh_job_wake_ms(const ftc_lh_job *job);
+void ftc__lighthouse_job_service(ftc__lighthouse_job *job, int64_t now,
+                                 ftc__lighthouse_resume *rs);
+/* When ftc__lighthouse_job_service next has something to do (INT64_MAX: never).
+ */
+int64_t ftc__lighthouse_job_wake_ms(const ftc__lighthouse_job *job);
 /* r's connection dropped while it waited. */
-void ftc__lh_job_dropped(ftc_lh_job *job, ftc_lh_req *r, int64_t now,
-                         ftc_lh_resume *rs);
+void ftc__lighthouse_job_dropped(ftc__lighthouse_job *job,
+                                 ftc__lighthouse_req *r, int64_t now,
+                                 ftc__lighthouse_resume *rs);
 /* Answers every waiting request 503 (shutdown). */
-void ftc__lh_job_answer_all(ftc_lh_job *job, ftc_lh_resume *rs);
+void ftc__lighthouse_job_answer_all(ftc__lighthouse_job *job,
+                                    ftc__lighthouse_resume *rs);
 /* Unlinks r if it still waits (its connection ended: shutdown). */
-void ftc__lh_job_unlink(ftc_lh_job *job, ftc_lh_req *r);
+void ftc__lighthouse_job_unlink(ftc__lighthouse_job *job,
+                                ftc__lighthouse_req *r);
 /* The answer {"epoch", "event_seq"}; NULL on FTC_ENOMEM. */
-ftc_lh_blob *ftc__lh_job_ack(const ftc_lh_job *job);
+ftc__lighthouse_blob *ftc__lighthouse_job_ack(const ftc__lighthouse_job *job);
 
 /* ---- lighthouse_clock.c: the clock thread */
 
-int ftc__lh_clock_start(ftc_lighthouse *lh);
-void ftc__lh_clock_stop(ftc_lighthouse *lh);
+int ftc__lighthouse_clock_start(ftc_lighthouse *lh);
+void ftc__lighthouse_clock_stop(ftc_lighthouse *lh);
 /* Watches fd for a hang-up while r waits (EPOLLRDHUP only). */
-void ftc__lh_clock_watch_fd(ftc_lighthouse *lh, ftc_lh_req *r);
+void ftc__lighthouse_clock_watch_fd(ftc_lighthouse *lh, ftc__lighthouse_req *r);
 /* Stops watching r's fd; before r's connection is resumed. */
-void ftc__lh_clock_unwatch_fd(ftc_lighthouse *lh, ftc_lh_req *r);
+void ftc__lighthouse_clock_unwatch_fd(ftc_lighthouse *lh,
+                                      ftc__lighthouse_req *r);
 /* Wakes the clock thread to recompute its timeout. */
-void ftc__lh_clock_poke(ftc_lighthouse *lh);
+void ftc__lighthouse_clock_poke(ftc_lighthouse *lh);
 /* Hands a finished long-poll to the clock thread to free. */
-void ftc__lh_clock_retire(ftc_lighthouse *lh, ftc_lh_req *r);
+void ftc__lighthouse_clock_retire(ftc_lighthouse *lh, ftc__lighthouse_req *r);
 /* Frees retired requests (clock thread, or destroy once it stopped). */
-void ftc__lh_clock_reap(ftc_lighthouse *lh);
+void ftc__lighthouse_clock_reap(ftc_lighthouse *lh);
 /* Frees a request and drops its job reference. */
-void ftc__lh_req_free(ftc_lh_req *r);
+void ftc__lighthouse_req_free(ftc__lighthouse_req *r);
 
 /* ---- lighthouse_status.c: status, jobs list, metrics, page */
 
 /* GET /v1/jobs/{job}/status of a locked job; NULL on FTC_ENOMEM. */
-json_t *ftc__lh_status_json(ftc_lh_job *job, int64_t now, int64_t wall);
+json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
+                                    int64_t wall);
 /* GET /v1/jobs; NULL on FTC_ENOMEM. */
-json_t *ftc__lh_jobs_json(ftc_lighthouse *lh, int64_t now);
+json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now);
 /* GET /metrics as Prometheus text; NULL on FTC_ENOMEM. */
-ftc_lh_blob *ftc__lh_metrics(ftc_lighthouse *lh, int64_t now);
+ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now);
 /* The dashboard page (static). */
-const char *ftc__lh_page(size_t *len);
+const char *ftc__lighthouse_page(size_t *len);
 
 #endif

@@ -115,7 +115,7 @@ int ftc_lighthouse_client_create(ftc_lighthouse_client **out, const char *addr,
                                    : o.max_response_bytes;
     }
     const char *job = o.job != NULL ? o.job : "default";
-    if (!ftc__lh_job_name_ok(job)) {
+    if (!ftc__lighthouse_job_name_ok(job)) {
         return ftc__seterr(FTC_EINVAL,
                            "lighthouse client: job name '%.80s' is not "
                            "[A-Za-z0-9._-]{1,64}",
@@ -194,13 +194,13 @@ void ftc_lighthouse_client_clear_abort(ftc_lighthouse_client *c)
     }
 }
 
-const char *ftc__lhc_job(const ftc_lighthouse_client *c)
+const char *ftc__lighthouse_client_job(const ftc_lighthouse_client *c)
 {
     return c->job;
 }
 
-ftc_deadline ftc__lhc_deadline(const ftc_lighthouse_client *c,
-                               int64_t timeout_ms)
+ftc__deadline ftc__lighthouse_client_deadline(const ftc_lighthouse_client *c,
+                                              int64_t timeout_ms)
 {
     return ftc__deadline_from_timeout(timeout_ms, c->timeout_ms);
 }
@@ -256,26 +256,28 @@ static void release(ftc_lighthouse_client *c, lhc_conn *k)
     pthread_mutex_unlock(&c->mu);
 }
 
-void ftc__lhc_reply_init(ftc_lhc_reply *r, size_t max)
+void ftc__lighthouse_client_reply_init(ftc__lighthouse_client_reply *r,
+                                       size_t max)
 {
     r->status = 0;
     ftc__buf_init(&r->body, max);
 }
 
-void ftc__lhc_reply_fini(ftc_lhc_reply *r)
+void ftc__lighthouse_client_reply_fini(ftc__lighthouse_client_reply *r)
 {
     ftc__buf_free(&r->body);
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
 {
-    ftc_lhc_reply *r = arg;
+    ftc__lighthouse_client_reply *r = arg;
     return ftc__buf_append(&r->body, p, size * n) == 0 ? size * n : 0;
 }
 
 static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
                         const char *method, const char *url, const char *body,
-                        size_t len, ftc_deadline dl, ftc_lhc_reply *reply)
+                        size_t len, ftc__deadline dl,
+                        ftc__lighthouse_client_reply *reply)
 {
     CURL *e = k->easy;
     curl_easy_reset(e);
@@ -359,9 +361,11 @@ static int pause_ms(ftc_lighthouse_client *c, lhc_conn *k, int64_t ms)
     }
 }
 
-int ftc__lhc_exchange(ftc_lighthouse_client *c, const char *method,
-                      const char *path, const char *body, size_t len,
-                      ftc_deadline dl, ftc_lhc_reply *reply)
+int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
+                                    const char *method, const char *path,
+                                    const char *body, size_t len,
+                                    ftc__deadline dl,
+                                    ftc__lighthouse_client_reply *reply)
 {
     char url[sizeof(c->base) + 2048];
     int n = snprintf(url, sizeof(url), "%s%s", c->base, path);
@@ -373,7 +377,7 @@ int ftc__lhc_exchange(ftc_lighthouse_client *c, const char *method,
     if (rc != 0) {
         return rc;
     }
-    ftc_backoff bo;
+    ftc__backoff bo;
     ftc__backoff_init(&bo, c->retry_initial_ms, c->retry_max_ms);
     char last[CURL_ERROR_SIZE] = "";
     for (;;) {
@@ -427,8 +431,9 @@ int ftc__lhc_exchange(ftc_lighthouse_client *c, const char *method,
     return rc;
 }
 
-int ftc__lhc_status_error(const ftc_lighthouse_client *c,
-                          const ftc_lhc_reply *reply, const char *what)
+int ftc__lighthouse_client_status_error(
+    const ftc_lighthouse_client *c, const ftc__lighthouse_client_reply *reply,
+    const char *what)
 {
     char code[64] = "?", detail[512] = "";
     json_t *j;

@@ -15,7 +15,7 @@ static bool terminated(const char *s)
 }
 
 /* A public member as the core's, its data borrowed (not owned). */
-static int member_to_core(const ftc_lighthouse_member *p, ftc_quorum_member *m)
+static int member_to_core(const ftc_lighthouse_member *p, ftc__quorum_member *m)
 {
     if (!terminated(p->replica_id) || !terminated(p->address) ||
         !terminated(p->store_address)) {
@@ -64,7 +64,7 @@ void ftc_lighthouse_quorum_fini(ftc_lighthouse_quorum *q)
     memset(q, 0, sizeof(*q));
 }
 
-static int quorum_from_core(const ftc_quorum *q, ftc_lighthouse_quorum *out)
+static int quorum_from_core(const ftc__quorum *q, ftc_lighthouse_quorum *out)
 {
     memset(out, 0, sizeof(*out));
     if (q->n > 0) {
@@ -74,7 +74,7 @@ static int quorum_from_core(const ftc_quorum *q, ftc_lighthouse_quorum *out)
         }
     }
     for (size_t i = 0; i < q->n; i++) {
-        const ftc_quorum_member *m = &q->members[i];
+        const ftc__quorum_member *m = &q->members[i];
         ftc_lighthouse_member *p = &out->members[i];
         memcpy(p->replica_id, m->replica_id, sizeof(p->replica_id));
         memcpy(p->address, m->address, sizeof(p->address));
@@ -98,10 +98,10 @@ static int quorum_from_core(const ftc_quorum *q, ftc_lighthouse_quorum *out)
 }
 
 int ftc__lighthouse_quorum_to_core(const ftc_lighthouse_quorum *q,
-                                   ftc_quorum *dst)
+                                   ftc__quorum *dst)
 {
     ftc__quorum_init(dst);
-    ftc_quorum t;
+    ftc__quorum t;
     ftc__quorum_init(&t);
     if (q->n_members > 0) {
         t.members = ftc__calloc(q->n_members, sizeof(*t.members));
@@ -110,7 +110,7 @@ int ftc__lighthouse_quorum_to_core(const ftc_lighthouse_quorum *q,
         }
     }
     for (size_t i = 0; i < q->n_members; i++) {
-        ftc_quorum_member m;
+        ftc__quorum_member m;
         int rc = member_to_core(&q->members[i], &m);
         if (rc == 0) {
             rc = ftc__quorum_member_copy(&t.members[i], &m);
@@ -132,13 +132,13 @@ int ftc__lighthouse_quorum_to_core(const ftc_lighthouse_quorum *q,
 static int job_path(char *buf, size_t cap, const ftc_lighthouse_client *c,
                     const char *action)
 {
-    snprintf(buf, cap, "/v1/jobs/%s/%s", ftc__lhc_job(c), action);
+    snprintf(buf, cap, "/v1/jobs/%s/%s", ftc__lighthouse_client_job(c), action);
     return 0;
 }
 
 /* POSTs req (consumed) to the job's action. */
 static int post(ftc_lighthouse_client *c, const char *action, json_t *req,
-                ftc_deadline dl, ftc_lhc_reply *reply)
+                ftc__deadline dl, ftc__lighthouse_client_reply *reply)
 {
     char *text;
     size_t len;
@@ -150,13 +150,14 @@ static int post(ftc_lighthouse_client *c, const char *action, json_t *req,
     }
     char path[128];
     job_path(path, sizeof(path), c, action);
-    rc = ftc__lhc_exchange(c, "POST", path, text, len, dl, reply);
+    rc = ftc__lighthouse_client_exchange(c, "POST", path, text, len, dl, reply);
     ftc__free(text);
     return rc;
 }
 
 /* The answer's JSON object; FTC_EPROTO if it is none. */
-static int answer_object(const ftc_lhc_reply *reply, json_t **out)
+static int answer_object(const ftc__lighthouse_client_reply *reply,
+                         json_t **out)
 {
     size_t n = ftc__buf_size(&reply->body);
     const char *text = n > 0 ? (const char *)ftc__buf_begin(&reply->body) : "";
@@ -174,7 +175,8 @@ static int get_epoch(const json_t *j, uint32_t *epoch)
     return rc;
 }
 
-static int decode_ack(const ftc_lhc_reply *reply, ftc_lighthouse_ack *out)
+static int decode_ack(const ftc__lighthouse_client_reply *reply,
+                      ftc_lighthouse_ack *out)
 {
     json_t *j;
     int rc = answer_object(reply, &j);
@@ -223,15 +225,16 @@ static int replica_call(ftc_lighthouse_client *c, const char *action,
     if (rc != 0) {
         return rc;
     }
-    ftc_lhc_reply reply;
-    ftc__lhc_reply_init(&reply, 1u << 20);
+    ftc__lighthouse_client_reply reply;
+    ftc__lighthouse_client_reply_init(&reply, 1u << 20);
     rc = post(c, action, json_pack("{s:s}", "replica_id", replica_id),
-              ftc__lhc_deadline(c, timeout_ms), &reply);
+              ftc__lighthouse_client_deadline(c, timeout_ms), &reply);
     if (rc == 0) {
-        rc = reply.status == 200 ? decode_ack(&reply, out)
-                                 : ftc__lhc_status_error(c, &reply, action);
+        rc = reply.status == 200
+                 ? decode_ack(&reply, out)
+                 : ftc__lighthouse_client_status_error(c, &reply, action);
     }
-    ftc__lhc_reply_fini(&reply);
+    ftc__lighthouse_client_reply_fini(&reply);
     return rc;
 }
 
@@ -252,7 +255,7 @@ int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *c,
 /* How long to ask the lighthouse to hold a long-poll: a little less than
  * the time left, so that its answer (rather than a client-side timeout,
  * which closes the connection and looks like a death) ends the call. */
-static int64_t server_wait_ms(ftc_deadline dl)
+static int64_t server_wait_ms(ftc__deadline dl)
 {
     if (ftc__deadline_is_never(dl)) {
         return INT64_MAX / 2; /* the lighthouse caps it */
@@ -274,7 +277,7 @@ void ftc_lighthouse_join_result_fini(ftc_lighthouse_join_result *r)
 }
 
 /* One join answer: the quorum (0), or FTC_ETIMEDOUT with the reason. */
-static int decode_join(const ftc_lhc_reply *reply,
+static int decode_join(const ftc__lighthouse_client_reply *reply,
                        ftc_lighthouse_join_result *out)
 {
     json_t *j;
@@ -291,7 +294,7 @@ static int decode_join(const ftc_lhc_reply *reply,
         rc = ftc__lhj_get_string(j, "reason", false, out->reason,
                                  sizeof(out->reason));
     }
-    ftc_quorum q;
+    ftc__quorum q;
     ftc__quorum_init(&q);
     if (rc == 0 && !timed_out) {
         rc = ftc__lhj_quorum(json_object_get(j, "quorum"),
@@ -322,18 +325,18 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
     if (c == NULL || member == NULL || out == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse quorum: NULL argument");
     }
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     int rc = member_to_core(member, &m);
     json_t *mj = rc == 0 ? ftc__lhj_member_json(&m) : NULL;
     if (rc == 0 && mj == NULL) {
         rc = FTC_ENOMEM;
     }
-    ftc_deadline dl = ftc__lhc_deadline(c, timeout_ms);
+    ftc__deadline dl = ftc__lighthouse_client_deadline(c, timeout_ms);
     while (rc == 0) {
         int64_t wait = server_wait_ms(dl);
         int64_t sent = ftc__now_ms();
-        ftc_lhc_reply reply;
-        ftc__lhc_reply_init(&reply, 64u << 20);
+        ftc__lighthouse_client_reply reply;
+        ftc__lighthouse_client_reply_init(&reply, 64u << 20);
         rc = post(c, "quorum",
                   json_pack("{s:O, s:I}", "member", mj, "timeout_ms",
                             (json_int_t)wait),
@@ -341,9 +344,9 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
         if (rc == 0) {
             rc = reply.status == 200
                      ? decode_join(&reply, out)
-                     : ftc__lhc_status_error(c, &reply, "quorum");
+                     : ftc__lighthouse_client_status_error(c, &reply, "quorum");
         }
-        ftc__lhc_reply_fini(&reply);
+        ftc__lighthouse_client_reply_fini(&reply);
         /* An early timed_out means the lighthouse capped the wait
          * (max_join_wait_ms): ask again while time is left. */
         bool capped = ftc__now_ms() - sent + 100 < wait;
@@ -480,7 +483,7 @@ static int decode_events(const json_t *arr, ftc_lighthouse_watch_result *out)
     return 0;
 }
 
-static int decode_watch(const ftc_lhc_reply *reply,
+static int decode_watch(const ftc__lighthouse_client_reply *reply,
                         ftc_lighthouse_watch_result *out)
 {
     json_t *j;
@@ -500,7 +503,7 @@ static int decode_watch(const ftc_lhc_reply *reply,
         rc = decode_events(json_object_get(j, "events"), out);
     }
     const json_t *qj = json_object_get(j, "quorum");
-    ftc_quorum q;
+    ftc__quorum q;
     ftc__quorum_init(&q);
     if (rc == 0 && qj != NULL && !json_is_null(qj)) {
         rc = ftc__lhj_quorum(qj, FTC__QUORUM_MAX_REPLICAS_CEIL, &q);
@@ -553,7 +556,7 @@ int ftc_lighthouse_client_watch(ftc_lighthouse_client *c,
     if (replica_id != NULL && check_id(replica_id) != 0) {
         return FTC_EINVAL;
     }
-    ftc_deadline dl = ftc__lhc_deadline(c, timeout_ms);
+    ftc__deadline dl = ftc__lighthouse_client_deadline(c, timeout_ms);
     char id[3 * FTC_LIGHTHOUSE_STR_MAX + 1] = "";
     if (replica_id != NULL) {
         escape(id, sizeof(id), replica_id);
@@ -562,16 +565,18 @@ int ftc_lighthouse_client_watch(ftc_lighthouse_client *c,
     snprintf(path, sizeof(path),
              "/v1/jobs/%s/watch?epoch=%" PRIu32 "&since=%" PRIu64
              "&timeout_ms=%" PRId64 "%s%s",
-             ftc__lhc_job(c), epoch, since, server_wait_ms(dl),
+             ftc__lighthouse_client_job(c), epoch, since, server_wait_ms(dl),
              replica_id != NULL ? "&replica_id=" : "", id);
-    ftc_lhc_reply reply;
-    ftc__lhc_reply_init(&reply, 64u << 20);
-    int rc = ftc__lhc_exchange(c, "GET", path, NULL, 0, dl, &reply);
+    ftc__lighthouse_client_reply reply;
+    ftc__lighthouse_client_reply_init(&reply, 64u << 20);
+    int rc =
+        ftc__lighthouse_client_exchange(c, "GET", path, NULL, 0, dl, &reply);
     if (rc == 0) {
-        rc = reply.status == 200 ? decode_watch(&reply, out)
-                                 : ftc__lhc_status_error(c, &reply, "watch");
+        rc = reply.status == 200
+                 ? decode_watch(&reply, out)
+                 : ftc__lighthouse_client_status_error(c, &reply, "watch");
     }
-    ftc__lhc_reply_fini(&reply);
+    ftc__lighthouse_client_reply_fini(&reply);
     if (rc != 0) {
         uint32_t e = out->epoch;
         ftc_lighthouse_watch_result_fini(out);
@@ -595,7 +600,7 @@ int ftc_lighthouse_client_status(ftc_lighthouse_client *c, const char *job,
     char path[FTC_LIGHTHOUSE_JOB_MAX + 32];
     if (job == NULL) {
         snprintf(path, sizeof(path), "/v1/jobs");
-    } else if (!ftc__lh_job_name_ok(job)) {
+    } else if (!ftc__lighthouse_job_name_ok(job)) {
         return ftc__seterr(FTC_EINVAL,
                            "job name '%.80s' is not "
                            "[A-Za-z0-9._-]{1,64}",
@@ -603,12 +608,13 @@ int ftc_lighthouse_client_status(ftc_lighthouse_client *c, const char *job,
     } else {
         snprintf(path, sizeof(path), "/v1/jobs/%s/status", job);
     }
-    ftc_lhc_reply reply;
-    ftc__lhc_reply_init(&reply, 64u << 20);
-    int rc = ftc__lhc_exchange(c, "GET", path, NULL, 0,
-                               ftc__lhc_deadline(c, timeout_ms), &reply);
+    ftc__lighthouse_client_reply reply;
+    ftc__lighthouse_client_reply_init(&reply, 64u << 20);
+    int rc = ftc__lighthouse_client_exchange(
+        c, "GET", path, NULL, 0, ftc__lighthouse_client_deadline(c, timeout_ms),
+        &reply);
     if (rc == 0 && reply.status != 200) {
-        rc = ftc__lhc_status_error(c, &reply, "status");
+        rc = ftc__lighthouse_client_status_error(c, &reply, "status");
     }
     if (rc == 0) {
         size_t n = ftc__buf_size(&reply.body);
@@ -623,6 +629,6 @@ int ftc_lighthouse_client_status(ftc_lighthouse_client *c, const char *job,
             *json = text;
         }
     }
-    ftc__lhc_reply_fini(&reply);
+    ftc__lighthouse_client_reply_fini(&reply);
     return rc;
 }

@@ -9,7 +9,7 @@
 
 #include "ft/lighthouse/lighthouse.h"
 
-void ftc__lh_clock_poke(ftc_lighthouse *lh)
+void ftc__lighthouse_clock_poke(ftc_lighthouse *lh)
 {
     ftc__event_signal(&lh->wake);
 }
@@ -17,7 +17,7 @@ void ftc__lh_clock_poke(ftc_lighthouse *lh)
 /* MHD stops watching a suspended socket, so the clock watches for its
  * hang-up, and only that: EPOLLIN would report (never consume) pipelined
  * bytes, which belong to MHD. */
-void ftc__lh_clock_watch_fd(ftc_lighthouse *lh, ftc_lh_req *r)
+void ftc__lighthouse_clock_watch_fd(ftc_lighthouse *lh, ftc__lighthouse_req *r)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -37,7 +37,8 @@ void ftc__lh_clock_watch_fd(ftc_lighthouse *lh, ftc_lh_req *r)
 
 /* Before a connection is resumed: once resumed, MHD may close the fd and
  * the number be reused by another connection. */
-void ftc__lh_clock_unwatch_fd(ftc_lighthouse *lh, ftc_lh_req *r)
+void ftc__lighthouse_clock_unwatch_fd(ftc_lighthouse *lh,
+                                      ftc__lighthouse_req *r)
 {
     if (r->fd >= 0 && lh->epfd >= 0) {
         epoll_ctl(lh->epfd, EPOLL_CTL_DEL, r->fd, NULL);
@@ -45,29 +46,29 @@ void ftc__lh_clock_unwatch_fd(ftc_lighthouse *lh, ftc_lh_req *r)
     r->fd = -1;
 }
 
-void ftc__lh_clock_retire(ftc_lighthouse *lh, ftc_lh_req *r)
+void ftc__lighthouse_clock_retire(ftc_lighthouse *lh, ftc__lighthouse_req *r)
 {
     pthread_mutex_lock(&lh->mu);
     r->done_next = lh->done;
     lh->done = r;
     pthread_mutex_unlock(&lh->mu);
-    ftc__lh_clock_poke(lh);
+    ftc__lighthouse_clock_poke(lh);
 }
 
-void ftc__lh_clock_reap(ftc_lighthouse *lh)
+void ftc__lighthouse_clock_reap(ftc_lighthouse *lh)
 {
     pthread_mutex_lock(&lh->mu);
-    ftc_lh_req *r = lh->done;
+    ftc__lighthouse_req *r = lh->done;
     lh->done = NULL;
     pthread_mutex_unlock(&lh->mu);
     while (r != NULL) {
-        ftc_lh_req *next = r->done_next;
-        ftc__lh_req_free(r);
+        ftc__lighthouse_req *next = r->done_next;
+        ftc__lighthouse_req_free(r);
         r = next;
     }
 }
 
-static bool deletable(const ftc_lighthouse *lh, const ftc_lh_job *job)
+static bool deletable(const ftc_lighthouse *lh, const ftc__lighthouse_job *job)
 {
     return !job->pinned && job->refs == 0 && lh->job_idle_ms > 0;
 }
@@ -77,9 +78,9 @@ static int64_t next_wake(ftc_lighthouse *lh)
 {
     int64_t wake = INT64_MAX;
     pthread_mutex_lock(&lh->mu);
-    for (ftc_lh_job *job = lh->jobs; job != NULL; job = job->next) {
+    for (ftc__lighthouse_job *job = lh->jobs; job != NULL; job = job->next) {
         pthread_mutex_lock(&job->mu);
-        int64_t t = ftc__lh_job_wake_ms(job);
+        int64_t t = ftc__lighthouse_job_wake_ms(job);
         if (deletable(lh, job)) {
             int64_t idle = job->active_ms + lh->job_idle_ms;
             t = idle < t ? idle : t;
@@ -91,13 +92,14 @@ static int64_t next_wake(ftc_lighthouse *lh)
     return wake;
 }
 
-static void service_jobs(ftc_lighthouse *lh, int64_t now, ftc_lh_resume *rs)
+static void service_jobs(ftc_lighthouse *lh, int64_t now,
+                         ftc__lighthouse_resume *rs)
 {
     pthread_mutex_lock(&lh->mu);
-    for (ftc_lh_job *job = lh->jobs; job != NULL; job = job->next) {
+    for (ftc__lighthouse_job *job = lh->jobs; job != NULL; job = job->next) {
         pthread_mutex_lock(&job->mu);
-        if (ftc__lh_job_wake_ms(job) <= now) {
-            ftc__lh_job_service(job, now, rs);
+        if (ftc__lighthouse_job_wake_ms(job) <= now) {
+            ftc__lighthouse_job_service(job, now, rs);
         }
         pthread_mutex_unlock(&job->mu);
     }
@@ -109,9 +111,9 @@ static void service_jobs(ftc_lighthouse *lh, int64_t now, ftc_lh_resume *rs)
 static void sweep(ftc_lighthouse *lh, int64_t now)
 {
     pthread_mutex_lock(&lh->mu);
-    ftc_lh_job **p = &lh->jobs;
+    ftc__lighthouse_job **p = &lh->jobs;
     while (*p != NULL) {
-        ftc_lh_job *job = *p;
+        ftc__lighthouse_job *job = *p;
         pthread_mutex_lock(&job->mu);
         bool idle =
             deletable(lh, job) && now - job->active_ms >= lh->job_idle_ms;
@@ -121,7 +123,7 @@ static void sweep(ftc_lighthouse *lh, int64_t now)
             lh->n_jobs--;
             FTC_LOG_INFO("lighthouse.job", "job %s deleted after %lld ms idle",
                          job->name, (long long)lh->job_idle_ms);
-            ftc__lh_job_destroy(job);
+            ftc__lighthouse_job_destroy(job);
         } else {
             p = &job->next;
         }
@@ -129,13 +131,15 @@ static void sweep(ftc_lighthouse *lh, int64_t now)
     pthread_mutex_unlock(&lh->mu);
 }
 
-static void dropped(ftc_lh_req *r, int64_t now, ftc_lh_resume *rs)
+static void dropped(ftc__lighthouse_req *r, int64_t now,
+                    ftc__lighthouse_resume *rs)
 {
-    /* r is alive: only this thread frees long-polls (ftc__lh_clock_reap,
-     * before the next epoll_wait), and r->job with it. */
-    ftc_lh_job *job = r->job;
+    /* r is alive: only this thread frees long-polls
+     * (ftc__lighthouse_clock_reap, before the next epoll_wait), and r->job with
+     * it. */
+    ftc__lighthouse_job *job = r->job;
     pthread_mutex_lock(&job->mu);
-    ftc__lh_job_dropped(job, r, now, rs);
+    ftc__lighthouse_job_dropped(job, r, now, rs);
     pthread_mutex_unlock(&job->mu);
 }
 
@@ -144,7 +148,7 @@ static void *run(void *arg)
     ftc_lighthouse *lh = arg;
     struct epoll_event evs[64];
     while (!atomic_load(&lh->stopping)) {
-        ftc__lh_clock_reap(lh);
+        ftc__lighthouse_clock_reap(lh);
         int64_t wake = next_wake(lh);
         int64_t left = wake == INT64_MAX ? -1 : wake - ftc__now_ms();
         int timeout = left < 0         ? (wake == INT64_MAX ? -1 : 0)
@@ -152,7 +156,7 @@ static void *run(void *arg)
                                        : (int)left;
         int n = epoll_wait(lh->epfd, evs, 64, timeout);
         int64_t now = ftc__now_ms();
-        ftc_lh_resume rs = {NULL};
+        ftc__lighthouse_resume rs = {NULL};
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 ftc__event_clear(&lh->wake);
@@ -161,13 +165,13 @@ static void *run(void *arg)
             }
         }
         service_jobs(lh, now, &rs);
-        ftc__lh_resume_all(&rs);
+        ftc__lighthouse_resume_all(&rs);
         sweep(lh, now);
     }
     return NULL;
 }
 
-int ftc__lh_clock_start(ftc_lighthouse *lh)
+int ftc__lighthouse_clock_start(ftc_lighthouse *lh)
 {
     lh->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (lh->epfd < 0) {
@@ -186,10 +190,10 @@ int ftc__lh_clock_start(ftc_lighthouse *lh)
     return rc;
 }
 
-void ftc__lh_clock_stop(ftc_lighthouse *lh)
+void ftc__lighthouse_clock_stop(ftc_lighthouse *lh)
 {
     if (lh->clock_running) {
-        ftc__lh_clock_poke(lh);
+        ftc__lighthouse_clock_poke(lh);
         pthread_join(lh->clock, NULL);
         lh->clock_running = false;
     }

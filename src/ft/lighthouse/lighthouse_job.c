@@ -13,7 +13,7 @@
 /* A join or watch without timeout_ms waits this long (then the cap). */
 #define DEFAULT_WAIT_MS 60000
 
-const double ftc__lh_wait_bounds[FTC__LH_WAIT_BUCKETS] = {
+const double ftc__lighthouse_wait_bounds[FTC__LH_WAIT_BUCKETS] = {
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300};
 
 static const char *const lost_cause_names[] = {"", "disconnect", "heartbeat",
@@ -21,7 +21,7 @@ static const char *const lost_cause_names[] = {"", "disconnect", "heartbeat",
 
 /* ------------------------------------------------------------ registry */
 
-bool ftc__lh_job_name_ok(const char *name)
+bool ftc__lighthouse_job_name_ok(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n >= FTC_LIGHTHOUSE_JOB_MAX) {
@@ -49,9 +49,9 @@ static uint32_t draw_epoch(void)
     return ftc__quorum_epoch_from_random(r);
 }
 
-static ftc_lh_job *job_new(ftc_lighthouse *lh, const char *name)
+static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name)
 {
-    ftc_lh_job *job = ftc__calloc(1, sizeof(*job));
+    ftc__lighthouse_job *job = ftc__calloc(1, sizeof(*job));
     if (job == NULL) {
         return NULL;
     }
@@ -74,7 +74,7 @@ static ftc_lh_job *job_new(ftc_lighthouse *lh, const char *name)
     return job;
 }
 
-void ftc__lh_job_destroy(ftc_lh_job *job)
+void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job)
 {
     for (size_t i = 0; i < job->ring_cap; i++) {
         json_decref(job->ring[i]);
@@ -86,15 +86,15 @@ void ftc__lh_job_destroy(ftc_lh_job *job)
     ftc__free(job);
 }
 
-int ftc__lh_job_get(ftc_lighthouse *lh, const char *name, bool create,
-                    ftc_lh_job **out)
+int ftc__lighthouse_job_get(ftc_lighthouse *lh, const char *name, bool create,
+                            ftc__lighthouse_job **out)
 {
-    if (!ftc__lh_job_name_ok(name)) {
+    if (!ftc__lighthouse_job_name_ok(name)) {
         return ftc__seterr(
             FTC_EINVAL, "job name '%.80s' is not [A-Za-z0-9._-]{1,64}", name);
     }
     pthread_mutex_lock(&lh->mu);
-    ftc_lh_job *job = lh->jobs;
+    ftc__lighthouse_job *job = lh->jobs;
     while (job != NULL && strcmp(job->name, name) != 0) {
         job = job->next;
     }
@@ -122,25 +122,27 @@ int ftc__lh_job_get(ftc_lighthouse *lh, const char *name, bool create,
     return rc;
 }
 
-void ftc__lh_job_unlock(ftc_lh_job *job)
+void ftc__lighthouse_job_unlock(ftc__lighthouse_job *job)
 {
     pthread_mutex_unlock(&job->mu);
 }
 
 /* ---------------------------------------------------- waiting requests */
 
-static ftc_lh_req **list_of(ftc_lh_job *job, ftc_lh_kind kind)
+static ftc__lighthouse_req **list_of(ftc__lighthouse_job *job,
+                                     ftc__lighthouse_kind kind)
 {
     return kind == FTC__LH_JOIN ? &job->joins : &job->watches;
 }
 
-static ftc_lh_req *find_waiting(ftc_lh_job *job, ftc_lh_kind kind,
-                                const char *replica_id)
+static ftc__lighthouse_req *find_waiting(ftc__lighthouse_job *job,
+                                         ftc__lighthouse_kind kind,
+                                         const char *replica_id)
 {
     if (replica_id[0] == '\0') {
         return NULL;
     }
-    for (ftc_lh_req *r = *list_of(job, kind); r != NULL; r = r->next) {
+    for (ftc__lighthouse_req *r = *list_of(job, kind); r != NULL; r = r->next) {
         if (strcmp(r->replica_id, replica_id) == 0) {
             return r;
         }
@@ -149,8 +151,8 @@ static ftc_lh_req *find_waiting(ftc_lh_job *job, ftc_lh_kind kind,
 }
 
 /* Makes r a waiting request of job (not yet suspended). */
-static void link_req(ftc_lh_job *job, ftc_lh_req *r, ftc_lh_kind kind,
-                     int64_t deadline_ms)
+static void link_req(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                     ftc__lighthouse_kind kind, int64_t deadline_ms)
 {
     if (r->job == NULL) {
         r->job = job;
@@ -160,7 +162,7 @@ static void link_req(ftc_lh_job *job, ftc_lh_req *r, ftc_lh_kind kind,
     r->kind = kind;
     r->state = FTC__LH_WAITING;
     r->deadline_ms = deadline_ms;
-    ftc_lh_req **head = list_of(job, kind);
+    ftc__lighthouse_req **head = list_of(job, kind);
     r->prev = NULL;
     r->next = *head;
     if (*head != NULL) {
@@ -174,12 +176,13 @@ static void link_req(ftc_lh_job *job, ftc_lh_req *r, ftc_lh_kind kind,
     }
 }
 
-void ftc__lh_job_unlink(ftc_lh_job *job, ftc_lh_req *r)
+void ftc__lighthouse_job_unlink(ftc__lighthouse_job *job,
+                                ftc__lighthouse_req *r)
 {
     if (r->state != FTC__LH_WAITING) {
         return;
     }
-    ftc_lh_req **head = list_of(job, r->kind);
+    ftc__lighthouse_req **head = list_of(job, r->kind);
     if (r->prev != NULL) {
         r->prev->next = r->next;
     } else {
@@ -194,16 +197,17 @@ void ftc__lh_job_unlink(ftc_lh_job *job, ftc_lh_req *r)
     } else {
         job->n_watches--;
     }
-    ftc__lh_clock_unwatch_fd(job->lh, r);
+    ftc__lighthouse_clock_unwatch_fd(job->lh, r);
     r->state = FTC__LH_ANSWERED;
 }
 
 /* Answers r (taking one reference of b; NULL answers 500). A suspended r
  * is resumed by the caller once the job's lock is released. */
-static void answer(ftc_lh_job *job, ftc_lh_req *r, unsigned status,
-                   ftc_lh_blob *b, ftc_lh_resume *rs)
+static void answer(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                   unsigned status, ftc__lighthouse_blob *b,
+                   ftc__lighthouse_resume *rs)
 {
-    ftc__lh_job_unlink(job, r);
+    ftc__lighthouse_job_unlink(job, r);
     r->state = FTC__LH_ANSWERED;
     r->status = status;
     r->content_type = "application/json";
@@ -217,36 +221,36 @@ static void answer(ftc_lh_job *job, ftc_lh_req *r, unsigned status,
 /* Parks a linked request until answer() resumes it. Called in MHD's
  * handler with the job's lock held, so nobody can answer r before it is
  * suspended. */
-static void suspend(ftc_lh_job *job, ftc_lh_req *r)
+static void suspend(ftc__lighthouse_job *job, ftc__lighthouse_req *r)
 {
     MHD_suspend_connection(r->conn);
     r->suspended = true;
-    ftc__lh_clock_watch_fd(job->lh, r);
-    ftc__lh_clock_poke(job->lh);
+    ftc__lighthouse_clock_watch_fd(job->lh, r);
+    ftc__lighthouse_clock_poke(job->lh);
 }
 
-static ftc_lh_blob *error_blob(const char *code, const char *fmt, ...)
+static ftc__lighthouse_blob *error_blob(const char *code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static ftc_lh_blob *error_blob(const char *code, const char *fmt, ...)
+static ftc__lighthouse_blob *error_blob(const char *code, const char *fmt, ...)
 {
     char detail[FTC__QUORUM_STR_MAX + 128];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    return ftc__lh_error_blob(code, detail);
+    return ftc__lighthouse_error_blob(code, detail);
 }
 
-static ftc_lh_blob *json_blob(json_t *j)
+static ftc__lighthouse_blob *json_blob(json_t *j)
 {
-    ftc_lh_blob *b = j != NULL ? ftc__lh_blob_json(j) : NULL;
+    ftc__lighthouse_blob *b = j != NULL ? ftc__lighthouse_blob_json(j) : NULL;
     json_decref(j);
     return b;
 }
 
 /* -------------------------------------------------------------- events */
 
-static void push_event(ftc_lh_job *job, json_t *ev)
+static void push_event(ftc__lighthouse_job *job, json_t *ev)
 {
     uint64_t seq = job->seq + 1;
     if (ev == NULL ||
@@ -267,12 +271,12 @@ static void push_event(ftc_lh_job *job, json_t *ev)
     job->seq = seq;
 }
 
-static int64_t current_id(const ftc_lh_job *job)
+static int64_t current_id(const ftc__lighthouse_job *job)
 {
     return job->s.has_prev ? job->s.prev.quorum_id : 0;
 }
 
-static void quorum_event(ftc_lh_job *job)
+static void quorum_event(ftc__lighthouse_job *job)
 {
     json_t *ids = json_array();
     for (size_t i = 0; ids != NULL && i < job->s.prev.n; i++) {
@@ -294,7 +298,7 @@ static void quorum_event(ftc_lh_job *job)
 }
 
 /* A member_lost event, once per member of the current quorum. */
-static void report_lost(ftc_lh_job *job, const char *replica_id,
+static void report_lost(ftc__lighthouse_job *job, const char *replica_id,
                         ftc_lighthouse_lost_cause cause)
 {
     long i = job->s.has_prev ? ftc__quorum_find(&job->s.prev, replica_id) : -1;
@@ -317,7 +321,8 @@ static void report_lost(ftc_lh_job *job, const char *replica_id,
 
 /* A watch answer: the events after since, or a reset with the current
  * quorum. */
-static ftc_lh_blob *watch_answer(ftc_lh_job *job, uint64_t since, bool reset)
+static ftc__lighthouse_blob *watch_answer(ftc__lighthouse_job *job,
+                                          uint64_t since, bool reset)
 {
     json_t *events = json_array();
     for (uint64_t k = since + 1; !reset && events != NULL && k <= job->seq;
@@ -343,33 +348,33 @@ static ftc_lh_blob *watch_answer(ftc_lh_job *job, uint64_t since, bool reset)
 
 /* Answers every watch that has not seen the newest event; watches at the
  * same position share one answer. */
-static void flush_watches(ftc_lh_job *job, ftc_lh_resume *rs)
+static void flush_watches(ftc__lighthouse_job *job, ftc__lighthouse_resume *rs)
 {
-    ftc_lh_blob *b = NULL;
+    ftc__lighthouse_blob *b = NULL;
     uint64_t b_since = 0;
-    ftc_lh_req *r = job->watches;
+    ftc__lighthouse_req *r = job->watches;
     while (r != NULL) {
-        ftc_lh_req *next = r->next;
+        ftc__lighthouse_req *next = r->next;
         if (r->since < job->seq) {
             if (b == NULL || b_since != r->since) {
-                ftc__lh_blob_unref(b);
+                ftc__lighthouse_blob_unref(b);
                 b = watch_answer(job, r->since, false);
                 b_since = r->since;
             }
-            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+            answer(job, r, 200, ftc__lighthouse_blob_ref(b), rs);
         }
         r = next;
     }
-    ftc__lh_blob_unref(b);
+    ftc__lighthouse_blob_unref(b);
 }
 
 /* --------------------------------------------------------------- ticks */
 
-static void observe_wait(ftc_lh_job *job, int64_t ms)
+static void observe_wait(ftc__lighthouse_job *job, int64_t ms)
 {
     double s = (double)ms / 1000.0;
     for (size_t i = 0; i < FTC__LH_WAIT_BUCKETS; i++) {
-        if (s <= ftc__lh_wait_bounds[i]) {
+        if (s <= ftc__lighthouse_wait_bounds[i]) {
             job->wait_buckets[i]++;
         }
     }
@@ -379,10 +384,10 @@ static void observe_wait(ftc_lh_job *job, int64_t ms)
 
 /* A quorum formed: record it, tell the watches if its id is new, and
  * answer every waiting join of its members. */
-static void formed(ftc_lh_job *job, const ftc_quorum_tick *t, int64_t now,
-                   int64_t wall, ftc_lh_resume *rs)
+static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
+                   int64_t now, int64_t wall, ftc__lighthouse_resume *rs)
 {
-    const ftc_quorum *q = &job->s.prev;
+    const ftc__quorum *q = &job->s.prev;
     job->quorums_total++;
     ftc__free(job->lost);
     job->lost = ftc__calloc(q->n, sizeof(*job->lost));
@@ -390,7 +395,7 @@ static void formed(ftc_lh_job *job, const ftc_quorum_tick *t, int64_t now,
     if (t->change != FTC__QUORUM_ID_KEPT) {
         job->changes_total[t->change]++;
         job->changes[job->n_changes % FTC__LH_CHANGES] =
-            (ftc_lh_change){q->quorum_id, t->change, q->n, wall};
+            (ftc__lighthouse_change){q->quorum_id, t->change, q->n, wall};
         job->n_changes++;
         quorum_event(job);
         FTC_LOG_INFO("lighthouse.quorum",
@@ -398,23 +403,23 @@ static void formed(ftc_lh_job *job, const ftc_quorum_tick *t, int64_t now,
                      ftc__quorum_id_epoch(q->quorum_id),
                      ftc__quorum_id_counter(q->quorum_id), q->n, t->reason);
     }
-    ftc_lh_blob *b = json_blob(
+    ftc__lighthouse_blob *b = json_blob(
         json_pack("{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "quorum",
                   ftc__lhj_quorum_json(q), "reason", t->reason));
-    ftc_lh_req *r = job->joins;
+    ftc__lighthouse_req *r = job->joins;
     while (r != NULL) {
-        ftc_lh_req *next = r->next;
+        ftc__lighthouse_req *next = r->next;
         if (ftc__quorum_find(q, r->replica_id) >= 0) {
             observe_wait(job, now - r->start_ms);
-            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+            answer(job, r, 200, ftc__lighthouse_blob_ref(b), rs);
         }
         r = next;
     }
-    ftc__lh_blob_unref(b);
+    ftc__lighthouse_blob_unref(b);
 }
 
 /* Members of the current quorum whose heartbeat expired are lost. */
-static void check_lapses(ftc_lh_job *job, int64_t now)
+static void check_lapses(ftc__lighthouse_job *job, int64_t now)
 {
     for (size_t i = 0; job->s.has_prev && i < job->lost_n; i++) {
         const char *id = job->s.prev.members[i].replica_id;
@@ -430,12 +435,13 @@ static void check_lapses(ftc_lh_job *job, int64_t now)
  * are checked first too: the expiry that makes a member lost is often
  * what lets the next quorum form without it, and that one must not hide
  * the loss. */
-static void tick(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+static void tick(ftc__lighthouse_job *job, int64_t now,
+                 ftc__lighthouse_resume *rs)
 {
-    int64_t wall = ftc__lh_wall_ms();
+    int64_t wall = ftc__lighthouse_wall_ms();
     check_lapses(job, now);
     for (size_t guard = job->s.n_participants + 2; guard > 0; guard--) {
-        ftc_quorum_tick t;
+        ftc__quorum_tick_result t;
         if (ftc__quorum_tick(&job->s, &job->o, now, wall, &t) != 0) {
             FTC_LOG_WARN("lighthouse.tick", "job %s: %s", job->name,
                          ftc_last_error());
@@ -451,13 +457,14 @@ static void tick(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
     check_lapses(job, now);
     flush_watches(job, rs);
     /* next_ms may have moved earlier: the clock recomputes its sleep. */
-    ftc__lh_clock_poke(job->lh);
+    ftc__lighthouse_clock_poke(job->lh);
 }
 
 /* --------------------------------------------------------------- calls */
 
-int ftc__lh_job_heartbeat(ftc_lh_job *job, const char *replica_id, int64_t now,
-                          ftc_lh_resume *rs)
+int ftc__lighthouse_job_heartbeat(ftc__lighthouse_job *job,
+                                  const char *replica_id, int64_t now,
+                                  ftc__lighthouse_resume *rs)
 {
     bool was = ftc__quorum_is_healthy(&job->s, &job->o, replica_id, now);
     int rc = ftc__quorum_heartbeat(&job->s, &job->o, replica_id, now);
@@ -472,19 +479,20 @@ int ftc__lh_job_heartbeat(ftc_lh_job *job, const char *replica_id, int64_t now,
     return 0;
 }
 
-static int64_t wait_ms(const ftc_lh_job *job, int64_t timeout_ms)
+static int64_t wait_ms(const ftc__lighthouse_job *job, int64_t timeout_ms)
 {
     int64_t t = timeout_ms < 0 ? DEFAULT_WAIT_MS : timeout_ms;
     return t < job->lh->max_join_wait_ms ? t : job->lh->max_join_wait_ms;
 }
 
-int ftc__lh_job_join(ftc_lh_job *job, ftc_lh_req *r, const ftc_quorum_member *m,
-                     int64_t timeout_ms, int64_t now, ftc_lh_resume *rs)
+int ftc__lighthouse_job_join(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                             const ftc__quorum_member *m, int64_t timeout_ms,
+                             int64_t now, ftc__lighthouse_resume *rs)
 {
     if (atomic_load(&job->lh->stopping)) {
         return ftc__seterr(FTC_ECLOSED, "the lighthouse is stopping");
     }
-    ftc_lh_req *old = find_waiting(job, FTC__LH_JOIN, m->replica_id);
+    ftc__lighthouse_req *old = find_waiting(job, FTC__LH_JOIN, m->replica_id);
     if (old == NULL && job->n_joins >= job->o.max_replicas) {
         return ftc__seterr(FTC_EMSGSIZE, "job %s: %zu joins waiting already",
                            job->name, job->n_joins);
@@ -509,14 +517,15 @@ int ftc__lh_job_join(ftc_lh_job *job, ftc_lh_req *r, const ftc_quorum_member *m,
     return 0;
 }
 
-int ftc__lh_job_watch(ftc_lh_job *job, ftc_lh_req *r, bool has_epoch,
-                      uint32_t epoch, bool has_since, uint64_t since,
-                      int64_t timeout_ms, int64_t now, ftc_lh_resume *rs)
+int ftc__lighthouse_job_watch(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
+                              bool has_epoch, uint32_t epoch, bool has_since,
+                              uint64_t since, int64_t timeout_ms, int64_t now,
+                              ftc__lighthouse_resume *rs)
 {
     if (atomic_load(&job->lh->stopping)) {
         return ftc__seterr(FTC_ECLOSED, "the lighthouse is stopping");
     }
-    ftc_lh_req *old = find_waiting(job, FTC__LH_WATCH, r->replica_id);
+    ftc__lighthouse_req *old = find_waiting(job, FTC__LH_WATCH, r->replica_id);
     if (old == NULL && job->n_watches >= job->o.max_replicas) {
         return ftc__seterr(FTC_EMSGSIZE, "job %s: %zu watches waiting already",
                            job->name, job->n_watches);
@@ -548,8 +557,9 @@ int ftc__lh_job_watch(ftc_lh_job *job, ftc_lh_req *r, bool has_epoch,
     return 0;
 }
 
-int ftc__lh_job_goodbye(ftc_lh_job *job, const char *replica_id, int64_t now,
-                        ftc_lh_resume *rs)
+int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
+                                const char *replica_id, int64_t now,
+                                ftc__lighthouse_resume *rs)
 {
     int rc = ftc__quorum_forget(&job->s, replica_id);
     if (rc != 0) {
@@ -561,7 +571,8 @@ int ftc__lh_job_goodbye(ftc_lh_job *job, const char *replica_id, int64_t now,
     return 0;
 }
 
-int ftc__lh_job_kill(ftc_lh_job *job, const char *replica_id, ftc_lh_resume *rs)
+int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
+                             ftc__lighthouse_resume *rs)
 {
     if (!job->s.has_prev || ftc__quorum_find(&job->s.prev, replica_id) < 0) {
         return ftc__seterr(FTC_ENOENT, "%s is not in job %s's quorum",
@@ -576,8 +587,8 @@ int ftc__lh_job_kill(ftc_lh_job *job, const char *replica_id, ftc_lh_resume *rs)
     return 0;
 }
 
-int ftc__lh_job_configure(ftc_lh_job *job, const json_t *obj, int64_t now,
-                          ftc_lh_resume *rs)
+int ftc__lighthouse_job_configure(ftc__lighthouse_job *job, const json_t *obj,
+                                  int64_t now, ftc__lighthouse_resume *rs)
 {
     int rc = ftc__lhj_job_options(obj, &job->o);
     if (rc != 0) {
@@ -588,7 +599,7 @@ int ftc__lh_job_configure(ftc_lh_job *job, const json_t *obj, int64_t now,
     return 0;
 }
 
-ftc_lh_blob *ftc__lh_job_ack(const ftc_lh_job *job)
+ftc__lighthouse_blob *ftc__lighthouse_job_ack(const ftc__lighthouse_job *job)
 {
     return json_blob(json_pack("{s:I, s:I}", "epoch", (json_int_t)job->epoch,
                                "event_seq", (json_int_t)job->seq));
@@ -596,13 +607,13 @@ ftc_lh_blob *ftc__lh_job_ack(const ftc_lh_job *job)
 
 /* ----------------------------------------------------------- the clock */
 
-int64_t ftc__lh_job_wake_ms(const ftc_lh_job *job)
+int64_t ftc__lighthouse_job_wake_ms(const ftc__lighthouse_job *job)
 {
     int64_t t = job->next_ms;
-    for (ftc_lh_req *r = job->joins; r != NULL; r = r->next) {
+    for (ftc__lighthouse_req *r = job->joins; r != NULL; r = r->next) {
         t = r->deadline_ms < t ? r->deadline_ms : t;
     }
-    for (ftc_lh_req *r = job->watches; r != NULL; r = r->next) {
+    for (ftc__lighthouse_req *r = job->watches; r != NULL; r = r->next) {
         t = r->deadline_ms < t ? r->deadline_ms : t;
     }
     return t;
@@ -611,16 +622,17 @@ int64_t ftc__lh_job_wake_ms(const ftc_lh_job *job)
 /* Joins past their deadline leave (torchft would keep them as
  * participants of a quorum they never hear of) and learn why none
  * formed. */
-static bool expire_joins(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+static bool expire_joins(ftc__lighthouse_job *job, int64_t now,
+                         ftc__lighthouse_resume *rs)
 {
-    ftc_lh_blob *b = NULL;
+    ftc__lighthouse_blob *b = NULL;
     bool any = false;
-    ftc_lh_req *r = job->joins;
+    ftc__lighthouse_req *r = job->joins;
     while (r != NULL) {
-        ftc_lh_req *next = r->next;
+        ftc__lighthouse_req *next = r->next;
         if (r->deadline_ms <= now) {
             if (!any) {
-                ftc_quorum_decision d;
+                ftc__quorum_decision d;
                 const char *why = "out of memory";
                 int rc = ftc__quorum_compute(now, &job->s, &job->o, &d);
                 if (rc == 0) {
@@ -635,20 +647,21 @@ static bool expire_joins(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
                 any = true;
             }
             ftc__quorum_leave(&job->s, r->replica_id);
-            answer(job, r, 200, ftc__lh_blob_ref(b), rs);
+            answer(job, r, 200, ftc__lighthouse_blob_ref(b), rs);
         }
         r = next;
     }
-    ftc__lh_blob_unref(b);
+    ftc__lighthouse_blob_unref(b);
     return any;
 }
 
-void ftc__lh_job_service(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
+void ftc__lighthouse_job_service(ftc__lighthouse_job *job, int64_t now,
+                                 ftc__lighthouse_resume *rs)
 {
     bool left = expire_joins(job, now, rs);
-    ftc_lh_req *r = job->watches;
+    ftc__lighthouse_req *r = job->watches;
     while (r != NULL) {
-        ftc_lh_req *next = r->next;
+        ftc__lighthouse_req *next = r->next;
         if (r->deadline_ms <= now) {
             answer(job, r, 200, watch_answer(job, r->since, false), rs);
         }
@@ -659,8 +672,9 @@ void ftc__lh_job_service(ftc_lh_job *job, int64_t now, ftc_lh_resume *rs)
     }
 }
 
-void ftc__lh_job_dropped(ftc_lh_job *job, ftc_lh_req *r, int64_t now,
-                         ftc_lh_resume *rs)
+void ftc__lighthouse_job_dropped(ftc__lighthouse_job *job,
+                                 ftc__lighthouse_req *r, int64_t now,
+                                 ftc__lighthouse_resume *rs)
 {
     if (r->state != FTC__LH_WAITING) {
         return;
@@ -683,10 +697,11 @@ void ftc__lh_job_dropped(ftc_lh_job *job, ftc_lh_req *r, int64_t now,
     }
 }
 
-void ftc__lh_job_answer_all(ftc_lh_job *job, ftc_lh_resume *rs)
+void ftc__lighthouse_job_answer_all(ftc__lighthouse_job *job,
+                                    ftc__lighthouse_resume *rs)
 {
     while (job->joins != NULL || job->watches != NULL) {
-        ftc_lh_req *r = job->joins != NULL ? job->joins : job->watches;
+        ftc__lighthouse_req *r = job->joins != NULL ? job->joins : job->watches;
         answer(job, r, 503,
                error_blob("shutting_down", "the lighthouse is stopping"), rs);
     }

@@ -128,7 +128,7 @@ int ftc__lhj_dump(const json_t *j, char **out, size_t *len)
 }
 
 /* The member's data: any JSON value but null, kept as compact text. */
-static int get_data(const json_t *obj, uint32_t max, ftc_quorum_member *m)
+static int get_data(const json_t *obj, uint32_t max, ftc__quorum_member *m)
 {
     const json_t *v = json_object_get(obj, "data");
     if (v == NULL || json_is_null(v)) {
@@ -148,14 +148,14 @@ static int get_data(const json_t *obj, uint32_t max, ftc_quorum_member *m)
 }
 
 int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
-                    ftc_quorum_member *m)
+                    ftc__quorum_member *m)
 {
     memset(m, 0, sizeof(*m));
     if (!json_is_object(obj)) {
         return ftc__seterr(FTC_EINVAL, "member: expected an object, got %s",
                            obj == NULL ? "nothing" : type_name(obj));
     }
-    ftc_quorum_member t;
+    ftc__quorum_member t;
     memset(&t, 0, sizeof(t));
     int64_t world = 0;
     int rc = ftc__lhj_get_string(obj, "replica_id", true, t.replica_id,
@@ -197,13 +197,13 @@ int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
 
 /* The member's data as a JSON value; text that is not JSON (only a
  * C caller of the core could store that) travels as a string. */
-static json_t *data_json(const ftc_quorum_member *m)
+static json_t *data_json(const ftc__quorum_member *m)
 {
     json_t *v = json_loadb(m->data, m->data_len, JSON_DECODE_ANY, NULL);
     return v != NULL ? v : json_stringn(m->data, m->data_len);
 }
 
-json_t *ftc__lhj_member_json(const ftc_quorum_member *m)
+json_t *ftc__lhj_member_json(const ftc__quorum_member *m)
 {
     json_t *j = json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:b, s:I}", "replica_id", m->replica_id,
@@ -223,7 +223,7 @@ json_t *ftc__lhj_member_json(const ftc_quorum_member *m)
     return j;
 }
 
-json_t *ftc__lhj_quorum_json(const ftc_quorum *q)
+json_t *ftc__lhj_quorum_json(const ftc__quorum *q)
 {
     json_t *members = json_array();
     for (size_t i = 0; members != NULL && i < q->n; i++) {
@@ -249,7 +249,7 @@ json_t *ftc__lhj_quorum_json(const ftc_quorum *q)
     return j;
 }
 
-static bool listed_before(const ftc_quorum *q, size_t i)
+static bool listed_before(const ftc__quorum *q, size_t i)
 {
     for (size_t k = 0; k < i; k++) {
         if (strcmp(q->members[k].replica_id, q->members[i].replica_id) == 0) {
@@ -259,7 +259,7 @@ static bool listed_before(const ftc_quorum *q, size_t i)
     return false;
 }
 
-int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc_quorum *q)
+int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
 {
     ftc__quorum_init(q);
     if (!json_is_object(obj)) {
@@ -328,7 +328,7 @@ int ftc__lhj_replica_request(const char *body, size_t len,
 }
 
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
-                          ftc_quorum_member *m, int64_t *timeout_ms)
+                          ftc__quorum_member *m, int64_t *timeout_ms)
 {
     memset(m, 0, sizeof(*m));
     json_t *j;
@@ -348,12 +348,12 @@ int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
     return rc;
 }
 
-int ftc__lhj_job_options(const json_t *obj, ftc_quorum_opts *o)
+int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o)
 {
     if (!json_is_object(obj)) {
         return ftc__seterr(FTC_EINVAL, "options: expected an object");
     }
-    ftc_quorum_opts t = *o;
+    ftc__quorum_opts t = *o;
     int64_t min =
         (int64_t)(t.min_replicas > INT64_MAX ? INT64_MAX : t.min_replicas);
     int64_t reps = t.max_replicas, data = t.max_data_bytes;
@@ -392,7 +392,7 @@ int ftc__lhj_job_options(const json_t *obj, ftc_quorum_opts *o)
     return rc;
 }
 
-json_t *ftc__lhj_job_options_json(const ftc_quorum_opts *o)
+json_t *ftc__lhj_job_options_json(const ftc__quorum_opts *o)
 {
     json_t *j = json_pack(
         "{s:I, s:I, s:I, s:b, s:I, s:I}", "min_replicas",

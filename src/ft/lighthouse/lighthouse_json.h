@@ -32,15 +32,15 @@ int ftc__lhj_get_bool(const json_t *obj, const char *key, bool *out);
  * compact text, at most max_data_bytes (FTC_EMSGSIZE). On success m owns
  * its data (ftc__quorum_member_fini); on error m holds nothing. */
 int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
-                    ftc_quorum_member *m);
+                    ftc__quorum_member *m);
 /* A member as JSON; NULL on FTC_ENOMEM (message set). */
-json_t *ftc__lhj_member_json(const ftc_quorum_member *m);
+json_t *ftc__lhj_member_json(const ftc__quorum_member *m);
 /* A quorum as JSON: quorum_id, its epoch and counter (each exact in
  * JavaScript), created_wall_ms and the members in order. */
-json_t *ftc__lhj_quorum_json(const ftc_quorum *q);
+json_t *ftc__lhj_quorum_json(const ftc__quorum *q);
 /* The reverse (client side). At most max_members members, each once;
  * they are kept in the order sent. On error q is left empty. */
-int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc_quorum *q);
+int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q);
 
 /* {"replica_id": "..."} (heartbeat, goodbye). */
 int ftc__lhj_replica_request(const char *body, size_t len,
@@ -48,15 +48,15 @@ int ftc__lhj_replica_request(const char *body, size_t len,
 /* {"member": {...}, "timeout_ms": N}; *timeout_ms is -1 when absent. m as
  * for ftc__lhj_member. */
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
-                          ftc_quorum_member *m, int64_t *timeout_ms);
+                          ftc__quorum_member *m, int64_t *timeout_ms);
 
 /* Applies the options present in obj (min_replicas, join_timeout_ms,
  * heartbeat_timeout_ms, strict_shrink_only, max_replicas, max_data_bytes;
  * others ignored) to *o, checked as a whole: on any error *o is
  * unchanged. */
-int ftc__lhj_job_options(const json_t *obj, ftc_quorum_opts *o);
+int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o);
 /* The same options as JSON. */
-json_t *ftc__lhj_job_options_json(const ftc_quorum_opts *o);
+json_t *ftc__lhj_job_options_json(const ftc__quorum_opts *o);
 /* "key=value,key=value" (the CLI's --job NAME:...) as a JSON object of
  * integers and booleans. FTC_EINVAL names the bad pair. */
 int ftc__lhj_spec_options(const char *spec, json_t **out);

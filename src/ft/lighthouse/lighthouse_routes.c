@@ -104,8 +104,8 @@ static bool is_write(route_id id, const char *method)
     }
 }
 
-bool ftc__lh_route_needs_token(const ftc_lighthouse *lh, const char *method,
-                               const char *url)
+bool ftc__lighthouse_route_needs_token(const ftc_lighthouse *lh,
+                                       const char *method, const char *url)
 {
     route rt;
     parse(url, &rt);
@@ -138,47 +138,49 @@ static bool method_ok(route_id id, const char *method)
 
 /* ------------------------------------------------------------- helpers */
 
-/* Errors of ftc__lh_job_get and of the job calls, where FTC_EMSGSIZE is a
- * full table or too many jobs (429), not a long input (413, found while
+/* Errors of ftc__lighthouse_job_get and of the job calls, where FTC_EMSGSIZE is
+ * a full table or too many jobs (429), not a long input (413, found while
  * decoding). */
-static enum MHD_Result job_error(ftc_lh_req *r, int rc, const char *full)
+static enum MHD_Result job_error(ftc__lighthouse_req *r, int rc,
+                                 const char *full)
 {
     if (rc == FTC_EMSGSIZE) {
-        return ftc__lh_queue_error(r, 429, full, ftc_last_error());
+        return ftc__lighthouse_queue_error(r, 429, full, ftc_last_error());
     }
-    return ftc__lh_queue_ftc_error(r, rc);
+    return ftc__lighthouse_queue_ftc_error(r, rc);
 }
 
 /* After a job call with the job locked: takes r's answer if it was
  * answered inline, unlocks, resumes whatever the call answered, and
  * queues r's answer (or nothing: r was suspended). */
-static enum MHD_Result finish(ftc_lh_req *r, ftc_lh_job *job, int rc,
-                              ftc_lh_blob *ack, ftc_lh_resume *rs)
+static enum MHD_Result finish(ftc__lighthouse_req *r, ftc__lighthouse_job *job,
+                              int rc, ftc__lighthouse_blob *ack,
+                              ftc__lighthouse_resume *rs)
 {
     bool answered = r->state == FTC__LH_ANSWERED;
-    ftc_lh_blob *b = r->answer;
+    ftc__lighthouse_blob *b = r->answer;
     r->answer = NULL;
-    ftc__lh_job_unlock(job);
-    ftc__lh_resume_all(rs);
+    ftc__lighthouse_job_unlock(job);
+    ftc__lighthouse_resume_all(rs);
     if (rc != 0) {
-        ftc__lh_blob_unref(ack);
+        ftc__lighthouse_blob_unref(ack);
         return job_error(r, rc, "table_full");
     }
     if (ack != NULL) {
-        return ftc__lh_queue(r, 200, "application/json", ack);
+        return ftc__lighthouse_queue(r, 200, "application/json", ack);
     }
-    return answered ? ftc__lh_queue(r, r->status, "application/json", b)
+    return answered ? ftc__lighthouse_queue(r, r->status, "application/json", b)
                     : MHD_YES;
 }
 
-static const char *query(ftc_lh_req *r, const char *key)
+static const char *query(ftc__lighthouse_req *r, const char *key)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
 /* An optional unsigned integer query argument. */
-static int query_u64(ftc_lh_req *r, const char *key, uint64_t max, bool *has,
-                     uint64_t *out)
+static int query_u64(ftc__lighthouse_req *r, const char *key, uint64_t max,
+                     bool *has, uint64_t *out)
 {
     const char *v = query(r, key);
     *has = v != NULL;
@@ -198,7 +200,7 @@ static int query_u64(ftc_lh_req *r, const char *key, uint64_t max, bool *has,
     return 0;
 }
 
-static const char *body(ftc_lh_req *r, size_t *len)
+static const char *body(ftc__lighthouse_req *r, size_t *len)
 {
     *len = ftc__buf_size(&r->body);
     return *len > 0 ? (const char *)ftc__buf_begin(&r->body) : "";
@@ -208,40 +210,42 @@ static const char *body(ftc_lh_req *r, size_t *len)
 
 /* heartbeat (creates the job) and goodbye (does not): a replica_id in,
  * an acknowledgement out. */
-static enum MHD_Result do_replica(ftc_lh_req *r, const route *rt, bool create,
-                                  int (*call)(ftc_lh_job *, const char *,
-                                              int64_t, ftc_lh_resume *))
+static enum MHD_Result
+do_replica(ftc__lighthouse_req *r, const route *rt, bool create,
+           int (*call)(ftc__lighthouse_job *, const char *, int64_t,
+                       ftc__lighthouse_resume *))
 {
     char id[FTC__QUORUM_STR_MAX];
     size_t len;
     const char *text = body(r, &len);
     int rc = ftc__lhj_replica_request(text, len, id);
     if (rc != 0) {
-        return ftc__lh_queue_ftc_error(r, rc);
+        return ftc__lighthouse_queue_ftc_error(r, rc);
     }
-    ftc_lh_job *job;
-    rc = ftc__lh_job_get(r->lh, rt->job, create, &job);
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, create, &job);
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
-    ftc_lh_resume rs = {NULL};
+    ftc__lighthouse_resume rs = {NULL};
     rc = call(job, id, ftc__now_ms(), &rs);
-    return finish(r, job, rc, rc == 0 ? ftc__lh_job_ack(job) : NULL, &rs);
+    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
+                  &rs);
 }
 
-static enum MHD_Result do_quorum(ftc_lh_req *r, const route *rt)
+static enum MHD_Result do_quorum(ftc__lighthouse_req *r, const route *rt)
 {
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     int64_t timeout;
     size_t len;
     const char *text = body(r, &len);
     int rc = ftc__lhj_join_request(text, len, FTC__QUORUM_MAX_DATA_CEIL, &m,
                                    &timeout);
     if (rc != 0) {
-        return ftc__lh_queue_ftc_error(r, rc);
+        return ftc__lighthouse_queue_ftc_error(r, rc);
     }
-    ftc_lh_job *job;
-    rc = ftc__lh_job_get(r->lh, rt->job, true, &job);
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, true, &job);
     if (rc != 0) {
         ftc__quorum_member_fini(&m);
         return job_error(r, rc, "too_many_jobs");
@@ -249,24 +253,24 @@ static enum MHD_Result do_quorum(ftc_lh_req *r, const route *rt)
     if (m.data_len > job->o.max_data_bytes) {
         size_t n = m.data_len;
         uint32_t max = job->o.max_data_bytes;
-        ftc__lh_job_unlock(job);
+        ftc__lighthouse_job_unlock(job);
         ftc__quorum_member_fini(&m);
         ftc__seterr(FTC_EMSGSIZE, "member.data: %zu B > max %u B", n, max);
-        return ftc__lh_queue_ftc_error(r, FTC_EMSGSIZE);
+        return ftc__lighthouse_queue_ftc_error(r, FTC_EMSGSIZE);
     }
-    ftc_lh_resume rs = {NULL};
-    rc = ftc__lh_job_join(job, r, &m, timeout, ftc__now_ms(), &rs);
+    ftc__lighthouse_resume rs = {NULL};
+    rc = ftc__lighthouse_job_join(job, r, &m, timeout, ftc__now_ms(), &rs);
     ftc__quorum_member_fini(&m);
     return finish(r, job, rc, NULL, &rs);
 }
 
-static enum MHD_Result do_watch(ftc_lh_req *r, const route *rt)
+static enum MHD_Result do_watch(ftc__lighthouse_req *r, const route *rt)
 {
     const char *id = query(r, "replica_id");
     if (id != NULL && strlen(id) >= sizeof(r->replica_id)) {
         ftc__seterr(FTC_EMSGSIZE, "replica_id: %zu B > max %zu B", strlen(id),
                     sizeof(r->replica_id) - 1);
-        return ftc__lh_queue_ftc_error(r, FTC_EMSGSIZE);
+        return ftc__lighthouse_queue_ftc_error(r, FTC_EMSGSIZE);
     }
     bool has_epoch, has_since, has_timeout;
     uint64_t epoch = 0, since = 0, timeout = 0;
@@ -278,67 +282,69 @@ static enum MHD_Result do_watch(ftc_lh_req *r, const route *rt)
         rc = query_u64(r, "timeout_ms", INT64_MAX, &has_timeout, &timeout);
     }
     if (rc != 0) {
-        return ftc__lh_queue_ftc_error(r, rc);
+        return ftc__lighthouse_queue_ftc_error(r, rc);
     }
     snprintf(r->replica_id, sizeof(r->replica_id), "%s", id != NULL ? id : "");
-    ftc_lh_job *job;
-    rc = ftc__lh_job_get(r->lh, rt->job, true, &job);
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, true, &job);
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
-    ftc_lh_resume rs = {NULL};
-    rc = ftc__lh_job_watch(job, r, has_epoch, (uint32_t)epoch, has_since, since,
-                           has_timeout ? (int64_t)timeout : -1, ftc__now_ms(),
-                           &rs);
+    ftc__lighthouse_resume rs = {NULL};
+    rc = ftc__lighthouse_job_watch(
+        job, r, has_epoch, (uint32_t)epoch, has_since, since,
+        has_timeout ? (int64_t)timeout : -1, ftc__now_ms(), &rs);
     return finish(r, job, rc, NULL, &rs);
 }
 
-static enum MHD_Result do_kill(ftc_lh_req *r, const route *rt)
+static enum MHD_Result do_kill(ftc__lighthouse_req *r, const route *rt)
 {
     if (!r->lh->has_token) {
-        return ftc__lh_queue_error(r, 403, "no_token_configured",
-                                   "kill needs a lighthouse started with a "
-                                   "token (--token-file or FTC_TOKEN)");
+        return ftc__lighthouse_queue_error(
+            r, 403, "no_token_configured",
+            "kill needs a lighthouse started with a "
+            "token (--token-file or FTC_TOKEN)");
     }
     if (rt->replica_id[0] == '\0' ||
         strlen(rt->replica_id) >= FTC__QUORUM_STR_MAX) {
-        return ftc__lh_queue_error(r, 400, "invalid",
-                                   "replica_id: empty or too long");
+        return ftc__lighthouse_queue_error(r, 400, "invalid",
+                                           "replica_id: empty or too long");
     }
-    ftc_lh_job *job;
-    int rc = ftc__lh_job_get(r->lh, rt->job, false, &job);
+    ftc__lighthouse_job *job;
+    int rc = ftc__lighthouse_job_get(r->lh, rt->job, false, &job);
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
-    ftc_lh_resume rs = {NULL};
-    rc = ftc__lh_job_kill(job, rt->replica_id, &rs);
-    return finish(r, job, rc, rc == 0 ? ftc__lh_job_ack(job) : NULL, &rs);
+    ftc__lighthouse_resume rs = {NULL};
+    rc = ftc__lighthouse_job_kill(job, rt->replica_id, &rs);
+    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
+                  &rs);
 }
 
-static enum MHD_Result do_configure(ftc_lh_req *r, const route *rt)
+static enum MHD_Result do_configure(ftc__lighthouse_req *r, const route *rt)
 {
     size_t len;
     const char *text = body(r, &len);
     json_t *obj;
     int rc = ftc__lhj_parse_object(text, len, &obj);
     if (rc != 0) {
-        return ftc__lh_queue_ftc_error(r, rc);
+        return ftc__lighthouse_queue_ftc_error(r, rc);
     }
-    ftc_lh_job *job;
-    rc = ftc__lh_job_get(r->lh, rt->job, true, &job);
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, true, &job);
     if (rc != 0) {
         json_decref(obj);
         return job_error(r, rc, "too_many_jobs");
     }
-    ftc_lh_resume rs = {NULL};
-    rc = ftc__lh_job_configure(job, obj, ftc__now_ms(), &rs);
+    ftc__lighthouse_resume rs = {NULL};
+    rc = ftc__lighthouse_job_configure(job, obj, ftc__now_ms(), &rs);
     json_decref(obj);
-    ftc_lh_blob *b = NULL;
+    ftc__lighthouse_blob *b = NULL;
     if (rc == 0) {
         json_t *j = json_pack("{s:s, s:I, s:o}", "job", job->name, "epoch",
                               (json_int_t)job->epoch, "options",
                               ftc__lhj_job_options_json(&job->o));
-        b = j != NULL ? ftc__lh_blob_json(j) : NULL;
+        b = j != NULL ? ftc__lighthouse_blob_json(j) : NULL;
         json_decref(j);
         rc = b == NULL ? ftc__seterr(FTC_ENOMEM, "answer") : 0;
     }
@@ -346,49 +352,53 @@ static enum MHD_Result do_configure(ftc_lh_req *r, const route *rt)
     return finish(r, job, rc, b, &rs);
 }
 
-static enum MHD_Result do_status(ftc_lh_req *r, const route *rt)
+static enum MHD_Result do_status(ftc__lighthouse_req *r, const route *rt)
 {
-    ftc_lh_job *job;
-    int rc = ftc__lh_job_get(r->lh, rt->job, false, &job);
+    ftc__lighthouse_job *job;
+    int rc = ftc__lighthouse_job_get(r->lh, rt->job, false, &job);
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
-    json_t *j = ftc__lh_status_json(job, ftc__now_ms(), ftc__lh_wall_ms());
-    ftc__lh_job_unlock(job);
-    enum MHD_Result ok = ftc__lh_queue_json(r, 200, j);
+    json_t *j = ftc__lighthouse_status_json(job, ftc__now_ms(),
+                                            ftc__lighthouse_wall_ms());
+    ftc__lighthouse_job_unlock(job);
+    enum MHD_Result ok = ftc__lighthouse_queue_json(r, 200, j);
     json_decref(j);
     return ok;
 }
 
-static enum MHD_Result do_read(ftc_lh_req *r, route_id id)
+static enum MHD_Result do_read(ftc__lighthouse_req *r, route_id id)
 {
     if (id == R_PAGE) {
         size_t len;
-        const char *page = ftc__lh_page(&len);
-        return ftc__lh_queue_static(r, "text/html; charset=utf-8", page, len);
+        const char *page = ftc__lighthouse_page(&len);
+        return ftc__lighthouse_queue_static(r, "text/html; charset=utf-8", page,
+                                            len);
     }
     if (id == R_METRICS) {
-        return ftc__lh_queue(r, 200, "text/plain; version=0.0.4",
-                             ftc__lh_metrics(r->lh, ftc__now_ms()));
+        return ftc__lighthouse_queue(
+            r, 200, "text/plain; version=0.0.4",
+            ftc__lighthouse_metrics(r->lh, ftc__now_ms()));
     }
-    json_t *j = ftc__lh_jobs_json(r->lh, ftc__now_ms());
-    enum MHD_Result ok = ftc__lh_queue_json(r, 200, j);
+    json_t *j = ftc__lighthouse_jobs_json(r->lh, ftc__now_ms());
+    enum MHD_Result ok = ftc__lighthouse_queue_json(r, 200, j);
     json_decref(j);
     return ok;
 }
 
-enum MHD_Result ftc__lh_route(ftc_lh_req *r, const char *method,
-                              const char *url)
+enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
+                                      const char *method, const char *url)
 {
     route rt;
     parse(url, &rt);
     if (rt.id == R_NONE) {
-        return ftc__lh_queue_error(r, 404, "not_found", "no such route");
+        return ftc__lighthouse_queue_error(r, 404, "not_found",
+                                           "no such route");
     }
     if (!method_ok(rt.id, method)) {
-        return ftc__lh_queue_error(r, 405, "method_not_allowed",
-                                   rt.id == R_JOB ? "use PUT or GET"
-                                                  : method_of(rt.id));
+        return ftc__lighthouse_queue_error(r, 405, "method_not_allowed",
+                                           rt.id == R_JOB ? "use PUT or GET"
+                                                          : method_of(rt.id));
     }
     switch (rt.id) {
     case R_PAGE:
@@ -396,13 +406,13 @@ enum MHD_Result ftc__lh_route(ftc_lh_req *r, const char *method,
     case R_JOBS:
         return do_read(r, rt.id);
     case R_HEARTBEAT:
-        return do_replica(r, &rt, true, ftc__lh_job_heartbeat);
+        return do_replica(r, &rt, true, ftc__lighthouse_job_heartbeat);
     case R_QUORUM:
         return do_quorum(r, &rt);
     case R_WATCH:
         return do_watch(r, &rt);
     case R_GOODBYE:
-        return do_replica(r, &rt, false, ftc__lh_job_goodbye);
+        return do_replica(r, &rt, false, ftc__lighthouse_job_goodbye);
     case R_KILL:
         return do_kill(r, &rt);
     case R_JOB:
@@ -413,5 +423,5 @@ enum MHD_Result ftc__lh_route(ftc_lh_req *r, const char *method,
     case R_NONE:
         break;
     }
-    return ftc__lh_queue_error(r, 404, "not_found", "no such route");
+    return ftc__lighthouse_queue_error(r, 404, "not_found", "no such route");
 }

@@ -14,7 +14,7 @@
 /* Healing entries computed per status (each costs a quorum results). */
 #define MAX_HEALING 64
 
-static const char *verdict_name(ftc_quorum_verdict v)
+static const char *verdict_name(ftc__quorum_verdict v)
 {
     static const char *const names[] = {"fast",      "need_min",
                                         "need_half", "wait_straggler",
@@ -22,7 +22,7 @@ static const char *verdict_name(ftc_quorum_verdict v)
     return (size_t)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
 }
 
-static const char *change_name(ftc_quorum_id_change c)
+static const char *change_name(ftc__quorum_id_change c)
 {
     static const char *const names[] = {"kept", "first", "membership",
                                         "commit_failures"};
@@ -40,7 +40,7 @@ static bool append(json_t *arr, json_t *v)
     return arr != NULL && v != NULL && json_array_append_new(arr, v) == 0;
 }
 
-static json_t *decision_json(const ftc_quorum_decision *d, int64_t now)
+static json_t *decision_json(const ftc__quorum_decision *d, int64_t now)
 {
     json_t *j =
         json_pack("{s:s, s:b, s:s}", "verdict", verdict_name(d->verdict), "met",
@@ -53,13 +53,13 @@ static json_t *decision_json(const ftc_quorum_decision *d, int64_t now)
 }
 
 /* Who heals from whom at group rank 0 (the quorum core's own answer). */
-static json_t *healing_json(const ftc_quorum *q, int64_t max_step,
+static json_t *healing_json(const ftc__quorum *q, int64_t max_step,
                             bool *truncated)
 {
     json_t *arr = json_array();
     size_t done = 0;
     for (size_t i = 0; arr != NULL && i < q->n; i++) {
-        const ftc_quorum_member *m = &q->members[i];
+        const ftc__quorum_member *m = &q->members[i];
         if (m->step == max_step && max_step != 0) {
             continue; /* up to date: heals only at step 0 (init_sync) */
         }
@@ -67,7 +67,7 @@ static json_t *healing_json(const ftc_quorum *q, int64_t max_step,
             *truncated = true;
             break;
         }
-        ftc_quorum_result r;
+        ftc__quorum_result r;
         if (ftc__quorum_results(q, m->replica_id, 0, true, &r) != 0) {
             json_decref(arr);
             return NULL;
@@ -88,7 +88,7 @@ static json_t *healing_json(const ftc_quorum *q, int64_t max_step,
     return arr;
 }
 
-static json_t *quorum_status_json(const ftc_quorum *q, int64_t wall)
+static json_t *quorum_status_json(const ftc__quorum *q, int64_t wall)
 {
     json_t *j = ftc__lhj_quorum_json(q);
     int64_t max_step = 0;
@@ -104,9 +104,9 @@ static json_t *quorum_status_json(const ftc_quorum *q, int64_t wall)
     return ok ? j : (json_decref(j), NULL);
 }
 
-static bool has_watch(const ftc_lh_job *job, const char *replica_id)
+static bool has_watch(const ftc__lighthouse_job *job, const char *replica_id)
 {
-    for (const ftc_lh_req *r = job->watches; r != NULL; r = r->next) {
+    for (const ftc__lighthouse_req *r = job->watches; r != NULL; r = r->next) {
         if (strcmp(r->replica_id, replica_id) == 0) {
             return true;
         }
@@ -114,11 +114,11 @@ static bool has_watch(const ftc_lh_job *job, const char *replica_id)
     return false;
 }
 
-static json_t *tables_json(ftc_lh_job *job, int64_t now, json_t *j)
+static json_t *tables_json(ftc__lighthouse_job *job, int64_t now, json_t *j)
 {
     json_t *parts = json_array();
     for (size_t i = 0; parts != NULL && i < job->s.n_participants; i++) {
-        const ftc_quorum_participant *p = &job->s.participants[i];
+        const ftc__quorum_participant *p = &job->s.participants[i];
         if (!append(parts,
                     json_pack("{s:s, s:I, s:I, s:b}", "replica_id",
                               p->member.replica_id, "step",
@@ -131,7 +131,7 @@ static json_t *tables_json(ftc_lh_job *job, int64_t now, json_t *j)
     }
     json_t *hbs = json_array();
     for (size_t i = 0; hbs != NULL && i < job->s.n_heartbeats; i++) {
-        const ftc_quorum_heartbeat *h = &job->s.heartbeats[i];
+        const ftc__quorum_heartbeat_record *h = &job->s.heartbeats[i];
         bool healthy =
             ftc__quorum_is_healthy(&job->s, &job->o, h->replica_id, now);
         if (!append(hbs, json_pack("{s:s, s:I, s:b, s:b}", "replica_id",
@@ -147,7 +147,8 @@ static json_t *tables_json(ftc_lh_job *job, int64_t now, json_t *j)
     uint64_t first =
         job->n_changes > FTC__LH_CHANGES ? job->n_changes - FTC__LH_CHANGES : 0;
     for (uint64_t k = job->n_changes; changes != NULL && k > first; k--) {
-        const ftc_lh_change *c = &job->changes[(k - 1) % FTC__LH_CHANGES];
+        const ftc__lighthouse_change *c =
+            &job->changes[(k - 1) % FTC__LH_CHANGES];
         if (!append(changes,
                     json_pack("{s:I, s:I, s:I, s:s, s:I, s:I}", "quorum_id",
                               (json_int_t)c->quorum_id, "epoch",
@@ -166,9 +167,10 @@ static json_t *tables_json(ftc_lh_job *job, int64_t now, json_t *j)
     return ok ? j : (json_decref(j), NULL);
 }
 
-json_t *ftc__lh_status_json(ftc_lh_job *job, int64_t now, int64_t wall)
+json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
+                                    int64_t wall)
 {
-    ftc_quorum_decision d;
+    ftc__quorum_decision d;
     if (ftc__quorum_compute(now, &job->s, &job->o, &d) != 0) {
         return NULL;
     }
@@ -191,19 +193,20 @@ json_t *ftc__lh_status_json(ftc_lh_job *job, int64_t now, int64_t wall)
 
 static int by_name(const void *a, const void *b)
 {
-    const ftc_lh_job *const *x = a;
-    const ftc_lh_job *const *y = b;
+    const ftc__lighthouse_job *const *x = a;
+    const ftc__lighthouse_job *const *y = b;
     return strcmp((*x)->name, (*y)->name);
 }
 
 /* The jobs in name order, with lh->mu held. NULL when there are none or on
  * FTC_ENOMEM (*n says which). */
-static ftc_lh_job **sorted_jobs(ftc_lighthouse *lh, size_t *n)
+static ftc__lighthouse_job **sorted_jobs(ftc_lighthouse *lh, size_t *n)
 {
     *n = 0;
-    ftc_lh_job **v =
+    ftc__lighthouse_job **v =
         lh->n_jobs > 0 ? ftc__malloc(lh->n_jobs * sizeof(*v)) : NULL;
-    for (ftc_lh_job *j = lh->jobs; v != NULL && j != NULL; j = j->next) {
+    for (ftc__lighthouse_job *j = lh->jobs; v != NULL && j != NULL;
+         j = j->next) {
         v[(*n)++] = j;
     }
     if (v != NULL) {
@@ -212,9 +215,9 @@ static ftc_lh_job **sorted_jobs(ftc_lighthouse *lh, size_t *n)
     return v;
 }
 
-static json_t *job_row(ftc_lh_job *job, int64_t now)
+static json_t *job_row(ftc__lighthouse_job *job, int64_t now)
 {
-    ftc_quorum_decision d;
+    ftc__quorum_decision d;
     if (ftc__quorum_compute(now, &job->s, &job->o, &d) != 0) {
         return NULL;
     }
@@ -231,12 +234,12 @@ static json_t *job_row(ftc_lh_job *job, int64_t now)
     return row;
 }
 
-json_t *ftc__lh_jobs_json(ftc_lighthouse *lh, int64_t now)
+json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now)
 {
     json_t *arr = json_array();
     pthread_mutex_lock(&lh->mu);
     size_t n;
-    ftc_lh_job **v = sorted_jobs(lh, &n);
+    ftc__lighthouse_job **v = sorted_jobs(lh, &n);
     if (v == NULL && lh->n_jobs > 0) {
         json_decref(arr);
         arr = NULL;
@@ -271,7 +274,7 @@ typedef struct job_numbers {
     uint64_t max_step;
 } job_numbers;
 
-static void snapshot(ftc_lh_job *job, int64_t now, job_numbers *n)
+static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
 {
     memcpy(n->name, job->name, sizeof(n->name));
     n->counter =
@@ -296,9 +299,9 @@ static void snapshot(ftc_lh_job *job, int64_t now, job_numbers *n)
     }
 }
 
-static int out(ftc_buf *b, const char *fmt, ...)
+static int out(ftc__buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static int out(ftc_buf *b, const char *fmt, ...)
+static int out(ftc__buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -314,7 +317,7 @@ static int out(ftc_buf *b, const char *fmt, ...)
     return rc;
 }
 
-static int family(ftc_buf *b, const char *name, const char *type,
+static int family(ftc__buf *b, const char *name, const char *type,
                   const char *help)
 {
     return out(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -328,7 +331,7 @@ typedef struct family_def {
     const char *const *causes;
 } family_def;
 
-static int per_job(ftc_buf *b, const job_numbers *v, size_t n,
+static int per_job(ftc__buf *b, const job_numbers *v, size_t n,
                    const family_def *f)
 {
     int rc = family(b, f->name, f->type, f->help);
@@ -350,15 +353,16 @@ static int per_job(ftc_buf *b, const job_numbers *v, size_t n,
     return rc;
 }
 
-static int histogram(ftc_buf *b, const job_numbers *v, size_t n)
+static int histogram(ftc__buf *b, const job_numbers *v, size_t n)
 {
     const char *name = "ftc_lighthouse_join_wait_seconds";
     int rc = family(b, name, "histogram",
                     "Time from a join request to its quorum answer.");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         for (size_t k = 0; rc == 0 && k < FTC__LH_WAIT_BUCKETS; k++) {
-            rc = out(b, "%s_bucket{job=\"%s\",le=\"%g\"} %" PRIu64 "\n", name,
-                     v[i].name, ftc__lh_wait_bounds[k], v[i].buckets[k]);
+            rc =
+                out(b, "%s_bucket{job=\"%s\",le=\"%g\"} %" PRIu64 "\n", name,
+                    v[i].name, ftc__lighthouse_wait_bounds[k], v[i].buckets[k]);
         }
         if (rc == 0) {
             rc = out(b,
@@ -372,17 +376,17 @@ static int histogram(ftc_buf *b, const job_numbers *v, size_t n)
     return rc;
 }
 
-static int server_metrics(ftc_buf *b, ftc_lighthouse *lh, size_t jobs)
+static int server_metrics(ftc__buf *b, ftc_lighthouse *lh, size_t jobs)
 {
     int rc = family(b, "ftc_lighthouse_http_requests_total", "counter",
                     "HTTP responses by status code.");
     for (size_t i = 0; rc == 0 && i < FTC__LH_NCODES; i++) {
         uint64_t x = atomic_load_explicit(&lh->http[i], memory_order_relaxed);
         char code[16];
-        snprintf(code, sizeof(code), "%u", ftc__lh_codes[i]);
+        snprintf(code, sizeof(code), "%u", ftc__lighthouse_codes[i]);
         rc = out(
             b, "ftc_lighthouse_http_requests_total{code=\"%s\"} %" PRIu64 "\n",
-            ftc__lh_codes[i] != 0 ? code : "other", x);
+            ftc__lighthouse_codes[i] != 0 ? code : "other", x);
     }
     const union MHD_DaemonInfo *di =
         MHD_get_daemon_info(lh->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -400,7 +404,7 @@ static int server_metrics(ftc_buf *b, ftc_lighthouse *lh, size_t jobs)
     return rc == 0 ? out(b, "ftc_lighthouse_jobs %zu\n", jobs) : rc;
 }
 
-static int job_metrics(ftc_buf *b, const job_numbers *v, size_t n)
+static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
 {
     static const char *const changes[4] = {"", "first", "membership",
                                            "commit_failures"};
@@ -433,11 +437,11 @@ static int job_metrics(ftc_buf *b, const job_numbers *v, size_t n)
     return rc == 0 ? histogram(b, v, n) : rc;
 }
 
-ftc_lh_blob *ftc__lh_metrics(ftc_lighthouse *lh, int64_t now)
+ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now)
 {
     pthread_mutex_lock(&lh->mu);
     size_t n;
-    ftc_lh_job **jobs = sorted_jobs(lh, &n);
+    ftc__lighthouse_job **jobs = sorted_jobs(lh, &n);
     job_numbers *v = n > 0 ? ftc__calloc(n, sizeof(*v)) : NULL;
     for (size_t i = 0; v != NULL && i < n; i++) {
         pthread_mutex_lock(&jobs[i]->mu);
@@ -446,14 +450,15 @@ ftc_lh_blob *ftc__lh_metrics(ftc_lighthouse *lh, int64_t now)
     }
     pthread_mutex_unlock(&lh->mu);
     ftc__free(jobs);
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 64u << 20);
     int rc = n > 0 && v == NULL ? FTC_ENOMEM : server_metrics(&b, lh, n);
     if (rc == 0) {
         rc = job_metrics(&b, v, n);
     }
     ftc__free(v);
-    ftc_lh_blob *blob = rc == 0 ? ftc__malloc(sizeof(*blob) + b.len + 1) : NULL;
+    ftc__lighthouse_blob *blob =
+        rc == 0 ? ftc__malloc(sizeof(*blob) + b.len + 1) : NULL;
     if (blob != NULL) {
         atomic_init(&blob->refs, 1);
         blob->len = b.len;
@@ -464,8 +469,8 @@ ftc_lh_blob *ftc__lh_metrics(ftc_lighthouse *lh, int64_t now)
     return blob;
 }
 
-const char *ftc__lh_page(size_t *len)
+const char *ftc__lighthouse_page(size_t *len)
 {
-    *len = sizeof(ftc__lh_page_html) - 1;
-    return ftc__lh_page_html;
+    *len = sizeof(ftc__lighthouse_page_html) - 1;
+    return ftc__lighthouse_page_html;
 }

@@ -178,7 +178,7 @@ static int open_endpoints(ftc_manager *m)
     if (rc != 0) {
         return rc;
     }
-    ftc_heal_server_opts ho = {0};
+    ftc__heal_server_opts ho = {0};
     ho.host = m->host;
     ho.port = m->o.heal_port;
     ho.threads = (unsigned)m->o.heal_threads;
@@ -193,11 +193,11 @@ static int open_endpoints(ftc_manager *m)
 static int start_threads(ftc_manager *m)
 {
     int rc = ftc__thread_start(&m->quorum_thr, "ftc-mgr-quorum",
-                               ftc__mgr_quorum_main, m);
+                               ftc__manager_quorum_main, m);
     m->quorum_started = rc == 0;
     if (rc == 0) {
         rc = ftc__thread_start(&m->watch_thr, "ftc-mgr-watch",
-                               ftc__mgr_watch_main, m);
+                               ftc__manager_watch_main, m);
         m->watch_started = rc == 0;
     }
     return rc;
@@ -295,7 +295,7 @@ static void stop_threads(ftc_manager *m)
     if (m->heal_srv != NULL) {
         ftc__heal_server_close(m->heal_srv);
     }
-    ftc__mgr_abort_pg(m);
+    ftc__manager_abort_pg(m);
     if (m->quorum_started) {
         join_quorum_thread(m);
     }
@@ -359,7 +359,7 @@ void ftc_manager_destroy(ftc_manager *m)
 
 /* ---------------------------------------------------------- group keys */
 
-void ftc__mgr_key(char *buf, size_t cap, int64_t k, const char *what, int g)
+void ftc__manager_key(char *buf, size_t cap, int64_t k, const char *what, int g)
 {
     if (g >= 0) {
         snprintf(buf, cap, "ftc/r/%lld/%s/%d", (long long)k, what, g);
@@ -368,28 +368,28 @@ void ftc__mgr_key(char *buf, size_t cap, int64_t k, const char *what, int g)
     }
 }
 
-int64_t ftc__mgr_left_ms(ftc_deadline dl)
+int64_t ftc__manager_left_ms(ftc__deadline dl)
 {
     int64_t ms = ftc__deadline_left_ms(dl);
     return ms == INT64_MAX ? FTC_TIMEOUT_INFINITE : ms;
 }
 
-int ftc__mgr_gather(ftc_manager *m, int64_t k, const char *what,
-                    int64_t timeout_ms, ftc_store_value *vals)
+int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
+                        int64_t timeout_ms, ftc_store_value *vals)
 {
     size_t n = (size_t)m->o.group_size;
     char(*keys)[64] = ftc__calloc(n, 64);
     const char **kp = ftc__calloc(n, sizeof(*kp));
     int rc = keys == NULL || kp == NULL ? ftc__seterr(FTC_ENOMEM, "keys") : 0;
     for (size_t g = 0; rc == 0 && g < n; g++) {
-        ftc__mgr_key(keys[g], 64, k, what, (int)g);
+        ftc__manager_key(keys[g], 64, k, what, (int)g);
         kp[g] = keys[g];
     }
-    ftc_deadline dl = ftc__deadline_in_ms(timeout_ms);
+    ftc__deadline dl = ftc__deadline_in_ms(timeout_ms);
     rc = rc != 0 ? rc : ftc_store_client_wait(m->store, kp, n, timeout_ms);
     rc = rc != 0 ? rc
                  : ftc_store_client_multi_get(m->store, kp, n, vals,
-                                              ftc__mgr_left_ms(dl));
+                                              ftc__manager_left_ms(dl));
     ftc__free(kp);
     ftc__free(keys);
     return rc;
@@ -418,7 +418,7 @@ static void latch(ftc_manager *m, int64_t quorum_id, int code, const char *fmt,
     }
 }
 
-void ftc__mgr_latch(ftc_manager *m, int code, const char *fmt, ...)
+void ftc__manager_latch(ftc_manager *m, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -426,8 +426,8 @@ void ftc__mgr_latch(ftc_manager *m, int code, const char *fmt, ...)
     va_end(ap);
 }
 
-void ftc__mgr_latch_for(ftc_manager *m, int64_t quorum_id, int code,
-                        const char *fmt, ...)
+void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
+                            const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -435,7 +435,7 @@ void ftc__mgr_latch_for(ftc_manager *m, int64_t quorum_id, int code,
     va_end(ap);
 }
 
-void ftc__mgr_abort_pg(ftc_manager *m)
+void ftc__manager_abort_pg(ftc_manager *m)
 {
     pthread_mutex_lock(&m->pg_mu);
     if (m->pg != NULL) {
@@ -444,7 +444,7 @@ void ftc__mgr_abort_pg(ftc_manager *m)
     pthread_mutex_unlock(&m->pg_mu);
 }
 
-bool ftc__mgr_pause(ftc_manager *m, ftc_deadline until)
+bool ftc__manager_pause(ftc_manager *m, ftc__deadline until)
 {
     pthread_mutex_lock(&m->mu);
     while (!m->stop && !ftc__deadline_expired(until)) {
@@ -459,8 +459,9 @@ bool ftc__mgr_pause(ftc_manager *m, ftc_deadline until)
 void ftc_manager_report_error(ftc_manager *m, int code, const char *message)
 {
     if (m != NULL && m->magic == FTC__MGR_MAGIC) {
-        ftc__mgr_latch(m, code, "%s",
-                       message != NULL ? message : "reported by the trainer");
+        ftc__manager_latch(m, code, "%s",
+                           message != NULL ? message
+                                           : "reported by the trainer");
     }
 }
 

@@ -32,19 +32,19 @@
 #define FTC__MGR_LOST_MAX 32
 
 /* Where the round stands. */
-typedef enum ftc_mgr_phase {
+typedef enum ftc__manager_phase {
     FTC__MGR_IDLE = 0,    /* no round yet, or the last one voted/failed */
     FTC__MGR_RUNNING = 1, /* on the quorum thread */
     FTC__MGR_DONE = 2,    /* finished; wait_quorum takes it over */
     FTC__MGR_READY = 3,   /* taken over: allreduce and vote allowed */
-} ftc_mgr_phase;
+} ftc__manager_phase;
 
 /* What the quorum thread found, handed to the training thread. */
-typedef struct ftc_mgr_outcome {
+typedef struct ftc__manager_outcome {
     int rc;
     char msg[FTC__MGR_MSG_MAX];
     int64_t quorum_id, replica_rank, replica_world_size, max_step;
-    ftc_mgr_plan plan;
+    ftc__manager_plan plan;
     bool healed; /* the state of max_step is in place or staged */
     bool staged; /* ... in m->staging, to apply in wait_quorum */
     int64_t heal_step, heal_batches;
@@ -53,7 +53,7 @@ typedef struct ftc_mgr_outcome {
     double heal_ms;
     char heal_source[FTC_LIGHTHOUSE_STR_MAX];
     double ms;
-} ftc_mgr_outcome;
+} ftc__manager_outcome;
 
 /* An allreduce issued through the manager. */
 struct ftc_manager_work {
@@ -80,9 +80,9 @@ struct ftc_manager {
     ftc_store_client *store_conn; /* the group store */
     ftc_store_client *store;      /* its view under store_prefix */
     ftc_lighthouse_client *lh;
-    ftc_heal_server *heal_srv;
-    ftc_heal_client *heal_cli;
-    ftc_heal_state state;
+    ftc__heal_server *heal_srv;
+    ftc__heal_client *heal_cli;
+    ftc__heal_state state;
     uint8_t *staging; /* a healed state until wait_quorum copies it */
 
     /* The id the lighthouse knows: the leader's from create, the other
@@ -119,14 +119,14 @@ struct ftc_manager {
     /* The round: the training thread asks, the quorum thread answers. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    ftc_mgr_phase phase;
+    ftc__manager_phase phase;
     bool stop;
-    int64_t round;              /* rounds started; keys are r/<round> */
-    ftc_manager_quorum_opts qo; /* of the round in flight */
-    ftc_mgr_arrival arrival;    /* what this rank reports in it */
-    ftc_deadline round_dl;
+    int64_t round;                /* rounds started; keys are r/<round> */
+    ftc_manager_quorum_opts qo;   /* of the round in flight */
+    ftc__manager_arrival arrival; /* what this rank reports in it */
+    ftc__deadline round_dl;
     int64_t round_start_ns;
-    ftc_mgr_outcome out;
+    ftc__manager_outcome out;
     bool first_round_done; /* the watch thread starts then */
     bool leader_joined;    /* the heartbeat thread starts then */
     bool voted;            /* the round in READY voted already */
@@ -155,48 +155,49 @@ struct ftc_manager {
 };
 
 /* The error latch: keeps the first error of a step (any thread). */
-void ftc__mgr_latch(ftc_manager *m, int code, const char *fmt, ...)
+void ftc__manager_latch(ftc_manager *m, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same for an error that concerns only the process group of quorum
  * quorum_id (a pushed loss of one of its members). */
-void ftc__mgr_latch_for(ftc_manager *m, int64_t quorum_id, int code,
-                        const char *fmt, ...)
+void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
+                            const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The group store key of round k: "ftc/r/<k>/<what>" or, with g >= 0,
  * "ftc/r/<k>/<what>/<g>" (docs/protocol.md, "Manager group keys"). */
-void ftc__mgr_key(char *buf, size_t cap, int64_t k, const char *what, int g);
+void ftc__manager_key(char *buf, size_t cap, int64_t k, const char *what,
+                      int g);
 /* Waits until every rank's "ftc/r/<k>/<what>/<g>" exists and fetches them
  * (vals: group_size entries, release with ftc_store_values_free). */
-int ftc__mgr_gather(ftc_manager *m, int64_t k, const char *what,
-                    int64_t timeout_ms, ftc_store_value *vals);
+int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
+                        int64_t timeout_ms, ftc_store_value *vals);
 /* Milliseconds left of dl as a timeout argument (never: infinite). */
-int64_t ftc__mgr_left_ms(ftc_deadline dl);
+int64_t ftc__manager_left_ms(ftc__deadline dl);
 
 /* Where each registered buffer receives a healed state (dest: state.n
  * pointers): its memory when heal_in_place and it is borrowed, else
  * m->staging (allocated here; *staged says whether anything goes there).
  * FTC_ENOMEM. */
-int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
-                               bool *staged);
+int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
+                                   void **dest, bool *staged);
 /* Applies a staged healed state on the training thread: copies the
  * borrowed buffers' bytes, calls each load callback (in registration
  * order, stopping at the first non-zero return: FTC_ECANCELED naming the
  * buffer), and frees the staging. */
-int ftc__mgr_heal_apply(ftc_manager *m, bool heal_in_place);
+int ftc__manager_heal_apply(ftc_manager *m, bool heal_in_place);
 
 /* Aborts the process group (if any), any thread. */
-void ftc__mgr_abort_pg(ftc_manager *m);
+void ftc__manager_abort_pg(ftc_manager *m);
 
 /* The quorum thread (manager_round.c). */
-void *ftc__mgr_quorum_main(void *arg);
+void *ftc__manager_quorum_main(void *arg);
 /* The watch and heartbeat threads (manager_push.c). */
-void *ftc__mgr_watch_main(void *arg);
-void *ftc__mgr_heartbeat_main(void *arg);
+void *ftc__manager_watch_main(void *arg);
+void *ftc__manager_heartbeat_main(void *arg);
 /* Starts the heartbeat thread once (the leader, at its first join). */
-void ftc__mgr_start_heartbeat(ftc_manager *m);
+void ftc__manager_start_heartbeat(ftc_manager *m);
 
 /* Waits on m->cv until `until` or a signal; returns false once m->stop. */
-bool ftc__mgr_pause(ftc_manager *m, ftc_deadline until);
+bool ftc__manager_pause(ftc_manager *m, ftc__deadline until);
 
 /* Adds to a counter of the stats. */
 #define FTC_MGR_STAT(m, field, delta)                                          \

@@ -7,8 +7,8 @@
 #include "base/base_int.h"
 #include "ft/manager/manager_plan.h"
 
-void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
-                         int64_t group_rank, bool init_sync, bool *up)
+void ftc__manager_up_to_date(const ftc__quorum *q, const ftc__quorum_result *r,
+                             int64_t group_rank, bool init_sync, bool *up)
 {
     size_t primary = 0, seen = 0;
     size_t want =
@@ -24,10 +24,11 @@ void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
     }
 }
 
-void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
-                   int64_t group_rank, bool init_sync, bool allow_heal,
-                   int world_size_mode, int64_t min_replica_size,
-                   int max_sources, ftc_mgr_plan *out)
+void ftc__manager_plan_build(const ftc__quorum *q, const ftc__quorum_result *r,
+                             int64_t group_rank, bool init_sync,
+                             bool allow_heal, int world_size_mode,
+                             int64_t min_replica_size, int max_sources,
+                             ftc__manager_plan *out)
 {
     memset(out, 0, sizeof(*out));
     out->heal = r->heal && allow_heal;
@@ -50,7 +51,7 @@ void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
         ftc__free(ups);
         return;
     }
-    ftc__mgr_up_to_date(q, r, group_rank, init_sync, ups);
+    ftc__manager_up_to_date(q, r, group_rank, init_sync, ups);
     bool anyone_heals = false;
     for (size_t i = 0; i < q->n; i++) {
         anyone_heals = anyone_heals || !ups[i];
@@ -73,9 +74,10 @@ void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
     ftc__free(ups);
 }
 
-bool ftc__mgr_event_aborts(const char *lost_id, int64_t event_quorum_id,
-                           int64_t pg_quorum_id,
-                           const char (*members)[FTC__QUORUM_STR_MAX], size_t n)
+bool ftc__manager_event_aborts(const char *lost_id, int64_t event_quorum_id,
+                               int64_t pg_quorum_id,
+                               const char (*members)[FTC__QUORUM_STR_MAX],
+                               size_t n)
 {
     bool member = false;
     for (size_t i = 0; i < n && !member; i++) {
@@ -96,8 +98,8 @@ bool ftc__mgr_event_aborts(const char *lost_id, int64_t event_quorum_id,
                ftc__quorum_id_counter(pg_quorum_id);
 }
 
-int ftc__mgr_decide(const ftc_mgr_vote *votes, size_t n, bool *commit,
-                    int64_t *at_min)
+int ftc__manager_decide(const ftc__manager_vote *votes, size_t n, bool *commit,
+                        int64_t *at_min)
 {
     *commit = n > 0;
     *at_min = n > 0 ? votes[0].at : 0;

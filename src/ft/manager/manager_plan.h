@@ -16,7 +16,7 @@
 /* ------------------------------------------------------------ planning */
 
 /* What one rank does in a round, from its quorum result. */
-typedef struct ftc_mgr_plan {
+typedef struct ftc__manager_plan {
     bool heal;          /* pull the state of max_step */
     bool participating; /* its data counts in the averages */
     bool spare;         /* up to date but beyond min_replica_size */
@@ -27,23 +27,24 @@ typedef struct ftc_mgr_plan {
      * source first; n_sources 0 when not healing. */
     size_t sources[16];
     size_t n_sources;
-} ftc_mgr_plan;
+} ftc__manager_plan;
 
 /* Plans a round. q is the quorum with members in replica_id order, r
  * this rank's ftc__quorum_results. allow_heal false: a replica behind
  * does not heal (and does not participate). max_sources in 1..16. */
-void ftc__mgr_plan(const ftc_quorum *q, const ftc_quorum_result *r,
-                   int64_t group_rank, bool init_sync, bool allow_heal,
-                   int world_size_mode, int64_t min_replica_size,
-                   int max_sources, ftc_mgr_plan *out);
+void ftc__manager_plan_build(const ftc__quorum *q, const ftc__quorum_result *r,
+                             int64_t group_rank, bool init_sync,
+                             bool allow_heal, int world_size_mode,
+                             int64_t min_replica_size, int max_sources,
+                             ftc__manager_plan *out);
 
 /* Which members are up to date for this group rank (up: one flag per
  * member of q), as ftc__quorum_results decides it: at max_step, and with
  * init_sync at step 0 only the primary (the group_rank-th member at
  * max_step, cyclically). The others heal in this round (or would, but for
  * allow_heal). */
-void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
-                         int64_t group_rank, bool init_sync, bool *up);
+void ftc__manager_up_to_date(const ftc__quorum *q, const ftc__quorum_result *r,
+                             int64_t group_rank, bool init_sync, bool *up);
 
 /* Whether a member_lost event makes this rank abort the process group
  * built for quorum pg_quorum_id with these members, given the event's
@@ -51,62 +52,67 @@ void ftc__mgr_up_to_date(const ftc_quorum *q, const ftc_quorum_result *r,
  * lost replica must be a member, and the event of that quorum or a later
  * one of the same epoch (an event of an older quorum is stale: its member
  * may have rejoined since; one of another epoch cannot be ordered). */
-bool ftc__mgr_event_aborts(const char *lost_id, int64_t event_quorum_id,
-                           int64_t pg_quorum_id,
-                           const char (*members)[FTC__QUORUM_STR_MAX],
-                           size_t n);
+bool ftc__manager_event_aborts(const char *lost_id, int64_t event_quorum_id,
+                               int64_t pg_quorum_id,
+                               const char (*members)[FTC__QUORUM_STR_MAX],
+                               size_t n);
 
 /* One rank's vote. */
-typedef struct ftc_mgr_vote {
+typedef struct ftc__manager_vote {
     int64_t step; /* the group's step when the round started */
     int64_t at;   /* this rank's step after healing */
     bool ok;
-} ftc_mgr_vote;
+} ftc__manager_vote;
 
 /* The decision from every rank's vote: commit if all are ok and agree on
  * step; *at_min is the lowest `at` (the step to keep after a failed
  * commit: a heal that failed on one rank is healed again). FTC_EPROTO if
  * the steps differ (the message names the ranks). */
-int ftc__mgr_decide(const ftc_mgr_vote *votes, size_t n, bool *commit,
-                    int64_t *at_min);
+int ftc__manager_decide(const ftc__manager_vote *votes, size_t n, bool *commit,
+                        int64_t *at_min);
 
 /* ------------------------------------------------------------ records */
 
 /* What a rank writes when it arrives at a round. */
-typedef struct ftc_mgr_arrival {
+typedef struct ftc__manager_arrival {
     int64_t step;
     int64_t commit_failures;
     bool shrink_only;
     char heal_address[FTC__QUORUM_STR_MAX]; /* its healing server */
-} ftc_mgr_arrival;
+} ftc__manager_arrival;
 
 /* Records are JSON texts from ftc__malloc (NUL-terminated, *len without
  * it); decoders check every field and return FTC_EPROTO naming the bad
  * one. */
-int ftc__mgr_arrival_encode(const ftc_mgr_arrival *a, char **out, size_t *len);
-int ftc__mgr_arrival_decode(const void *p, size_t n, ftc_mgr_arrival *a);
+int ftc__manager_arrival_encode(const ftc__manager_arrival *a, char **out,
+                                size_t *len);
+int ftc__manager_arrival_decode(const void *p, size_t n,
+                                ftc__manager_arrival *a);
 
-int ftc__mgr_vote_encode(const ftc_mgr_vote *v, char **out, size_t *len);
-int ftc__mgr_vote_decode(const void *p, size_t n, ftc_mgr_vote *v);
+int ftc__manager_vote_encode(const ftc__manager_vote *v, char **out,
+                             size_t *len);
+int ftc__manager_vote_decode(const void *p, size_t n, ftc__manager_vote *v);
 
 /* The leader's answer to a round: the quorum and the group's replica_id,
  * or the failure (code and message) that every rank then returns. */
-int ftc__mgr_result_encode_quorum(const ftc_quorum *q, const char *replica_id,
-                                  char **out, size_t *len);
-int ftc__mgr_result_encode_error(int code, const char *message, char **out,
-                                 size_t *len);
+int ftc__manager_result_encode_quorum(const ftc__quorum *q,
+                                      const char *replica_id, char **out,
+                                      size_t *len);
+int ftc__manager_result_encode_error(int code, const char *message, char **out,
+                                     size_t *len);
 /* 0 with *q (initialised, members in replica_id order) and replica_id
  * (FTC__QUORUM_STR_MAX bytes); or the leader's code with its message;
  * FTC_EPROTO if malformed. */
-int ftc__mgr_result_decode(const void *p, size_t n, ftc_quorum *q,
-                           char *replica_id);
+int ftc__manager_result_decode(const void *p, size_t n, ftc__quorum *q,
+                               char *replica_id);
 
 /* The member data the leader sends: {"heal": [address of rank 0, ...]}. */
-int ftc__mgr_member_data(const ftc_mgr_arrival *arrivals, size_t n, char **out,
-                         size_t *len);
+int ftc__manager_member_data(const ftc__manager_arrival *arrivals, size_t n,
+                             char **out, size_t *len);
 /* The healing address of group_rank in a member's data. FTC_ENOENT if
  * absent, FTC_EPROTO if malformed. */
-int ftc__mgr_member_heal_address(const ftc_quorum_member *m, int64_t group_rank,
-                                 char out[FTC__QUORUM_STR_MAX]);
+int ftc__manager_member_heal_address(const ftc__quorum_member *m,
+                                     int64_t group_rank,
+                                     char out[FTC__QUORUM_STR_MAX]);
 
 #endif

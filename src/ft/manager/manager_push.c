@@ -11,7 +11,7 @@
 /* A watch waits at most this long before it is asked again. */
 #define FTC__MGR_WATCH_MS 30000
 
-void ftc__mgr_start_heartbeat(ftc_manager *m)
+void ftc__manager_start_heartbeat(ftc_manager *m)
 {
     pthread_mutex_lock(&m->mu);
     bool start = !m->leader_joined;
@@ -19,7 +19,7 @@ void ftc__mgr_start_heartbeat(ftc_manager *m)
     pthread_mutex_unlock(&m->mu);
     if (start) {
         m->hb_started = ftc__thread_start(&m->hb_thr, "ftc-mgr-heartbeat",
-                                          ftc__mgr_heartbeat_main, m) == 0;
+                                          ftc__manager_heartbeat_main, m) == 0;
         if (!m->hb_started) {
             FTC_LOG_WARN("manager.heartbeat", "%s: no heartbeat thread: %s",
                          m->base_id, ftc_last_error());
@@ -27,13 +27,13 @@ void ftc__mgr_start_heartbeat(ftc_manager *m)
     }
 }
 
-void *ftc__mgr_heartbeat_main(void *arg)
+void *ftc__manager_heartbeat_main(void *arg)
 {
     ftc_manager *m = arg;
     int64_t every = m->o.heartbeat_interval_ms;
     int64_t call_ms = every * 5 > 1000 ? every * 5 : 1000;
     bool failing = false;
-    ftc_deadline next = ftc__deadline_in_ms(0);
+    ftc__deadline next = ftc__deadline_in_ms(0);
     do {
         int rc = ftc_lighthouse_client_heartbeat(m->lh, m->replica_id, call_ms,
                                                  NULL);
@@ -49,7 +49,7 @@ void *ftc__mgr_heartbeat_main(void *arg)
         if (ftc__deadline_expired(next)) {
             next = ftc__deadline_in_ms(every);
         }
-    } while (ftc__mgr_pause(m, next));
+    } while (ftc__manager_pause(m, next));
     return NULL;
 }
 
@@ -71,9 +71,9 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
     if (m->n_lost < FTC__MGR_LOST_MAX) {
         m->n_lost++;
     }
-    bool abort = m->pg != NULL &&
-                 ftc__mgr_event_aborts(ev->replica_id, ev->quorum_id,
-                                       m->pg_quorum_id, m->pg_members, m->pg_n);
+    bool abort = m->pg != NULL && ftc__manager_event_aborts(
+                                      ev->replica_id, ev->quorum_id,
+                                      m->pg_quorum_id, m->pg_members, m->pg_n);
     if (abort) {
         ftc_pg_abort(m->pg);
     }
@@ -85,10 +85,11 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
     static const char *const causes[] = {"?", "its connection dropped",
                                          "its heartbeat timed out"};
     int c = ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0;
-    ftc__mgr_latch_for(m, qid, FTC_EPEER,
-                       "replica %s of quorum %" PRId64 " was lost (%s): the "
-                       "step's collectives were aborted",
-                       ev->replica_id, qid, causes[c]);
+    ftc__manager_latch_for(m, qid, FTC_EPEER,
+                           "replica %s of quorum %" PRId64
+                           " was lost (%s): the "
+                           "step's collectives were aborted",
+                           ev->replica_id, qid, causes[c]);
     /* Between steps the error is cleared by the next start_quorum, yet the
      * group is broken: make the next quorum get a new id. */
     pthread_mutex_lock(&m->mu);
@@ -104,11 +105,11 @@ static void killed(ftc_manager *m, const char *self)
     pthread_mutex_lock(&m->err_mu);
     m->killed = true;
     pthread_mutex_unlock(&m->err_mu);
-    ftc__mgr_latch(m, FTC_ECANCELED,
-                   "replica %s was killed by the "
-                   "lighthouse's operator",
-                   self);
-    ftc__mgr_abort_pg(m);
+    ftc__manager_latch(m, FTC_ECANCELED,
+                       "replica %s was killed by the "
+                       "lighthouse's operator",
+                       self);
+    ftc__manager_abort_pg(m);
 }
 
 static void handle(ftc_manager *m, const ftc_lighthouse_event *ev,
@@ -122,7 +123,7 @@ static void handle(ftc_manager *m, const ftc_lighthouse_event *ev,
     }
 }
 
-void *ftc__mgr_watch_main(void *arg)
+void *ftc__manager_watch_main(void *arg)
 {
     ftc_manager *m = arg;
     /* Nothing to abort before the first quorum; the leader's watch is
@@ -136,7 +137,7 @@ void *ftc__mgr_watch_main(void *arg)
     pthread_mutex_unlock(&m->mu);
     uint32_t epoch = 0;
     uint64_t since = 0;
-    ftc_backoff bo;
+    ftc__backoff bo;
     ftc__backoff_init(&bo, 100, 1000);
     bool go = true;
     while (go) {
@@ -164,8 +165,8 @@ void *ftc__mgr_watch_main(void *arg)
         }
         ftc_lighthouse_watch_result_fini(&w);
         /* Unreachable (restarting?): ask again after a pause. */
-        go = rc == 0 ? ftc__mgr_pause(m, ftc__deadline_in_ms(0))
-                     : ftc__mgr_pause(
+        go = rc == 0 ? ftc__manager_pause(m, ftc__deadline_in_ms(0))
+                     : ftc__manager_pause(
                            m, ftc__deadline_in_ms(ftc__backoff_next_ms(&bo)));
     }
     return NULL;

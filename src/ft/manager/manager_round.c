@@ -25,14 +25,14 @@ typedef struct round {
     ftc_manager *m;
     int64_t k;
     ftc_manager_quorum_opts qo;
-    ftc_mgr_arrival arrival;
-    ftc_deadline dl;
-    ftc_quorum q;
+    ftc__manager_arrival arrival;
+    ftc__deadline dl;
+    ftc__quorum q;
     char replica_id[FTC__QUORUM_STR_MAX];
-    ftc_quorum_result res;
-    ftc_mgr_outcome *out;
-    bool *up;                /* per member: up to date for this group rank */
-    ftc_heal_snapshot *lent; /* this round's lent state, if any */
+    ftc__quorum_result res;
+    ftc__manager_outcome *out;
+    bool *up;                 /* per member: up to date for this group rank */
+    ftc__heal_snapshot *lent; /* this round's lent state, if any */
     int64_t lend_start_ns;
 } round;
 
@@ -45,11 +45,11 @@ static int publish_answer(round *r, int rc)
     char *text = NULL;
     size_t len = 0;
     char key[64];
-    ftc__mgr_key(key, sizeof(key), r->k, "q", -1);
-    int wrc =
-        rc == 0
-            ? ftc__mgr_result_encode_quorum(&r->q, r->replica_id, &text, &len)
-            : ftc__mgr_result_encode_error(rc, ftc_last_error(), &text, &len);
+    ftc__manager_key(key, sizeof(key), r->k, "q", -1);
+    int wrc = rc == 0 ? ftc__manager_result_encode_quorum(&r->q, r->replica_id,
+                                                          &text, &len)
+                      : ftc__manager_result_encode_error(rc, ftc_last_error(),
+                                                         &text, &len);
     if (wrc == 0) {
         wrc = ftc_store_client_set(r->m->store, key, text, len,
                                    r->m->o.timeout_ms);
@@ -59,7 +59,7 @@ static int publish_answer(round *r, int rc)
 }
 
 /* Every rank's arrival, in group rank order; their steps must agree. */
-static int collect_arrivals(round *r, ftc_mgr_arrival *a)
+static int collect_arrivals(round *r, ftc__manager_arrival *a)
 {
     ftc_manager *m = r->m;
     size_t n = (size_t)m->o.group_size;
@@ -67,7 +67,8 @@ static int collect_arrivals(round *r, ftc_mgr_arrival *a)
     if (vals == NULL) {
         return ftc__seterr(FTC_ENOMEM, "arrivals");
     }
-    int rc = ftc__mgr_gather(m, r->k, "a", ftc__mgr_left_ms(r->dl), vals);
+    int rc =
+        ftc__manager_gather(m, r->k, "a", ftc__manager_left_ms(r->dl), vals);
     if (rc == FTC_ETIMEDOUT) {
         rc = ftc__seterr(FTC_ETIMEDOUT,
                          "not every rank of the group reached the quorum in "
@@ -75,7 +76,7 @@ static int collect_arrivals(round *r, ftc_mgr_arrival *a)
                          ftc_last_error());
     }
     for (size_t g = 0; rc == 0 && g < n; g++) {
-        rc = ftc__mgr_arrival_decode(vals[g].data, vals[g].len, &a[g]);
+        rc = ftc__manager_arrival_decode(vals[g].data, vals[g].len, &a[g]);
         if (rc == 0 && a[g].step != a[0].step) {
             rc = ftc__seterr(FTC_EPROTO,
                              "the ranks of replica group %s are at different "
@@ -90,7 +91,7 @@ static int collect_arrivals(round *r, ftc_mgr_arrival *a)
 }
 
 /* The member the leader asks the lighthouse to admit. */
-static int make_member(round *r, const ftc_mgr_arrival *a,
+static int make_member(round *r, const ftc__manager_arrival *a,
                        ftc_lighthouse_member *mem, char **data)
 {
     ftc_manager *m = r->m;
@@ -109,7 +110,7 @@ static int make_member(round *r, const ftc_mgr_arrival *a,
         }
     }
     size_t len;
-    int rc = ftc__mgr_member_data(a, (size_t)m->o.group_size, data, &len);
+    int rc = ftc__manager_member_data(a, (size_t)m->o.group_size, data, &len);
     mem->data = *data;
     return rc;
 }
@@ -120,12 +121,12 @@ static void forget_round(round *r, int64_t k)
 {
     char key[64];
     for (int g = 0; g < r->m->o.group_size; g++) {
-        ftc__mgr_key(key, sizeof(key), k, "a", g);
+        ftc__manager_key(key, sizeof(key), k, "a", g);
         ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
-        ftc__mgr_key(key, sizeof(key), k, "v", g);
+        ftc__manager_key(key, sizeof(key), k, "v", g);
         ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
     }
-    ftc__mgr_key(key, sizeof(key), k, "q", -1);
+    ftc__manager_key(key, sizeof(key), k, "q", -1);
     ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
 }
 
@@ -135,7 +136,7 @@ static void forget_round(round *r, int64_t k)
 static int lead(round *r)
 {
     ftc_manager *m = r->m;
-    ftc_mgr_arrival *a = ftc__calloc((size_t)m->o.group_size, sizeof(*a));
+    ftc__manager_arrival *a = ftc__calloc((size_t)m->o.group_size, sizeof(*a));
     if (a == NULL) {
         return publish_answer(r, ftc__seterr(FTC_ENOMEM, "arrivals"));
     }
@@ -149,9 +150,9 @@ static int lead(round *r)
     ftc_lighthouse_join_result jr;
     memset(&jr, 0, sizeof(jr));
     if (rc == 0) {
-        ftc__mgr_start_heartbeat(m);
-        rc = ftc_lighthouse_client_quorum(m->lh, &mem, ftc__mgr_left_ms(r->dl),
-                                          &jr);
+        ftc__manager_start_heartbeat(m);
+        rc = ftc_lighthouse_client_quorum(m->lh, &mem,
+                                          ftc__manager_left_ms(r->dl), &jr);
         if (rc == FTC_ETIMEDOUT && jr.reason[0] != '\0') {
             rc = ftc__seterr(FTC_ETIMEDOUT,
                              "no quorum within the quorum "
@@ -179,8 +180,8 @@ static int arrive(round *r)
     char *text;
     size_t len;
     char key[64];
-    ftc__mgr_key(key, sizeof(key), r->k, "a", r->m->o.group_rank);
-    int rc = ftc__mgr_arrival_encode(&r->arrival, &text, &len);
+    ftc__manager_key(key, sizeof(key), r->k, "a", r->m->o.group_rank);
+    int rc = ftc__manager_arrival_encode(&r->arrival, &text, &len);
     if (rc == 0) {
         rc = ftc_store_client_set(r->m->store, key, text, len,
                                   r->m->o.timeout_ms);
@@ -193,21 +194,21 @@ static int arrive(round *r)
 static int read_answer(round *r)
 {
     char key[64];
-    ftc__mgr_key(key, sizeof(key), r->k, "q", -1);
-    ftc_deadline dl = r->dl;
+    ftc__manager_key(key, sizeof(key), r->k, "q", -1);
+    ftc__deadline dl = r->dl;
     if (!ftc__deadline_is_never(dl)) {
         dl.ns += (int64_t)FTC__MGR_ANSWER_GRACE_MS * 1000000;
     }
     void *v = NULL;
     size_t len = 0;
-    int rc =
-        ftc_store_client_get(r->m->store, key, &v, &len, ftc__mgr_left_ms(dl));
+    int rc = ftc_store_client_get(r->m->store, key, &v, &len,
+                                  ftc__manager_left_ms(dl));
     if (rc == FTC_ETIMEDOUT) {
         rc = ftc__seterr(FTC_ETIMEDOUT, "the group's leader (rank 0) did not "
                                         "answer the quorum in time");
     }
     if (rc == 0) {
-        rc = ftc__mgr_result_decode(v, len, &r->q, r->replica_id);
+        rc = ftc__manager_result_decode(v, len, &r->q, r->replica_id);
     }
     ftc_free(v);
     return rc;
@@ -220,7 +221,7 @@ static int read_answer(round *r)
 static void reconfigure(round *r)
 {
     ftc_manager *m = r->m;
-    const ftc_quorum_result *res = &r->res;
+    const ftc__quorum_result *res = &r->res;
     pthread_mutex_lock(&m->pg_mu);
     bool same = m->pg_quorum_id == res->quorum_id;
     int status = same && m->pg != NULL ? ftc_pg_status(m->pg) : 0;
@@ -235,10 +236,10 @@ static void reconfigure(round *r)
         /* A broken group is not rebuilt under the same id (its store
          * prefix holds the old addresses): vote no, get a new id. */
         if (m->pg == NULL || status != 0) {
-            ftc__mgr_latch(m, status != 0 ? status : FTC_EPEER,
-                           "the process group of quorum %" PRId64
-                           " is unusable; waiting for a new quorum",
-                           res->quorum_id);
+            ftc__manager_latch(m, status != 0 ? status : FTC_EPEER,
+                               "the process group of quorum %" PRId64
+                               " is unusable; waiting for a new quorum",
+                               res->quorum_id);
         }
         return;
     }
@@ -267,8 +268,9 @@ static void reconfigure(round *r)
     }
     ftc_store_client_close(sc);
     if (rc != 0) {
-        ftc__mgr_latch(m, rc, "process group of quorum %" PRId64 " on %s: %s",
-                       res->quorum_id, res->store_address, ftc_last_error());
+        ftc__manager_latch(
+            m, rc, "process group of quorum %" PRId64 " on %s: %s",
+            res->quorum_id, res->store_address, ftc_last_error());
         return;
     }
     FTC_MGR_STAT(m, reconfigurations, 1);
@@ -283,8 +285,8 @@ static void reconfigure(round *r)
     /* A member lost while the group was being built. */
     const char *lost = NULL;
     for (size_t i = 0; i < m->n_lost && lost == NULL; i++) {
-        if (ftc__mgr_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
-                                  res->quorum_id, m->pg_members, m->pg_n)) {
+        if (ftc__manager_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
+                                      res->quorum_id, m->pg_members, m->pg_n)) {
             lost = m->lost[i].id;
             ftc_pg_abort(pg);
         }
@@ -300,10 +302,10 @@ static void reconfigure(round *r)
     }
     pthread_mutex_unlock(&m->err_mu);
     if (lost != NULL) {
-        ftc__mgr_latch_for(m, res->quorum_id, FTC_EPEER,
-                           "replica %s was lost while quorum %" PRId64
-                           " formed",
-                           lost, res->quorum_id);
+        ftc__manager_latch_for(m, res->quorum_id, FTC_EPEER,
+                               "replica %s was lost while quorum %" PRId64
+                               " formed",
+                               lost, res->quorum_id);
     }
 }
 
@@ -314,8 +316,8 @@ static size_t members(const round *r, bool up, const char **ids,
 {
     size_t n = 0;
     for (size_t i = 0; r->up != NULL && i < r->q.n; i++) {
-        const ftc_quorum_member *mem = &r->q.members[i];
-        if (r->up[i] == up && ftc__mgr_member_heal_address(
+        const ftc__quorum_member *mem = &r->q.members[i];
+        if (r->up[i] == up && ftc__manager_member_heal_address(
                                   mem, r->m->o.group_rank, buf[n]) == 0) {
             ids[n] = mem->replica_id;
             addrs[n] = buf[n];
@@ -345,7 +347,7 @@ static void serve(round *r)
     size_t k = healers != NULL && buf != NULL
                    ? members(r, false, healers, healers + n, buf)
                    : 0;
-    ftc_heal_snapshot *snap = NULL;
+    ftc__heal_snapshot *snap = NULL;
     int rc = 0;
     if (k > 0) {
         rc = ftc__heal_snapshot_lend(
@@ -392,12 +394,12 @@ static void end_lending(round *r)
     if (r->lent == NULL) {
         return;
     }
-    ftc_deadline dl = {r->lend_start_ns + m->o.heal_lend_ms * 1000000};
+    ftc__deadline dl = {r->lend_start_ns + m->o.heal_lend_ms * 1000000};
     bool all = ftc__heal_server_lend_wait(m->heal_srv, dl);
     pthread_mutex_lock(&m->mu);
     bool stopping = m->stop;
     pthread_mutex_unlock(&m->mu);
-    ftc_heal_snapshot *copy = NULL;
+    ftc__heal_snapshot *copy = NULL;
     if (!all && !stopping) {
         FTC_LOG_INFO("manager.lend_bound",
                      "%s rank %d: healers still at work after heal_lend_ms "
@@ -450,13 +452,13 @@ static void release_sources(round *r)
 static void heal(round *r)
 {
     ftc_manager *m = r->m;
-    ftc_mgr_plan *p = &r->out->plan;
+    ftc__manager_plan *p = &r->out->plan;
     char addrs[16][FTC__QUORUM_STR_MAX];
     const char *srcs[16];
     size_t n = 0;
     for (size_t i = 0; i < p->n_sources; i++) {
-        if (ftc__mgr_member_heal_address(&r->q.members[p->sources[i]],
-                                         m->o.group_rank, addrs[n]) == 0) {
+        if (ftc__manager_member_heal_address(&r->q.members[p->sources[i]],
+                                             m->o.group_rank, addrs[n]) == 0) {
             srcs[n] = addrs[n];
             n++;
         }
@@ -465,16 +467,16 @@ static void heal(round *r)
     int rc = dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
     bool staged = false;
     rc = rc != 0 ? rc
-                 : ftc__mgr_heal_destinations(m, r->qo.heal_in_place, dest,
-                                              &staged);
+                 : ftc__manager_heal_destinations(m, r->qo.heal_in_place, dest,
+                                                  &staged);
     if (rc == 0 && n == 0) {
         rc = ftc__seterr(FTC_EPROTO, "no healing source has an address");
     }
     int64_t t0 = ftc__now_ns();
-    ftc_heal_fetch_result fr;
+    ftc__heal_fetch_result fr;
     memset(&fr, 0, sizeof(fr));
     if (rc == 0) {
-        ftc_heal_fetch f;
+        ftc__heal_fetch f;
         memset(&f, 0, sizeof(f));
         f.sources = srcs;
         f.n_sources = n;
@@ -492,8 +494,8 @@ static void heal(round *r)
     const char *from =
         p->n_sources > 0 ? r->q.members[p->sources[0]].replica_id : "?";
     if (rc != 0) {
-        ftc__mgr_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
-                       r->res.max_step, from, ftc_last_error());
+        ftc__manager_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
+                           r->res.max_step, from, ftc_last_error());
         return;
     }
     r->out->healed = true;
@@ -535,18 +537,18 @@ static void run_round(round *r)
         snprintf(r->out->msg, sizeof(r->out->msg), "%s", ftc_last_error());
         return;
     }
-    ftc_mgr_outcome *o = r->out;
+    ftc__manager_outcome *o = r->out;
     o->quorum_id = r->res.quorum_id;
     o->replica_rank = r->res.replica_rank;
     o->replica_world_size = r->res.replica_world_size;
     o->max_step = r->res.max_step;
-    ftc__mgr_plan(&r->q, &r->res, m->o.group_rank, m->init_sync, !r->qo.no_heal,
-                  m->o.world_size_mode, m->o.min_replica_size,
-                  m->o.heal_sources, &o->plan);
+    ftc__manager_plan_build(&r->q, &r->res, m->o.group_rank, m->init_sync,
+                            !r->qo.no_heal, m->o.world_size_mode,
+                            m->o.min_replica_size, m->o.heal_sources, &o->plan);
     r->up = ftc__calloc(r->q.n > 0 ? r->q.n : 1, sizeof(*r->up));
     if (r->up != NULL) {
-        ftc__mgr_up_to_date(&r->q, &r->res, m->o.group_rank, m->init_sync,
-                            r->up);
+        ftc__manager_up_to_date(&r->q, &r->res, m->o.group_rank, m->init_sync,
+                                r->up);
     }
     reconfigure(r);
     serve(r);
@@ -560,7 +562,7 @@ static void run_round(round *r)
     end_lending(r);
 }
 
-void *ftc__mgr_quorum_main(void *arg)
+void *ftc__manager_quorum_main(void *arg)
 {
     ftc_manager *m = arg;
     pthread_mutex_lock(&m->mu);
@@ -579,7 +581,7 @@ void *ftc__mgr_quorum_main(void *arg)
         r.arrival = m->arrival;
         r.dl = m->round_dl;
         memcpy(r.replica_id, m->replica_id, sizeof(r.replica_id));
-        ftc_mgr_outcome out;
+        ftc__manager_outcome out;
         memset(&out, 0, sizeof(out));
         r.out = &out;
         int64_t t0 = m->round_start_ns;

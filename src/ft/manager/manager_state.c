@@ -19,7 +19,7 @@ static int add(ftc_manager *m, const char *name, int dtype,
         return ftc__seterr(FTC_EINVAL, "manager register: unknown dtype %d",
                            dtype);
     }
-    ftc_heal_buf b;
+    ftc__heal_buf b;
     int rc = ftc__heal_buf_set(&b, name, dtype, shape, ndim, elem);
     if (rc != 0) {
         return rc;
@@ -60,8 +60,8 @@ static bool in_place(const ftc_manager *m, bool heal_in_place, size_t i)
     return heal_in_place && !ftc__heal_state_is_cb(&m->state, i);
 }
 
-int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
-                               bool *staged)
+int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
+                                   void **dest, bool *staged)
 {
     uint64_t need = 0;
     for (size_t i = 0; i < m->state.n; i++) {
@@ -89,7 +89,7 @@ int ftc__mgr_heal_destinations(ftc_manager *m, bool heal_in_place, void **dest,
     return 0;
 }
 
-int ftc__mgr_heal_apply(ftc_manager *m, bool heal_in_place)
+int ftc__manager_heal_apply(ftc_manager *m, bool heal_in_place)
 {
     uint64_t off = 0;
     int rc = 0;

@@ -7,7 +7,7 @@
 
 #include "ft/manager/manager.h"
 
-static void flush_works(ftc_manager *m, ftc_deadline dl);
+static void flush_works(ftc_manager *m, ftc__deadline dl);
 
 static int check(const ftc_manager *m, const char *what)
 {
@@ -83,7 +83,7 @@ int ftc_manager_start_quorum(ftc_manager *m,
  * be copied into the buffers (after the lock is released). */
 static int take_over(ftc_manager *m, bool *copy)
 {
-    ftc_mgr_outcome *o = &m->out;
+    ftc__manager_outcome *o = &m->out;
     *copy = false;
     if (o->rc != 0) {
         m->phase = FTC__MGR_IDLE;
@@ -115,13 +115,13 @@ static int take_over(ftc_manager *m, bool *copy)
  * again next round. */
 static void adopt(ftc_manager *m, bool staged)
 {
-    int rc = staged ? ftc__mgr_heal_apply(m, m->qo.heal_in_place) : 0;
-    ftc_mgr_outcome *o = &m->out;
+    int rc = staged ? ftc__manager_heal_apply(m, m->qo.heal_in_place) : 0;
+    ftc__manager_outcome *o = &m->out;
     if (rc != 0) {
         atomic_store(&m->step, m->step0);
         atomic_store(&m->batches, m->batches0);
-        ftc__mgr_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
-                       o->heal_step, o->heal_source, ftc_last_error());
+        ftc__manager_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
+                           o->heal_step, o->heal_source, ftc_last_error());
         return;
     }
     pthread_mutex_lock(&m->stats_mu);
@@ -140,9 +140,9 @@ int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
     if (rc != 0) {
         return rc;
     }
-    ftc_deadline dl = timeout_ms == FTC_TIMEOUT_DEFAULT
-                          ? FTC_DEADLINE_NEVER
-                          : ftc__deadline_in_ms(timeout_ms);
+    ftc__deadline dl = timeout_ms == FTC_TIMEOUT_DEFAULT
+                           ? FTC_DEADLINE_NEVER
+                           : ftc__deadline_in_ms(timeout_ms);
     bool copy = false, healed = false;
     pthread_mutex_lock(&m->mu);
     while (m->phase == FTC__MGR_RUNNING && !ftc__deadline_expired(dl)) {
@@ -208,7 +208,7 @@ static int issue(ftc_manager *m, ftc_manager_work *w, int64_t timeout_ms)
         memset(w->t.data, 0, w->t.count * ftc_dtype_size(w->t.dtype));
     }
     if (err != 0 && part) {
-        ftc__mgr_abort_pg(m);
+        ftc__manager_abort_pg(m);
         return ftc__seterr(err, "%s", why);
     }
     pthread_mutex_lock(&m->pg_mu);
@@ -261,7 +261,7 @@ int ftc_manager_allreduce(ftc_manager *m, const ftc_tensor *buf, int op,
     }
     if (rc != 0) {
         w->rc = rc;
-        ftc__mgr_latch(m, rc, "allreduce: %s", ftc_last_error());
+        ftc__manager_latch(m, rc, "allreduce: %s", ftc_last_error());
     }
     link_work(m, w);
     *out = w;
@@ -296,13 +296,13 @@ static int finish(ftc_manager_work *w, int64_t timeout_ms)
                                         : timeout_ms);
     int done = 1;
     if (rc == FTC_ETIMEDOUT && ftc_work_test(w->work, &done) == 0 && !done) {
-        ftc__mgr_abort_pg(m);
+        ftc__manager_abort_pg(m);
         ftc_work_wait(w->work, FTC_TIMEOUT_INFINITE);
         rc = ftc__seterr(FTC_ETIMEDOUT, "allreduce still running after the "
                                         "wait's timeout: aborted");
     }
     if (rc != 0) {
-        ftc__mgr_latch(m, rc, "allreduce: %s", ftc_last_error());
+        ftc__manager_latch(m, rc, "allreduce: %s", ftc_last_error());
         return rc;
     }
     if (w->op == FTC_OP_AVG && w->divisor > 0) {
@@ -342,7 +342,7 @@ void ftc_manager_work_release(ftc_manager_work *w)
 
 /* Waits for every work of the step not waited for yet (bounded by dl);
  * frees those already released. */
-static void flush_works(ftc_manager *m, ftc_deadline dl)
+static void flush_works(ftc_manager *m, ftc__deadline dl)
 {
     for (;;) {
         pthread_mutex_lock(&m->work_mu);
@@ -352,7 +352,7 @@ static void flush_works(ftc_manager *m, ftc_deadline dl)
             return;
         }
         bool released = w->released;
-        if (finish(w, ftc__mgr_left_ms(dl)) != 0) {
+        if (finish(w, ftc__manager_left_ms(dl)) != 0) {
             FTC_LOG_DEBUG("manager.work", "unwaited allreduce: %s",
                           ftc_last_error());
         }
@@ -368,30 +368,30 @@ static void flush_works(ftc_manager *m, ftc_deadline dl)
 /* ----------------------------------------------------------------- vote */
 
 /* Writes this rank's vote and reads every rank's; decides. */
-static int vote(ftc_manager *m, const ftc_mgr_vote *mine, ftc_deadline dl,
+static int vote(ftc_manager *m, const ftc__manager_vote *mine, ftc__deadline dl,
                 bool *commit, int64_t *at_min)
 {
     size_t n = (size_t)m->o.group_size;
     char key[64], *text = NULL;
     size_t len;
-    ftc__mgr_key(key, sizeof(key), m->round, "v", m->o.group_rank);
-    int rc = ftc__mgr_vote_encode(mine, &text, &len);
+    ftc__manager_key(key, sizeof(key), m->round, "v", m->o.group_rank);
+    int rc = ftc__manager_vote_encode(mine, &text, &len);
     rc = rc != 0 ? rc
                  : ftc_store_client_set(m->store, key, text, len,
-                                        ftc__mgr_left_ms(dl));
+                                        ftc__manager_left_ms(dl));
     ftc__free(text);
     ftc_store_value *vals = ftc__calloc(n, sizeof(*vals));
-    ftc_mgr_vote *votes = ftc__calloc(n, sizeof(*votes));
+    ftc__manager_vote *votes = ftc__calloc(n, sizeof(*votes));
     if (rc == 0 && (vals == NULL || votes == NULL)) {
         rc = ftc__seterr(FTC_ENOMEM, "votes");
     }
-    rc = rc != 0
-             ? rc
-             : ftc__mgr_gather(m, m->round, "v", ftc__mgr_left_ms(dl), vals);
+    rc = rc != 0 ? rc
+                 : ftc__manager_gather(m, m->round, "v",
+                                       ftc__manager_left_ms(dl), vals);
     for (size_t g = 0; rc == 0 && g < n; g++) {
-        rc = ftc__mgr_vote_decode(vals[g].data, vals[g].len, &votes[g]);
+        rc = ftc__manager_vote_decode(vals[g].data, vals[g].len, &votes[g]);
     }
-    rc = rc != 0 ? rc : ftc__mgr_decide(votes, n, commit, at_min);
+    rc = rc != 0 ? rc : ftc__manager_decide(votes, n, commit, at_min);
     if (vals != NULL) {
         ftc_store_values_free(vals, n);
     }
@@ -437,7 +437,7 @@ int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
         return rc != 0 ? rc : ftc__seterr(FTC_EMISUSE, "commit is NULL");
     }
     *commit = 0;
-    ftc_deadline dl = ftc__deadline_from_timeout(timeout_ms, m->o.timeout_ms);
+    ftc__deadline dl = ftc__deadline_from_timeout(timeout_ms, m->o.timeout_ms);
     pthread_mutex_lock(&m->mu);
     bool done = m->phase == FTC__MGR_DONE;
     pthread_mutex_unlock(&m->mu);
@@ -461,8 +461,8 @@ int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
     char why[FTC__MGR_MSG_MAX];
     int err = ftc_manager_errored(m, why, sizeof(why));
     int64_t np = atomic_load(&m->num_participants);
-    ftc_mgr_vote mine = {m->step0, atomic_load(&m->step),
-                         err == 0 && np >= m->o.min_replica_size};
+    ftc__manager_vote mine = {m->step0, atomic_load(&m->step),
+                              err == 0 && np >= m->o.min_replica_size};
     bool yes = false;
     int64_t at_min = mine.at;
     int vrc = vote(m, &mine, dl, &yes, &at_min);

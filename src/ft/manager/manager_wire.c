@@ -35,7 +35,8 @@ static int field_error(json_t *j, const char *what)
     return ftc__seterr(FTC_EPROTO, "%s record: %s", what, ftc_last_error());
 }
 
-int ftc__mgr_arrival_encode(const ftc_mgr_arrival *a, char **out, size_t *len)
+int ftc__manager_arrival_encode(const ftc__manager_arrival *a, char **out,
+                                size_t *len)
 {
     return dump(json_pack("{s:I, s:I, s:b, s:s}", "step", (json_int_t)a->step,
                           "commit_failures", (json_int_t)a->commit_failures,
@@ -44,14 +45,15 @@ int ftc__mgr_arrival_encode(const ftc_mgr_arrival *a, char **out, size_t *len)
                 out, len);
 }
 
-int ftc__mgr_arrival_decode(const void *p, size_t n, ftc_mgr_arrival *a)
+int ftc__manager_arrival_decode(const void *p, size_t n,
+                                ftc__manager_arrival *a)
 {
     json_t *j;
     int rc = parse(p, n, "arrival", &j);
     if (rc != 0) {
         return rc;
     }
-    ftc_mgr_arrival t;
+    ftc__manager_arrival t;
     memset(&t, 0, sizeof(t));
     if (ftc__lhj_get_int(j, "step", true, 0, INT64_MAX, &t.step) != 0 ||
         ftc__lhj_get_int(j, "commit_failures", true, 0, INT64_MAX,
@@ -66,21 +68,22 @@ int ftc__mgr_arrival_decode(const void *p, size_t n, ftc_mgr_arrival *a)
     return 0;
 }
 
-int ftc__mgr_vote_encode(const ftc_mgr_vote *v, char **out, size_t *len)
+int ftc__manager_vote_encode(const ftc__manager_vote *v, char **out,
+                             size_t *len)
 {
     return dump(json_pack("{s:I, s:I, s:b}", "step", (json_int_t)v->step, "at",
                           (json_int_t)v->at, "ok", (int)v->ok),
                 out, len);
 }
 
-int ftc__mgr_vote_decode(const void *p, size_t n, ftc_mgr_vote *v)
+int ftc__manager_vote_decode(const void *p, size_t n, ftc__manager_vote *v)
 {
     json_t *j;
     int rc = parse(p, n, "vote", &j);
     if (rc != 0) {
         return rc;
     }
-    ftc_mgr_vote t = {0, 0, false};
+    ftc__manager_vote t = {0, 0, false};
     if (ftc__lhj_get_int(j, "step", true, 0, INT64_MAX, &t.step) != 0 ||
         ftc__lhj_get_int(j, "at", true, 0, INT64_MAX, &t.at) != 0 ||
         json_object_get(j, "ok") == NULL ||
@@ -92,8 +95,9 @@ int ftc__mgr_vote_decode(const void *p, size_t n, ftc_mgr_vote *v)
     return 0;
 }
 
-int ftc__mgr_result_encode_quorum(const ftc_quorum *q, const char *replica_id,
-                                  char **out, size_t *len)
+int ftc__manager_result_encode_quorum(const ftc__quorum *q,
+                                      const char *replica_id, char **out,
+                                      size_t *len)
 {
     json_t *jq = ftc__lhj_quorum_json(q);
     if (jq == NULL) {
@@ -105,8 +109,8 @@ int ftc__mgr_result_encode_quorum(const ftc_quorum *q, const char *replica_id,
                 out, len);
 }
 
-int ftc__mgr_result_encode_error(int code, const char *message, char **out,
-                                 size_t *len)
+int ftc__manager_result_encode_error(int code, const char *message, char **out,
+                                     size_t *len)
 {
     return dump(json_pack("{s:b, s:i, s:s}", "ok", 0, "code", code, "message",
                           message != NULL ? message : ""),
@@ -115,7 +119,7 @@ int ftc__mgr_result_encode_error(int code, const char *message, char **out,
 
 /* The members must come in replica_id order, each once (the lighthouse's
  * order), since their positions are the replica ranks. */
-static int check_sorted(const ftc_quorum *q)
+static int check_sorted(const ftc__quorum *q)
 {
     for (size_t i = 1; i < q->n; i++) {
         if (strcmp(q->members[i - 1].replica_id, q->members[i].replica_id) >=
@@ -141,8 +145,8 @@ static int leader_error(json_t *j)
     return ftc__seterr((int)code, "%s", msg);
 }
 
-int ftc__mgr_result_decode(const void *p, size_t n, ftc_quorum *q,
-                           char *replica_id)
+int ftc__manager_result_decode(const void *p, size_t n, ftc__quorum *q,
+                               char *replica_id)
 {
     ftc__quorum_init(q);
     json_t *j;
@@ -174,8 +178,8 @@ int ftc__mgr_result_decode(const void *p, size_t n, ftc_quorum *q,
     return rc;
 }
 
-int ftc__mgr_member_data(const ftc_mgr_arrival *arrivals, size_t n, char **out,
-                         size_t *len)
+int ftc__manager_member_data(const ftc__manager_arrival *arrivals, size_t n,
+                             char **out, size_t *len)
 {
     json_t *heal = json_array();
     for (size_t i = 0; heal != NULL && i < n; i++) {
@@ -189,8 +193,9 @@ int ftc__mgr_member_data(const ftc_mgr_arrival *arrivals, size_t n, char **out,
                 len);
 }
 
-int ftc__mgr_member_heal_address(const ftc_quorum_member *m, int64_t group_rank,
-                                 char out[FTC__QUORUM_STR_MAX])
+int ftc__manager_member_heal_address(const ftc__quorum_member *m,
+                                     int64_t group_rank,
+                                     char out[FTC__QUORUM_STR_MAX])
 {
     json_t *j;
     if (m->data == NULL ||

@@ -45,7 +45,7 @@
  * positive int64 values. */
 #define FTC__QUORUM_EPOCH_MAX 0x7fffffffu
 
-typedef struct ftc_quorum_opts {
+typedef struct ftc__quorum_opts {
     /* A quorum that is not fast needs at least this many healthy
      * participants (torchft --min_replicas, required there; default 1). */
     uint64_t min_replicas;
@@ -65,15 +65,15 @@ typedef struct ftc_quorum_opts {
      * only previous members are returned. On: they count what is returned.
      * See docs/decisions.md. */
     bool strict_shrink_only;
-} ftc_quorum_opts;
+} ftc__quorum_opts;
 
 /* Fills the defaults above. */
-void ftc__quorum_opts_init(ftc_quorum_opts *o);
+void ftc__quorum_opts_init(ftc__quorum_opts *o);
 /* 0, or FTC_EINVAL naming the field out of range. */
-int ftc__quorum_opts_check(const ftc_quorum_opts *o);
+int ftc__quorum_opts_check(const ftc__quorum_opts *o);
 
 /* One replica group as it asks to join (torchft QuorumMember). */
-typedef struct ftc_quorum_member {
+typedef struct ftc__quorum_member {
     char replica_id[FTC__QUORUM_STR_MAX];    /* unique, non-empty */
     char address[FTC__QUORUM_STR_MAX];       /* its manager, for healing */
     char store_address[FTC__QUORUM_STR_MAX]; /* its store, "host:port" */
@@ -85,75 +85,75 @@ typedef struct ftc_quorum_member {
      * passed in is borrowed; a member inside a state or quorum owns it. */
     char *data;
     size_t data_len;
-} ftc_quorum_member;
+} ftc__quorum_member;
 
 /* Sets the three strings of m (zeroing the rest of m). FTC_EINVAL if
  * replica_id is empty or any is NULL, FTC_EMSGSIZE if one is too long; m is
  * unchanged then. */
-int ftc__quorum_member_set(ftc_quorum_member *m, const char *replica_id,
+int ftc__quorum_member_set(ftc__quorum_member *m, const char *replica_id,
                            const char *address, const char *store_address);
 /* Deep copy; dst must not own data. FTC_ENOMEM leaves dst without data. */
-int ftc__quorum_member_copy(ftc_quorum_member *dst,
-                            const ftc_quorum_member *src);
+int ftc__quorum_member_copy(ftc__quorum_member *dst,
+                            const ftc__quorum_member *src);
 /* Frees owned data (NULL ok). */
-void ftc__quorum_member_fini(ftc_quorum_member *m);
+void ftc__quorum_member_fini(ftc__quorum_member *m);
 
 /* A decided quorum (torchft Quorum): members sorted by replica_id, each id
  * once. Owns its members. */
-typedef struct ftc_quorum {
+typedef struct ftc__quorum {
     int64_t quorum_id;
     int64_t created_wall_ms;
     size_t n;
-    ftc_quorum_member *members;
-} ftc_quorum;
+    ftc__quorum_member *members;
+} ftc__quorum;
 
-void ftc__quorum_init(ftc_quorum *q);
-void ftc__quorum_fini(ftc_quorum *q);
+void ftc__quorum_init(ftc__quorum *q);
+void ftc__quorum_fini(ftc__quorum *q);
 /* Deep copy into an initialised, empty dst; FTC_ENOMEM leaves it empty. */
-int ftc__quorum_copy(ftc_quorum *dst, const ftc_quorum *src);
+int ftc__quorum_copy(ftc__quorum *dst, const ftc__quorum *src);
 /* Index of replica_id in q (binary search: q must be sorted), or -1. */
-long ftc__quorum_find(const ftc_quorum *q, const char *replica_id);
+long ftc__quorum_find(const ftc__quorum *q, const char *replica_id);
 /* torchft quorum_changed: true unless both lists hold the same replica_ids
  * in the same order; addresses, steps and the rest do not count. */
-bool ftc__quorum_members_changed(const ftc_quorum_member *a, size_t na,
-                                 const ftc_quorum_member *b, size_t nb);
+bool ftc__quorum_members_changed(const ftc__quorum_member *a, size_t na,
+                                 const ftc__quorum_member *b, size_t nb);
 
-typedef struct ftc_quorum_participant {
-    ftc_quorum_member member; /* owned */
+typedef struct ftc__quorum_participant {
+    ftc__quorum_member member; /* owned */
     int64_t joined_ms;
-} ftc_quorum_participant;
+} ftc__quorum_participant;
 
-typedef struct ftc_quorum_heartbeat {
+typedef struct ftc__quorum_heartbeat_record {
     char replica_id[FTC__QUORUM_STR_MAX];
     int64_t last_ms;
-} ftc_quorum_heartbeat;
+} ftc__quorum_heartbeat_record;
 
 /* One job's lighthouse state. Both tables are kept sorted by replica_id, so
  * every answer is independent of the order in which replicas arrived. The
  * fields are readable by the shell (status pages); change them only through
  * the functions below. */
-typedef struct ftc_quorum_state {
-    ftc_quorum_participant *participants;
+typedef struct ftc__quorum_state {
+    ftc__quorum_participant *participants;
     size_t n_participants, cap_participants;
-    ftc_quorum_heartbeat *heartbeats; /* never includes ids not seen */
+    ftc__quorum_heartbeat_record *heartbeats; /* never includes ids not seen */
     size_t n_heartbeats, cap_heartbeats;
     bool has_prev;
-    ftc_quorum prev;  /* the last quorum formed (torchft prev_quorum) */
+    ftc__quorum prev; /* the last quorum formed (torchft prev_quorum) */
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
-} ftc_quorum_state;
+} ftc__quorum_state;
 
 /* An empty state whose quorum ids are (epoch << 32) | counter. epoch 0
  * gives torchft's ids (1, 2, ...); a lighthouse passes
  * ftc__quorum_epoch_from_random(ftc__rand_u64()) so that a restarted one
  * never reuses an id, hence never a store prefix. FTC_EINVAL if epoch >
  * FTC__QUORUM_EPOCH_MAX. */
-int ftc__quorum_state_init(ftc_quorum_state *s, uint32_t epoch);
-void ftc__quorum_state_fini(ftc_quorum_state *s);
+int ftc__quorum_state_init(ftc__quorum_state *s, uint32_t epoch);
+void ftc__quorum_state_fini(ftc__quorum_state *s);
 /* An epoch in [1, FTC__QUORUM_EPOCH_MAX] from 64 random bits. */
 uint32_t ftc__quorum_epoch_from_random(uint64_t random_bits);
 /* The id the next unchanged quorum would carry: (epoch << 32) | counter. */
-int64_t ftc__quorum_state_id(const ftc_quorum_state *s);
+int64_t ftc__quorum_state_id(const ftc__quorum_state *s);
 /* The parts of an id. Ids are unique but not ordered across epochs: compare
  * them with == only. */
 uint32_t ftc__quorum_id_epoch(int64_t quorum_id);
@@ -163,7 +163,7 @@ uint32_t ftc__quorum_id_counter(int64_t quorum_id);
  * the id is new, expired entries (which count for nothing) are dropped
  * first; if none were, FTC_EMSGSIZE. FTC_EINVAL for an empty or too long
  * id, FTC_ENOMEM; the state is unchanged on any error. */
-int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
+int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
                           const char *replica_id, int64_t now_ms);
 
 /* torchft Quorum RPC entry: an implicit heartbeat, then m (copied, data
@@ -172,42 +172,43 @@ int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
  * commit_failures < 0, data without length), FTC_EMSGSIZE (data longer than
  * o->max_data_bytes, table full), FTC_ENOMEM; the state is unchanged on any
  * error. */
-int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
-                     const ftc_quorum_member *m, int64_t now_ms);
+int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     const ftc__quorum_member *m, int64_t now_ms);
 
 /* Withdraws a participant whose request ended (deadline, closed
  * connection); its heartbeat stays. 0, or FTC_ENOENT if it was not one. */
-int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id);
+int ftc__quorum_leave(ftc__quorum_state *s, const char *replica_id);
 
 /* Forgets a replica at once (it said goodbye, or its connection dropped):
  * its participant entry and its heartbeat go, so no decision waits for its
  * heartbeat to expire. 0, or FTC_ENOENT if it had neither. */
-int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id);
+int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id);
 
 /* Whether replica_id's heartbeat is younger than o->heartbeat_timeout_ms
  * at now_ms. A heartbeat can only change a decision when this was false
  * before it, so a shell may skip the tick otherwise. */
-bool ftc__quorum_is_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
-                            const char *replica_id, int64_t now_ms);
+bool ftc__quorum_is_healthy(const ftc__quorum_state *s,
+                            const ftc__quorum_opts *o, const char *replica_id,
+                            int64_t now_ms);
 
 /* Drops heartbeats with now - last >= older_than_ms; returns how many. With
  * older_than_ms >= o->heartbeat_timeout_ms no decision changes. */
-size_t ftc__quorum_prune_heartbeats(ftc_quorum_state *s, int64_t now_ms,
+size_t ftc__quorum_prune_heartbeats(ftc__quorum_state *s, int64_t now_ms,
                                     int64_t older_than_ms);
 
 /* Why a quorum forms or not (torchft's reason texts, in this order). */
-typedef enum ftc_quorum_verdict {
+typedef enum ftc__quorum_verdict {
     FTC__QUORUM_FAST,           /* "Fast quorum found! ..." */
     FTC__QUORUM_NEED_MIN,       /* "... need min_replicas N ..." */
     FTC__QUORUM_NEED_HALF,      /* "... need at least half of ..." */
     FTC__QUORUM_WAIT_STRAGGLER, /* "... due to join timeout ..." */
     FTC__QUORUM_VALID,          /* "Valid quorum found ..." */
     FTC__QUORUM_NONE_LEFT,      /* shrink_only excluded everyone (ftc) */
-} ftc_quorum_verdict;
+} ftc__quorum_verdict;
 
-typedef struct ftc_quorum_decision {
+typedef struct ftc__quorum_decision {
     bool met;
-    ftc_quorum_verdict verdict;
+    ftc__quorum_verdict verdict;
     /* The members when met: indexes into s->participants in replica_id
      * order; owned, valid until s changes. */
     uint32_t *member_idx;
@@ -221,30 +222,30 @@ typedef struct ftc_quorum_decision {
      * shell can sleep until then instead of ticking every 100 ms. */
     int64_t next_ms;
     char reason[FTC__QUORUM_REASON_MAX];
-} ftc_quorum_decision;
+} ftc__quorum_decision;
 
 /* torchft quorum_compute: decides whether the participants of s form a
  * quorum at now_ms. Reads s, never changes it. 0 or FTC_ENOMEM (then *out
  * holds no allocation). Release *out with ftc__quorum_decision_fini. */
-int ftc__quorum_compute(int64_t now_ms, const ftc_quorum_state *s,
-                        const ftc_quorum_opts *o, ftc_quorum_decision *out);
-void ftc__quorum_decision_fini(ftc_quorum_decision *d);
+int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
+                        const ftc__quorum_opts *o, ftc__quorum_decision *out);
+void ftc__quorum_decision_fini(ftc__quorum_decision *d);
 
 /* Why the id of a formed quorum is what it is (torchft _quorum_tick). */
-typedef enum ftc_quorum_id_change {
+typedef enum ftc__quorum_id_change {
     FTC__QUORUM_ID_KEPT,            /* same ids, no commit failure */
     FTC__QUORUM_ID_FIRST,           /* no previous quorum */
     FTC__QUORUM_ID_MEMBERSHIP,      /* the ordered replica_ids changed */
     FTC__QUORUM_ID_COMMIT_FAILURES, /* same ids, a member failed a commit */
-} ftc_quorum_id_change;
+} ftc__quorum_id_change;
 
-typedef struct ftc_quorum_tick {
+typedef struct ftc__quorum_tick_result {
     bool met;
-    ftc_quorum_id_change change; /* when met */
-    ftc_quorum_verdict verdict;
+    ftc__quorum_id_change change; /* when met */
+    ftc__quorum_verdict verdict;
     int64_t next_ms; /* as in the decision; after a quorum, now_ms */
     char reason[FTC__QUORUM_REASON_MAX];
-} ftc_quorum_tick;
+} ftc__quorum_tick_result;
 
 /* torchft _quorum_tick: computes the decision; if a quorum forms, bumps the
  * id as torchft does (first quorum, changed membership, or any member with
@@ -252,12 +253,13 @@ typedef struct ftc_quorum_tick {
  * its members from the participants. Participants left out (shrink_only,
  * unhealthy) stay with joined = now_ms, as torchft's waiters re-insert
  * themselves. 0 or FTC_ENOMEM (the state unchanged). */
-int ftc__quorum_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
-                     int64_t now_ms, int64_t wall_ms, ftc_quorum_tick *out);
+int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     int64_t now_ms, int64_t wall_ms,
+                     ftc__quorum_tick_result *out);
 
 /* What one rank of one replica group does with a quorum (torchft
  * compute_quorum_results, ManagerQuorumResponse). */
-typedef struct ftc_quorum_result {
+typedef struct ftc__quorum_result {
     int64_t quorum_id;
     int64_t replica_rank;       /* index in replica_id order */
     int64_t replica_world_size; /* members */
@@ -279,7 +281,7 @@ typedef struct ftc_quorum_result {
     /* Every member's replica_id in rank order; owned, n =
      * replica_world_size. */
     char (*replica_ids)[FTC__QUORUM_STR_MAX];
-} ftc_quorum_result;
+} ftc__quorum_result;
 
 /* torchft compute_quorum_results for replica_id at group_rank (the rank
  * within its replica group). q need not be sorted. init_sync: at max_step
@@ -288,10 +290,10 @@ typedef struct ftc_quorum_result {
  * not in q), FTC_ENOMEM; *out is then empty. Release with
  * ftc__quorum_result_fini. Fixed world size with spares is the manager's
  * (torchft does it in Python, not here). */
-int ftc__quorum_results(const ftc_quorum *q, const char *replica_id,
+int ftc__quorum_results(const ftc__quorum *q, const char *replica_id,
                         int64_t group_rank, bool init_sync,
-                        ftc_quorum_result *out);
-void ftc__quorum_result_fini(ftc_quorum_result *r);
+                        ftc__quorum_result *out);
+void ftc__quorum_result_fini(ftc__quorum_result *r);
 
 /* The store prefix where group_rank's cross-replica process group meets in
  * quorum_id: "{store_address}/torchft/{quorum_id}/{group_rank}" (torchft's

@@ -15,14 +15,14 @@ static int64_t min_ms(int64_t a, int64_t b)
  * timeout) into idx, in replica_id order, and counts healthy replicas. Both
  * tables are sorted, so one merge pass matches them. Also finds when the
  * first healthy heartbeat expires and the earliest healthy join. */
-static void find_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
-                         int64_t now, uint32_t *idx, ftc_quorum_decision *d,
+static void find_healthy(const ftc__quorum_state *s, const ftc__quorum_opts *o,
+                         int64_t now, uint32_t *idx, ftc__quorum_decision *d,
                          int64_t *first_joined)
 {
     size_t p = 0;
     *first_joined = INT64_MAX;
     for (size_t h = 0; h < s->n_heartbeats; h++) {
-        const ftc_quorum_heartbeat *hb = &s->heartbeats[h];
+        const ftc__quorum_heartbeat_record *hb = &s->heartbeats[h];
         if (ftc__quorum_elapsed_ms(now, hb->last_ms) >=
             o->heartbeat_timeout_ms) {
             continue;
@@ -38,7 +38,7 @@ static void find_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
         }
         if (p < s->n_participants &&
             strcmp(s->participants[p].member.replica_id, hb->replica_id) == 0) {
-            const ftc_quorum_participant *part = &s->participants[p];
+            const ftc__quorum_participant *part = &s->participants[p];
             idx[d->healthy_participants++] = (uint32_t)p;
             d->shrink_only = d->shrink_only || part->member.shrink_only;
             *first_joined = min_ms(*first_joined, part->joined_ms);
@@ -48,7 +48,7 @@ static void find_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
 
 /* torchft's fast quorum: every member of the previous quorum is a healthy
  * participant again. Both lists are sorted by replica_id. */
-static bool is_fast(const ftc_quorum_state *s, const uint32_t *idx, size_t n)
+static bool is_fast(const ftc__quorum_state *s, const uint32_t *idx, size_t n)
 {
     size_t j = 0;
     for (size_t i = 0; i < s->prev.n; i++) {
@@ -66,7 +66,7 @@ static bool is_fast(const ftc_quorum_state *s, const uint32_t *idx, size_t n)
 }
 
 /* shrink_only: only members of the previous quorum may stay. */
-static size_t keep_previous_members(const ftc_quorum_state *s, uint32_t *idx,
+static size_t keep_previous_members(const ftc__quorum_state *s, uint32_t *idx,
                                     size_t n)
 {
     size_t kept = 0;
@@ -81,7 +81,7 @@ static size_t keep_previous_members(const ftc_quorum_state *s, uint32_t *idx,
 
 /* Sets the verdict and torchft's reason text, which ends with the metadata
  * "[hp/p participants healthy][hr heartbeating][shrink_only=b]". */
-static void say(ftc_quorum_decision *d, ftc_quorum_verdict v, size_t counted,
+static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
                 uint64_t min_replicas)
 {
     char meta[128];
@@ -131,8 +131,8 @@ static void say(ftc_quorum_decision *d, ftc_quorum_verdict v, size_t counted,
 }
 
 /* The rules in torchft's order, on the healthy participants in idx. */
-static void decide(int64_t now, const ftc_quorum_state *s,
-                   const ftc_quorum_opts *o, ftc_quorum_decision *d,
+static void decide(int64_t now, const ftc__quorum_state *s,
+                   const ftc__quorum_opts *o, ftc__quorum_decision *d,
                    int64_t first_joined)
 {
     size_t hp = d->healthy_participants;
@@ -172,8 +172,8 @@ static void decide(int64_t now, const ftc_quorum_state *s,
         o->min_replicas);
 }
 
-int ftc__quorum_compute(int64_t now_ms, const ftc_quorum_state *s,
-                        const ftc_quorum_opts *o, ftc_quorum_decision *out)
+int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
+                        const ftc__quorum_opts *o, ftc__quorum_decision *out)
 {
     memset(out, 0, sizeof(*out));
     out->next_ms = INT64_MAX;
@@ -198,7 +198,7 @@ int ftc__quorum_compute(int64_t now_ms, const ftc_quorum_state *s,
     return 0;
 }
 
-void ftc__quorum_decision_fini(ftc_quorum_decision *d)
+void ftc__quorum_decision_fini(ftc__quorum_decision *d)
 {
     ftc__free(d->member_idx);
     d->member_idx = NULL;
@@ -206,8 +206,8 @@ void ftc__quorum_decision_fini(ftc_quorum_decision *d)
 }
 
 /* torchft's quorum_id rule for a quorum about to replace s->prev. */
-static ftc_quorum_id_change id_change(const ftc_quorum_state *s,
-                                      const ftc_quorum *q)
+static ftc__quorum_id_change id_change(const ftc__quorum_state *s,
+                                       const ftc__quorum *q)
 {
     if (!s->has_prev) {
         return FTC__QUORUM_ID_FIRST;
@@ -226,7 +226,7 @@ static ftc_quorum_id_change id_change(const ftc_quorum_state *s,
 
 /* The next id: the counter grows; if it would wrap, the epoch moves on so
  * that no id of this state repeats. */
-static void bump_id(ftc_quorum_state *s)
+static void bump_id(ftc__quorum_state *s)
 {
     if (s->counter == UINT32_MAX) {
         s->epoch = s->epoch % FTC__QUORUM_EPOCH_MAX + 1;
@@ -238,8 +238,8 @@ static void bump_id(ftc_quorum_state *s)
 
 /* Moves the chosen participants into q (already sized) and keeps the rest,
  * re-queued at now. d->member_idx is ascending. */
-static void take_members(ftc_quorum_state *s, const ftc_quorum_decision *d,
-                         ftc_quorum *q, int64_t now)
+static void take_members(ftc__quorum_state *s, const ftc__quorum_decision *d,
+                         ftc__quorum *q, int64_t now)
 {
     size_t next = 0;
     size_t kept = 0;
@@ -256,11 +256,12 @@ static void take_members(ftc_quorum_state *s, const ftc_quorum_decision *d,
     s->n_participants = kept;
 }
 
-int ftc__quorum_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
-                     int64_t now_ms, int64_t wall_ms, ftc_quorum_tick *out)
+int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     int64_t now_ms, int64_t wall_ms,
+                     ftc__quorum_tick_result *out)
 {
     memset(out, 0, sizeof(*out));
-    ftc_quorum_decision d;
+    ftc__quorum_decision d;
     int rc = ftc__quorum_compute(now_ms, s, o, &d);
     if (rc != 0) {
         return rc;
@@ -272,7 +273,7 @@ int ftc__quorum_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
         ftc__quorum_decision_fini(&d);
         return 0;
     }
-    ftc_quorum q;
+    ftc__quorum q;
     ftc__quorum_init(&q);
     q.members = ftc__calloc(d.n_members, sizeof(*q.members));
     if (q.members == NULL) {

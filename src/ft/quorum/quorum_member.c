@@ -7,11 +7,11 @@
 #include "base/base_int.h"
 #include "ft/quorum/quorum_int.h"
 
-_Static_assert(offsetof(ftc_quorum_member, replica_id) == 0,
+_Static_assert(offsetof(ftc__quorum_member, replica_id) == 0,
                "lower_bound reads replica_id at offset 0");
-_Static_assert(offsetof(ftc_quorum_participant, member) == 0,
+_Static_assert(offsetof(ftc__quorum_participant, member) == 0,
                "lower_bound reads replica_id at offset 0");
-_Static_assert(offsetof(ftc_quorum_heartbeat, replica_id) == 0,
+_Static_assert(offsetof(ftc__quorum_heartbeat_record, replica_id) == 0,
                "lower_bound reads replica_id at offset 0");
 
 int64_t ftc__quorum_elapsed_ms(int64_t now, int64_t then)
@@ -71,7 +71,7 @@ static int set_field(char *dst, const char *src, const char *what)
     return 0;
 }
 
-int ftc__quorum_member_set(ftc_quorum_member *m, const char *replica_id,
+int ftc__quorum_member_set(ftc__quorum_member *m, const char *replica_id,
                            const char *address, const char *store_address)
 {
     if (replica_id == NULL || address == NULL || store_address == NULL ||
@@ -80,7 +80,7 @@ int ftc__quorum_member_set(ftc_quorum_member *m, const char *replica_id,
                            "quorum member: replica_id must be non-empty and "
                            "no string NULL");
     }
-    ftc_quorum_member tmp;
+    ftc__quorum_member tmp;
     memset(&tmp, 0, sizeof(tmp));
     int rc = set_field(tmp.replica_id, replica_id, "replica_id");
     if (rc == 0) {
@@ -95,8 +95,8 @@ int ftc__quorum_member_set(ftc_quorum_member *m, const char *replica_id,
     return rc;
 }
 
-int ftc__quorum_member_copy(ftc_quorum_member *dst,
-                            const ftc_quorum_member *src)
+int ftc__quorum_member_copy(ftc__quorum_member *dst,
+                            const ftc__quorum_member *src)
 {
     *dst = *src;
     dst->data = NULL;
@@ -116,19 +116,19 @@ int ftc__quorum_member_copy(ftc_quorum_member *dst,
     return 0;
 }
 
-void ftc__quorum_member_fini(ftc_quorum_member *m)
+void ftc__quorum_member_fini(ftc__quorum_member *m)
 {
     ftc__free(m->data);
     m->data = NULL;
     m->data_len = 0;
 }
 
-void ftc__quorum_init(ftc_quorum *q)
+void ftc__quorum_init(ftc__quorum *q)
 {
     memset(q, 0, sizeof(*q));
 }
 
-void ftc__quorum_fini(ftc_quorum *q)
+void ftc__quorum_fini(ftc__quorum *q)
 {
     for (size_t i = 0; i < q->n; i++) {
         ftc__quorum_member_fini(&q->members[i]);
@@ -137,9 +137,9 @@ void ftc__quorum_fini(ftc_quorum *q)
     ftc__quorum_init(q);
 }
 
-int ftc__quorum_copy(ftc_quorum *dst, const ftc_quorum *src)
+int ftc__quorum_copy(ftc__quorum *dst, const ftc__quorum *src)
 {
-    ftc_quorum tmp = *src;
+    ftc__quorum tmp = *src;
     tmp.members = NULL;
     tmp.n = 0;
     if (src->n > 0) {
@@ -160,7 +160,7 @@ int ftc__quorum_copy(ftc_quorum *dst, const ftc_quorum *src)
     return 0;
 }
 
-long ftc__quorum_find(const ftc_quorum *q, const char *replica_id)
+long ftc__quorum_find(const ftc__quorum *q, const char *replica_id)
 {
     bool found;
     size_t i = ftc__quorum_lower_bound(q->members, q->n, sizeof(*q->members),
@@ -168,8 +168,8 @@ long ftc__quorum_find(const ftc_quorum *q, const char *replica_id)
     return found ? (long)i : -1;
 }
 
-bool ftc__quorum_members_changed(const ftc_quorum_member *a, size_t na,
-                                 const ftc_quorum_member *b, size_t nb)
+bool ftc__quorum_members_changed(const ftc__quorum_member *a, size_t na,
+                                 const ftc__quorum_member *b, size_t nb)
 {
     if (na != nb) {
         return true;

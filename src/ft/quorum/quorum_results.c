@@ -11,16 +11,16 @@
 
 static int by_replica_id(const void *a, const void *b)
 {
-    const ftc_quorum_member *const *x = a;
-    const ftc_quorum_member *const *y = b;
+    const ftc__quorum_member *const *x = a;
+    const ftc__quorum_member *const *y = b;
     return strcmp((*x)->replica_id, (*y)->replica_id);
 }
 
 /* The members of q in replica_id order (torchft sorts every time: a quorum
  * from the network need not be sorted). */
-static int sort_members(const ftc_quorum *q, const ftc_quorum_member ***out)
+static int sort_members(const ftc__quorum *q, const ftc__quorum_member ***out)
 {
-    const ftc_quorum_member **m = ftc__malloc(q->n * sizeof(*m));
+    const ftc__quorum_member **m = ftc__malloc(q->n * sizeof(*m));
     if (m == NULL) {
         return ftc__seterr(FTC_ENOMEM, "quorum results: %zu members", q->n);
     }
@@ -49,9 +49,9 @@ static size_t add_mod(size_t a, int64_t b, size_t n)
 
 /* Everything of the result that needs the sorted members m; the recovery
  * lists are filled by assign_recovery. */
-static void fill_ranks(const ftc_quorum_member **m, size_t n, size_t self,
-                       int64_t group_rank, bool init_sync, ftc_quorum_result *r,
-                       bool *dst, size_t *primary)
+static void fill_ranks(const ftc__quorum_member **m, size_t n, size_t self,
+                       int64_t group_rank, bool init_sync,
+                       ftc__quorum_result *r, bool *dst, size_t *primary)
 {
     r->replica_rank = (int64_t)self;
     r->replica_world_size = (int64_t)n;
@@ -98,9 +98,9 @@ static void fill_ranks(const ftc_quorum_member **m, size_t n, size_t self,
  * up-to-date member (k + group_rank) mod count, so group ranks spread their
  * transfers over different sources. Fills self's source and its own
  * destinations. */
-static int assign_recovery(const ftc_quorum_member **m, size_t n, size_t self,
+static int assign_recovery(const ftc__quorum_member **m, size_t n, size_t self,
                            int64_t group_rank, const bool *dst,
-                           ftc_quorum_result *r)
+                           ftc__quorum_result *r)
 {
     size_t *up = ftc__malloc(n * sizeof(*up));
     if (up == NULL) {
@@ -142,7 +142,8 @@ static int assign_recovery(const ftc_quorum_member **m, size_t n, size_t self,
     return rc;
 }
 
-static int copy_ids(const ftc_quorum_member **m, size_t n, ftc_quorum_result *r)
+static int copy_ids(const ftc__quorum_member **m, size_t n,
+                    ftc__quorum_result *r)
 {
     r->replica_ids = ftc__malloc(n * sizeof(*r->replica_ids));
     if (r->replica_ids == NULL) {
@@ -154,9 +155,9 @@ static int copy_ids(const ftc_quorum_member **m, size_t n, ftc_quorum_result *r)
     return 0;
 }
 
-int ftc__quorum_results(const ftc_quorum *q, const char *replica_id,
+int ftc__quorum_results(const ftc__quorum *q, const char *replica_id,
                         int64_t group_rank, bool init_sync,
-                        ftc_quorum_result *out)
+                        ftc__quorum_result *out)
 {
     memset(out, 0, sizeof(*out));
     out->recover_src_replica_rank = -1;
@@ -167,7 +168,7 @@ int ftc__quorum_results(const ftc_quorum *q, const char *replica_id,
                            "replica_id and group_rank >= 0 (got %lld)",
                            (long long)group_rank);
     }
-    const ftc_quorum_member **m = NULL;
+    const ftc__quorum_member **m = NULL;
     int rc = sort_members(q, &m);
     if (rc != 0) {
         return rc;
@@ -207,7 +208,7 @@ done:
     return rc;
 }
 
-void ftc__quorum_result_fini(ftc_quorum_result *r)
+void ftc__quorum_result_fini(ftc__quorum_result *r)
 {
     ftc__free(r->recover_dst_replica_ranks);
     ftc__free(r->replica_ids);

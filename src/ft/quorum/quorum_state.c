@@ -5,7 +5,7 @@
 #include "base/base_int.h"
 #include "ft/quorum/quorum_int.h"
 
-void ftc__quorum_opts_init(ftc_quorum_opts *o)
+void ftc__quorum_opts_init(ftc__quorum_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->min_replicas = 1;
@@ -16,7 +16,7 @@ void ftc__quorum_opts_init(ftc_quorum_opts *o)
     o->strict_shrink_only = false;
 }
 
-int ftc__quorum_opts_check(const ftc_quorum_opts *o)
+int ftc__quorum_opts_check(const ftc__quorum_opts *o)
 {
     if (o->join_timeout_ms < 0 || o->heartbeat_timeout_ms < 0) {
         return ftc__seterr(FTC_EINVAL,
@@ -38,7 +38,7 @@ int ftc__quorum_opts_check(const ftc_quorum_opts *o)
     return 0;
 }
 
-int ftc__quorum_state_init(ftc_quorum_state *s, uint32_t epoch)
+int ftc__quorum_state_init(ftc__quorum_state *s, uint32_t epoch)
 {
     if (epoch > FTC__QUORUM_EPOCH_MAX) {
         return ftc__seterr(FTC_EINVAL, "quorum epoch %u > %u", epoch,
@@ -50,7 +50,7 @@ int ftc__quorum_state_init(ftc_quorum_state *s, uint32_t epoch)
     return 0;
 }
 
-void ftc__quorum_state_fini(ftc_quorum_state *s)
+void ftc__quorum_state_fini(ftc__quorum_state *s)
 {
     for (size_t i = 0; i < s->n_participants; i++) {
         ftc__quorum_member_fini(&s->participants[i].member);
@@ -66,7 +66,7 @@ uint32_t ftc__quorum_epoch_from_random(uint64_t random_bits)
     return (uint32_t)(random_bits % FTC__QUORUM_EPOCH_MAX) + 1;
 }
 
-int64_t ftc__quorum_state_id(const ftc_quorum_state *s)
+int64_t ftc__quorum_state_id(const ftc__quorum_state *s)
 {
     return (int64_t)(((uint64_t)s->epoch << 32) | s->counter);
 }
@@ -98,7 +98,7 @@ static int reserve_one(void **table, size_t *cap, size_t n, size_t elem,
     return 0;
 }
 
-size_t ftc__quorum_prune_heartbeats(ftc_quorum_state *s, int64_t now_ms,
+size_t ftc__quorum_prune_heartbeats(ftc__quorum_state *s, int64_t now_ms,
                                     int64_t older_than_ms)
 {
     size_t kept = 0;
@@ -113,7 +113,7 @@ size_t ftc__quorum_prune_heartbeats(ftc_quorum_state *s, int64_t now_ms,
     return dropped;
 }
 
-int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
+int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
                           const char *replica_id, int64_t now_ms)
 {
     int rc = ftc__quorum_check_id(replica_id, "heartbeat");
@@ -147,7 +147,7 @@ int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
     }
     memmove(&s->heartbeats[i + 1], &s->heartbeats[i],
             (s->n_heartbeats - i) * sizeof(*s->heartbeats));
-    ftc_quorum_heartbeat *h = &s->heartbeats[i];
+    ftc__quorum_heartbeat_record *h = &s->heartbeats[i];
     memset(h->replica_id, 0, sizeof(h->replica_id));
     memcpy(h->replica_id, replica_id, strlen(replica_id) + 1);
     h->last_ms = now_ms;
@@ -156,7 +156,7 @@ int ftc__quorum_heartbeat(ftc_quorum_state *s, const ftc_quorum_opts *o,
 }
 
 /* Every field of a member received from outside, before anything is kept. */
-static int check_member(const ftc_quorum_opts *o, const ftc_quorum_member *m)
+static int check_member(const ftc__quorum_opts *o, const ftc__quorum_member *m)
 {
     int rc = ftc__quorum_check_id(m->replica_id, "join");
     if (rc != 0) {
@@ -187,8 +187,8 @@ static int check_member(const ftc_quorum_opts *o, const ftc_quorum_member *m)
     return 0;
 }
 
-int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
-                     const ftc_quorum_member *m, int64_t now_ms)
+int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     const ftc__quorum_member *m, int64_t now_ms)
 {
     int rc = check_member(o, m);
     if (rc != 0) {
@@ -202,7 +202,7 @@ int ftc__quorum_join(ftc_quorum_state *s, const ftc_quorum_opts *o,
         return ftc__seterr(FTC_EMSGSIZE, "join of %s: %u participants already",
                            m->replica_id, o->max_replicas);
     }
-    ftc_quorum_member copy;
+    ftc__quorum_member copy;
     rc = ftc__quorum_member_copy(&copy, m);
     if (rc == 0 && !found) {
         rc = reserve_one((void **)&s->participants, &s->cap_participants,
@@ -241,7 +241,7 @@ static bool find_in(const void *table, size_t n, size_t stride,
     return found;
 }
 
-static void remove_participant(ftc_quorum_state *s, size_t i)
+static void remove_participant(ftc__quorum_state *s, size_t i)
 {
     ftc__quorum_member_fini(&s->participants[i].member);
     memmove(&s->participants[i], &s->participants[i + 1],
@@ -249,7 +249,7 @@ static void remove_participant(ftc_quorum_state *s, size_t i)
     s->n_participants--;
 }
 
-int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id)
+int ftc__quorum_leave(ftc__quorum_state *s, const char *replica_id)
 {
     size_t i;
     if (!find_in(s->participants, s->n_participants, sizeof(*s->participants),
@@ -261,7 +261,7 @@ int ftc__quorum_leave(ftc_quorum_state *s, const char *replica_id)
     return 0;
 }
 
-int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id)
+int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id)
 {
     size_t p, h;
     bool was_participant = find_in(s->participants, s->n_participants,
@@ -283,8 +283,9 @@ int ftc__quorum_forget(ftc_quorum_state *s, const char *replica_id)
     return 0;
 }
 
-bool ftc__quorum_is_healthy(const ftc_quorum_state *s, const ftc_quorum_opts *o,
-                            const char *replica_id, int64_t now_ms)
+bool ftc__quorum_is_healthy(const ftc__quorum_state *s,
+                            const ftc__quorum_opts *o, const char *replica_id,
+                            int64_t now_ms)
 {
     size_t i;
     return find_in(s->heartbeats, s->n_heartbeats, sizeof(*s->heartbeats),

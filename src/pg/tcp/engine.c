@@ -384,7 +384,7 @@ static void spin_learn(ftc__tcp *g, bool hit)
 /* Runs the engine until w is done (user driver) or the progress thread
  * should hand over, or dl passes. Polls for spin_cur after activity, then
  * sleeps in epoll_wait until a socket, the doorbell or a timer. */
-static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc_deadline dl)
+static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
 {
     struct epoll_event ev[64];
     int64_t spin_end = ftc__now_ns() + g->spin_cur;
@@ -540,7 +540,7 @@ int ftc__tcp_submit(void *impl, ftc__op *op)
 
 /* With mu held: sleeps until a completion or driver change is announced
  * on user_cv, or dl passes. */
-static void sleep_until(ftc__tcp *g, ftc_deadline dl)
+static void sleep_until(ftc__tcp *g, ftc__deadline dl)
 {
     g->nwaiting++;
     if (ftc__deadline_is_never(dl)) {
@@ -553,7 +553,7 @@ static void sleep_until(ftc__tcp *g, ftc_deadline dl)
     g->nwaiting--;
 }
 
-int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl)
+int ftc__tcp_wait(void *impl, ftc_work *w, ftc__deadline dl)
 {
     ftc__tcp *g = impl;
     pthread_mutex_lock(&g->mu);
@@ -592,7 +592,7 @@ void ftc__tcp_abort(void *impl)
     }
     /* If another thread drives, wait (briefly) until it has failed the
      * works and told the peers, so both are done when abort returns. */
-    ftc_deadline dl = ftc__deadline_in_ms(1000);
+    ftc__deadline dl = ftc__deadline_in_ms(1000);
     while (!g->failed && !g->stop && g->driver != FTC__DRIVER_NONE &&
            !ftc__deadline_expired(dl)) {
         sleep_until(g, dl);

@@ -36,7 +36,7 @@ static void hello_header(const ftc__tcp *g, int kind, size_t len, int flags,
 }
 
 static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
-                ftc_deadline dl)
+                ftc__deadline dl)
 {
     char host[FTC_HOST_MAX];
     int port, fd;
@@ -74,7 +74,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
 /* Reads the answer to our HELLO: 0, or the peer's reason for refusing.
  * With a token, the answer must carry the MAC of (answer header, our
  * HELLO's MAC): proof that the listener knows the token too. */
-static int read_ack(ftc__tcp *g, ftc__chan *c, ftc_deadline dl)
+static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
 {
     uint8_t b[FTC__PGW_HDR];
     ftc__pgw_hdr h;
@@ -171,7 +171,7 @@ static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap,
 
 /* Answers a complete HELLO (ACK, or reject with the reason) and keeps or
  * closes the socket. Returns 1 if it filled a slot. */
-static int answer(ftc__tcp *g, pending *p, ftc_deadline dl)
+static int answer(ftc__tcp *g, pending *p, ftc__deadline dl)
 {
     char why[200];
     int code;
@@ -193,7 +193,7 @@ static int answer(ftc__tcp *g, pending *p, ftc_deadline dl)
         hello_header(g, FTC__PGW_HELLO_ACK, 0, 0, 0, msg);
     }
     /* A short deadline: a dialer that does not read must not stall us. */
-    ftc_deadline short_dl = ftc__deadline_min(dl, ftc__deadline_in_ms(1000));
+    ftc__deadline short_dl = ftc__deadline_min(dl, ftc__deadline_in_ms(1000));
     int rc = ftc__sock_send_all(p->fd, msg, FTC__PGW_HDR + len, short_dl, NULL);
     if (c == NULL || rc != 0) {
         char peer[64];
@@ -229,7 +229,7 @@ static int missing(ftc__tcp *g)
                        list);
 }
 
-static int accept_all(ftc__tcp *g, int lfd, ftc_deadline dl)
+static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
 {
     int expected = (g->size - 1 - g->rank) * (g->streams + 1);
     int cap = expected + 16, npend = 0, rc = 0;
@@ -304,7 +304,7 @@ static int accept_all(ftc__tcp *g, int lfd, ftc_deadline dl)
 }
 
 int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
-                      const char *const *addrs, ftc_deadline dl)
+                      const char *const *addrs, ftc__deadline dl)
 {
     for (int p = 0; p < g->size; p++) {
         for (int s = 0; s <= g->streams; s++) {

@@ -24,7 +24,7 @@ static int check_device(void *impl, int device)
 
 static void tcp_destroy(void *impl);
 
-static int tcp_wait(void *impl, ftc_work *w, ftc_deadline dl)
+static int tcp_wait(void *impl, ftc_work *w, ftc__deadline dl)
 {
     return ftc__tcp_wait(impl, w, dl);
 }
@@ -247,7 +247,7 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->impl = g;
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, rank, size);
         g->spin_cur = g->spin_ns;
-        ftc_deadline dl = ftc__deadline_from_timeout(
+        ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
         rc = ftc__mesh_connect(g, l, addrs, dl);
     }

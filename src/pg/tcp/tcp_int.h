@@ -145,7 +145,7 @@ typedef struct ftc__tcp {
     ftc__chan *coll; /* size * streams, by peer * streams + stream */
     ftc__chan *side; /* size, by peer */
     int epfd;
-    ftc_event doorbell;
+    ftc__event doorbell;
     pthread_t pt;
     bool pt_started;
 
@@ -218,7 +218,7 @@ uint8_t *ftc__tcp_scratch(ftc__tcp *g, size_t bytes);
 int ftc__tcp_engine_start(ftc__tcp *g);
 void ftc__tcp_engine_stop(ftc__tcp *g);
 int ftc__tcp_submit(void *impl, ftc__op *op);
-int ftc__tcp_wait(void *impl, ftc_work *w, ftc_deadline dl);
+int ftc__tcp_wait(void *impl, ftc_work *w, ftc__deadline dl);
 void ftc__tcp_abort(void *impl);
 int ftc__tcp_status(void *impl);
 /* Fails the group (driver only): every pending op, then the peers. */
@@ -290,6 +290,6 @@ void ftc__p2p_free(ftc__tcp *g);
 /* ---- mesh.c: connect the full mesh (blocking, until dl). chans are the
  * group's arrays; fills fd and name of every channel to every peer. */
 int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
-                      const char *const *addrs, ftc_deadline dl);
+                      const char *const *addrs, ftc__deadline dl);
 
 #endif

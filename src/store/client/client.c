@@ -259,7 +259,7 @@ int ftc__store_call_wait(ftc__store_call *k)
 /* Once the WAIT succeeded the fetch is owed an answer even if the deadline
  * passed meanwhile (the keys came just in time, or as the timed-out WAIT
  * was cancelled): it gets the cancel's grace instead. */
-ftc_deadline ftc__store_call_fetch_deadline(const ftc__store_call *k)
+ftc__deadline ftc__store_call_fetch_deadline(const ftc__store_call *k)
 {
     return ftc__deadline_expired(k->dl)
                ? ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS)

@@ -29,7 +29,7 @@ static int one_request(ftc__store_call *k, const char *key, int rank, int world,
     if (rc != 0) {
         return rc;
     }
-    ftc_deadline dl = ftc__store_call_fetch_deadline(k);
+    ftc__deadline dl = ftc__store_call_fetch_deadline(k);
     rc = ftc__store_conn_recv_i64(c, &res->arrived, dl);
     if (rc == 0) {
         rc = ftc__store_conn_recv_value(c, &res->last_members,

@@ -60,7 +60,7 @@ int ftc__store_req_iov(const ftc__store_req *r, size_t *seg, struct iovec *iov,
     return k;
 }
 
-static int put_op(ftc__store_req *r, ftc_store_op op)
+static int put_op(ftc__store_req *r, ftc__store_op op)
 {
     int b = ftc__store_op_encode(r->dialect, op);
     if (b < 0) {
@@ -108,14 +108,14 @@ static int put_key(ftc__store_req *r, const char *prefix, const char *key)
     return ftc__buf_append(&r->buf, key, klen);
 }
 
-int ftc__store_enc_key(ftc__store_req *r, ftc_store_op op, const char *prefix,
+int ftc__store_enc_key(ftc__store_req *r, ftc__store_op op, const char *prefix,
                        const char *key)
 {
     int rc = put_op(r, op);
     return rc != 0 ? rc : put_key(r, prefix, key);
 }
 
-int ftc__store_enc_key_value(ftc__store_req *r, ftc_store_op op,
+int ftc__store_enc_key_value(ftc__store_req *r, ftc__store_op op,
                              const char *prefix, const char *key,
                              const void *value, size_t len)
 {
@@ -124,13 +124,13 @@ int ftc__store_enc_key_value(ftc__store_req *r, ftc_store_op op,
 }
 
 /* The op byte and a u64 count of the keys (or key-value pairs) after it. */
-static int put_op_count(ftc__store_req *r, ftc_store_op op, size_t n)
+static int put_op_count(ftc__store_req *r, ftc__store_op op, size_t n)
 {
     int rc = put_op(r, op);
     return rc != 0 ? rc : ftc__buf_append_u64le(&r->buf, n);
 }
 
-int ftc__store_enc_keys(ftc__store_req *r, ftc_store_op op, const char *prefix,
+int ftc__store_enc_keys(ftc__store_req *r, ftc__store_op op, const char *prefix,
                         const char *const *keys, size_t n)
 {
     int rc = put_op_count(r, op, n);
@@ -152,7 +152,7 @@ int ftc__store_enc_multi_set(ftc__store_req *r, const char *prefix,
     return rc;
 }
 
-int ftc__store_enc_bare(ftc__store_req *r, ftc_store_op op)
+int ftc__store_enc_bare(ftc__store_req *r, ftc__store_op op)
 {
     return put_op(r, op);
 }

@@ -27,7 +27,7 @@ typedef struct ftc__store_ext {
  * the request is sent. */
 typedef struct ftc__store_req {
     int dialect;
-    ftc_buf buf;
+    ftc__buf buf;
     ftc__store_ext *ext;
     size_t next;
     size_t ext_cap;
@@ -51,17 +51,17 @@ int ftc__store_req_iov(const ftc__store_req *r, size_t *seg, struct iovec *iov,
  * FTC_EMSGSIZE; after a failure the request holds a partial query and
  * must be reset. */
 /* SET, APPEND, QUEUE_PUSH: op key value. */
-int ftc__store_enc_key_value(ftc__store_req *r, ftc_store_op op,
+int ftc__store_enc_key_value(ftc__store_req *r, ftc__store_op op,
                              const char *prefix, const char *key,
                              const void *value, size_t len);
 /* GET, DELETE_KEY, QUEUE_POP, QUEUE_LEN: op key. */
-int ftc__store_enc_key(ftc__store_req *r, ftc_store_op op, const char *prefix,
+int ftc__store_enc_key(ftc__store_req *r, ftc__store_op op, const char *prefix,
                        const char *key);
 /* CHECK, WAIT, MULTI_GET: op u64 n, n keys. */
-int ftc__store_enc_keys(ftc__store_req *r, ftc_store_op op, const char *prefix,
+int ftc__store_enc_keys(ftc__store_req *r, ftc__store_op op, const char *prefix,
                         const char *const *keys, size_t n);
 /* GETNUMKEYS, CANCEL_WAIT: the op byte alone. */
-int ftc__store_enc_bare(ftc__store_req *r, ftc_store_op op);
+int ftc__store_enc_bare(ftc__store_req *r, ftc__store_op op);
 int ftc__store_enc_add(ftc__store_req *r, const char *prefix, const char *key,
                        int64_t delta);
 int ftc__store_enc_compare_set(ftc__store_req *r, const char *prefix,

@@ -55,7 +55,7 @@ void ftc__store_conn_close(ftc__store_conn *c)
     pthread_mutex_destroy(&c->fd_lock);
 }
 
-void ftc__store_conn_enter(ftc__store_conn *c, ftc_event *ev)
+void ftc__store_conn_enter(ftc__store_conn *c, ftc__event *ev)
 {
     pthread_mutex_lock(&c->fd_lock);
     if (atomic_load(&c->cancelled)) {
@@ -84,7 +84,7 @@ static void stop_if_cancelled(ftc__store_conn *c)
     }
 }
 
-void ftc__store_conn_cancel(ftc__store_conn *c, ftc_event *ev)
+void ftc__store_conn_cancel(ftc__store_conn *c, ftc__event *ev)
 {
     pthread_mutex_lock(&c->fd_lock);
     atomic_store(&c->cancelled, 1);
@@ -104,8 +104,8 @@ static int broken(ftc__store_conn *c, int rc)
     return rc;
 }
 
-int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
-                         const ftc_event *cancel)
+int ftc__store_conn_send(ftc__store_conn *c, ftc__deadline dl,
+                         const ftc__event *cancel)
 {
     size_t seg = 0;
     struct iovec iov[64];
@@ -132,7 +132,7 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
  * the same timeout keep the value set by the first, since it is set a
  * sixteenth short of what was left then. So a call's timeout never
  * outlives it, and the hot path makes no setsockopt. */
-static int bound_recv(ftc__store_conn *c, ftc_deadline dl)
+static int bound_recv(ftc__store_conn *c, ftc__deadline dl)
 {
     int64_t want = -1;
     if (!ftc__deadline_is_never(dl)) {
@@ -163,7 +163,7 @@ static int bound_recv(ftc__store_conn *c, ftc_deadline dl)
 /* Receives until at least need bytes are buffered, each time with one
  * blocking recv (bounded by bound_recv; a cancel shuts the socket down
  * under it). */
-static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl)
+static int fill(ftc__store_conn *c, size_t need, ftc__deadline dl)
 {
     while (ftc__buf_size(&c->in) < need) {
         size_t want = c->recv_chunk > 0 ? c->recv_chunk : 1;
@@ -194,7 +194,7 @@ static int fill(ftc__store_conn *c, size_t need, ftc_deadline dl)
 
 /* Fills n bytes and hands them out; the caller consumes them. */
 static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
-                ftc_deadline dl)
+                ftc__deadline dl)
 {
     int rc = fill(c, n, dl);
     if (rc != 0) {
@@ -206,7 +206,7 @@ static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
 }
 
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
-                              ftc_deadline dl)
+                              ftc__deadline dl)
 {
     const uint8_t *p = NULL;
     int rc = take(c, size, &p, dl);
@@ -220,7 +220,7 @@ int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
     return rc;
 }
 
-int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl)
+int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc__deadline dl)
 {
     uint64_t x = 0;
     int rc = ftc__store_conn_recv_uint(c, 8, &x, dl);
@@ -229,7 +229,7 @@ int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl)
 }
 
 int ftc__store_conn_recv_value(ftc__store_conn *c, void **out, size_t *n,
-                               ftc_deadline dl, const ftc_event *cancel)
+                               ftc__deadline dl, const ftc__event *cancel)
 {
     int64_t raw;
     int rc = ftc__store_conn_recv_i64(c, &raw, dl);
@@ -276,7 +276,7 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **out, size_t *n,
  * cancel's own 01. The caller reads the held replies (c->held_replies or
  * c->cancel_owed say which case). */
 static int cancel_wait(ftc__store_conn *c, int pipelined,
-                       const ftc_event *cancel)
+                       const ftc__event *cancel)
 {
     c->grace = ftc__deadline_in_ms(FTC__STORE_CANCEL_GRACE_MS);
     int rc = ftc__store_enc_bare(&c->req, FTC__OP_CANCEL_WAIT);
@@ -319,7 +319,7 @@ int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c)
 }
 
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
-                              ftc_deadline dl, const ftc_event *cancel)
+                              ftc__deadline dl, const ftc__event *cancel)
 {
     int rc = fill(c, 1, dl);
     /* A pipelined WAIT can be cancelled in-protocol only on an ftc server,
@@ -341,8 +341,8 @@ int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
     return 0;
 }
 
-static int handshake(ftc__store_conn *c, ftc_deadline dl,
-                     const ftc_event *cancel)
+static int handshake(ftc__store_conn *c, ftc__deadline dl,
+                     const ftc__event *cancel)
 {
     uint32_t nonce = ftc__store_probe_nonce(ftc__rand_u64());
     int rc = ftc__store_enc_handshake(&c->req, nonce);
@@ -370,11 +370,11 @@ static int handshake(ftc__store_conn *c, ftc_deadline dl,
 /* Connects and, in the 2.x dialect, validates and probes; a server that
  * accepts and then drops us (still starting, overloaded) is retried with
  * backoff until the deadline, like PyTorch's own client does. */
-static int open_conn(ftc__store_conn *c, ftc_deadline dl,
-                     const ftc_event *cancel)
+static int open_conn(ftc__store_conn *c, ftc__deadline dl,
+                     const ftc__event *cancel)
 {
     dl = ftc__deadline_min(dl, ftc__deadline_in_ms(c->connect_timeout_ms));
-    ftc_backoff backoff;
+    ftc__backoff backoff;
     ftc__backoff_init(&backoff, 10, 1000);
     for (;;) {
         int fd = -1;
@@ -412,7 +412,7 @@ static int open_conn(ftc__store_conn *c, ftc_deadline dl,
         }
         FTC_LOG_DEBUG("store.handshake", "%s:%d: %s; retrying", c->host,
                       c->port, ftc_last_error());
-        ftc_deadline pause = ftc__deadline_min(
+        ftc__deadline pause = ftc__deadline_min(
             dl, ftc__deadline_in_ms(ftc__backoff_next_ms(&backoff)));
         if (ftc__sleep_until(pause, cancel) != 0) {
             return ftc__seterr(FTC_ECANCELED, "connect to %s:%d: cancelled",
@@ -443,8 +443,8 @@ static const char *idle_fault(ftc__store_conn *c)
     }
 }
 
-int ftc__store_conn_ready(ftc__store_conn *c, ftc_deadline dl,
-                          const ftc_event *cancel)
+int ftc__store_conn_ready(ftc__store_conn *c, ftc__deadline dl,
+                          const ftc__event *cancel)
 {
     if (c->fd >= 0 && !c->broken) {
         const char *why = idle_fault(c);

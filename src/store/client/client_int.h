@@ -27,7 +27,7 @@ typedef struct ftc__store_conn {
      * the cancel's own WAIT_CANCELED (cancel_owed). Read by grace. */
     int held_replies;
     int cancel_owed;
-    ftc_deadline grace;
+    ftc__deadline grace;
     char host[FTC_HOST_MAX];
     int port;
     int64_t connect_timeout_ms;
@@ -43,7 +43,7 @@ typedef struct ftc__store_conn {
     pthread_mutex_t fd_lock;
     int in_call;          /* under fd_lock: between conn_enter and leave */
     atomic_int cancelled; /* set by conn_cancel, cleared by conn_enter */
-    ftc_buf in;           /* received bytes not yet consumed */
+    ftc__buf in;          /* received bytes not yet consumed */
     ftc__store_req req;
     /* Counters for tests and diagnostics, readable from any thread. */
     _Atomic uint64_t connects; /* successful TCP connects */
@@ -56,35 +56,35 @@ void ftc__store_conn_close(ftc__store_conn *c);
 
 /* A call starts: a cancel from before it is forgotten (and ev cleared);
  * one from now on stops it. */
-void ftc__store_conn_enter(ftc__store_conn *c, ftc_event *ev);
+void ftc__store_conn_enter(ftc__store_conn *c, ftc__event *ev);
 /* The call ends; if it was cancelled the connection is replaced next. */
 void ftc__store_conn_leave(ftc__store_conn *c);
 /* From any thread: signals ev and stops the call in progress, if any, by
  * shutting its socket down; a blocked read then fails, and the failure
  * is reported as FTC_ECANCELED. */
-void ftc__store_conn_cancel(ftc__store_conn *c, ftc_event *ev);
+void ftc__store_conn_cancel(ftc__store_conn *c, ftc__event *ev);
 
 /* Makes the connection usable for a new call: (re)connects with the
  * handshake if it is closed or broken, and replaces it if the server closed
  * it or sent bytes nobody asked for while it was idle. Connecting is
  * bounded by dl and the connect timeout. */
-int ftc__store_conn_ready(ftc__store_conn *c, ftc_deadline dl,
-                          const ftc_event *cancel);
+int ftc__store_conn_ready(ftc__store_conn *c, ftc__deadline dl,
+                          const ftc__event *cancel);
 
 /* Sends c->req and resets it. Any failure marks the connection broken. */
-int ftc__store_conn_send(ftc__store_conn *c, ftc_deadline dl,
-                         const ftc_event *cancel);
+int ftc__store_conn_send(ftc__store_conn *c, ftc__deadline dl,
+                         const ftc__event *cancel);
 
 /* Reply readers. Any failure marks the connection broken, except that
  * recv_wait leaves it to the caller when nothing at all has arrived. */
 /* A little-endian unsigned integer of size bytes (1, 4 or 8). */
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
-                              ftc_deadline dl);
-int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc_deadline dl);
+                              ftc__deadline dl);
+int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc__deadline dl);
 /* A u64 length (checked against max_value_bytes) and that many bytes into a
  * new buffer (never NULL, released with ftc__free). */
 int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
-                               ftc_deadline dl, const ftc_event *cancel);
+                               ftc__deadline dl, const ftc__event *cancel);
 
 /* Reads the answer to a WAIT. When it times out with nothing received, a
  * 2.x connection cancels the wait in-protocol (CANCEL_WAIT, answered
@@ -96,7 +96,7 @@ int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
  *   with recv_cancel_owed).
  * Every other failure marks the connection broken. */
 int ftc__store_conn_recv_wait(ftc__store_conn *c, int pipelined,
-                              ftc_deadline dl, const ftc_event *cancel);
+                              ftc__deadline dl, const ftc__event *cancel);
 int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c);
 
 #define FTC__STORE_CLIENT_MAGIC 0x53544f43u /* "STOC" */
@@ -104,7 +104,7 @@ int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c);
 /* What a client and all its views share. */
 typedef struct ftc__store_core {
     pthread_mutex_t lock; /* held for the whole of every call */
-    ftc_event cancel;     /* signalled by cancel, cleared by the next call */
+    ftc__event cancel;    /* signalled by cancel, cleared by the next call */
     ftc_store_client_opts opts;
     ftc__store_conn conn;
 } ftc__store_core;
@@ -121,9 +121,9 @@ struct ftc_store_client {
 typedef struct ftc__store_call {
     ftc__store_core *core;
     ftc__store_conn *conn;
-    const ftc_event *cancel;
+    const ftc__event *cancel;
     const char *prefix; /* the view's prefix or NULL */
-    ftc_deadline dl;
+    ftc__deadline dl;
     int64_t timeout_ms; /* resolved; < 0 means never */
     const char *op;
     const char *const *keys;
@@ -154,14 +154,14 @@ int ftc__store_call_wait(ftc__store_call *k);
  * FTC_ETIMEDOUT, or 0 if what it read must not be lost (a popped item). */
 typedef int (*ftc__store_fetch_enc)(ftc__store_call *k, void *ctx);
 typedef int (*ftc__store_fetch_read)(ftc__store_call *k, void *ctx,
-                                     ftc_deadline dl, int cancelled);
+                                     ftc__deadline dl, int cancelled);
 /* WAIT for the call's keys, then the fetch: one write against an ftc
  * server, WAIT first (two round trips) against PyTorch's. */
 int ftc__store_call_wait_fetch(ftc__store_call *k, ftc__store_fetch_enc enc,
                                ftc__store_fetch_read read, void *ctx);
 /* What a fetch that follows a WAIT may still take after the call's
  * deadline passed (the keys came just in time): the cancel's grace. */
-ftc_deadline ftc__store_call_fetch_deadline(const ftc__store_call *k);
+ftc__deadline ftc__store_call_fetch_deadline(const ftc__store_call *k);
 /* WAIT for k->keys[0], then its value (see ftc_store_client_get); on
  * failure *value is NULL. */
 int ftc__store_call_get(ftc__store_call *k, void **value, size_t *len);

@@ -28,7 +28,7 @@ static int fetch_enc(ftc__store_call *k, void *ctx)
     return rc;
 }
 
-static int fetch_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+static int fetch_read(ftc__store_call *k, void *ctx, ftc__deadline dl,
                       int cancelled)
 {
     ftc_store_value *values = ctx;

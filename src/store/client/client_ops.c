@@ -9,7 +9,7 @@
     ftc__store_call_begin(k, client, op, &(key), 1, timeout_ms, flags)
 
 static int one_way(ftc_store_client *client, const char *op, int flags,
-                   ftc_store_op query, const char *key, const void *value,
+                   ftc__store_op query, const char *key, const void *value,
                    size_t len, int64_t timeout_ms)
 {
     ftc__store_call k;
@@ -58,7 +58,7 @@ static int get_enc(ftc__store_call *k, void *ctx)
                               k->keys[0]);
 }
 
-static int get_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+static int get_read(ftc__store_call *k, void *ctx, ftc__deadline dl,
                     int cancelled)
 {
     struct get_ctx *g = ctx;

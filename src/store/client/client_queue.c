@@ -17,7 +17,7 @@ static int pop_enc(ftc__store_call *k, void *ctx)
 }
 
 /* QUEUE_POP answers the length before the pop, then the item if any. */
-static int pop_read(ftc__store_call *k, void *ctx, ftc_deadline dl,
+static int pop_read(ftc__store_call *k, void *ctx, ftc__deadline dl,
                     int cancelled)
 {
     struct pop_ctx *p = ctx;
@@ -65,7 +65,7 @@ int ftc_store_client_queue_pop(ftc_store_client *client, const char *key,
     /* Another client may pop the item between our WAIT and our POP; then
      * wait again. The pause only matters if the server keeps answering
      * the WAIT while the queue stays empty. */
-    ftc_backoff backoff;
+    ftc__backoff backoff;
     ftc__backoff_init(&backoff, 1, 100);
     struct pop_ctx p = {key, value, len, 0};
     for (;;) {
@@ -81,7 +81,7 @@ int ftc_store_client_queue_pop(ftc_store_client *client, const char *key,
             rc = FTC_ETIMEDOUT;
             break;
         }
-        ftc_deadline pause = ftc__deadline_min(
+        ftc__deadline pause = ftc__deadline_min(
             k.dl, ftc__deadline_in_ms(ftc__backoff_next_ms(&backoff)));
         rc = ftc__sleep_until(pause, k.cancel);
         if (rc != 0) {

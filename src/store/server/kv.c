@@ -11,9 +11,9 @@
 #include "base/base_int.h"
 #include "store/server/kv_table.h"
 
-struct ftc_kv {
-    ftc_kv_table table;
-    ftc_kv_hooks hooks;
+struct ftc__kv {
+    ftc__kv_table table;
+    ftc__kv_hooks hooks;
     void *ctx;
     uint64_t max_bytes;
     uint64_t bytes;    /* keys holding data, values, queued items */
@@ -22,31 +22,31 @@ struct ftc_kv {
     uint64_t reserved; /* room held for values still arriving */
 };
 
-typedef ftc_kv_reg kv_reg;
+typedef ftc__kv_reg kv_reg;
 
 typedef struct kv_item {
-    ftc_list node;
-    ftc_kv_value *value;
+    ftc__list node;
+    ftc__kv_value *value;
 } kv_item;
 
 /* Bookkeeping counted against the total limit with the data, so a client
  * cannot exhaust memory with empty values, items, waits or watches. */
-#define SLOT_COST sizeof(ftc_kv_slot)
-#define VALUE_COST sizeof(ftc_kv_value)
-#define ITEM_COST (sizeof(kv_item) + sizeof(ftc_kv_value))
+#define SLOT_COST sizeof(ftc__kv_slot)
+#define VALUE_COST sizeof(ftc__kv_value)
+#define ITEM_COST (sizeof(kv_item) + sizeof(ftc__kv_value))
 #define REG_COST sizeof(kv_reg)
 
 enum { REG_WAIT, REG_BARRIER, REG_WATCH };
 
 /* ---------------------------------------------------------------- values */
 
-ftc_kv_value *ftc__kv_value_alloc(size_t len)
+ftc__kv_value *ftc__kv_value_alloc(size_t len)
 {
-    if (len > SIZE_MAX - sizeof(ftc_kv_value)) {
+    if (len > SIZE_MAX - sizeof(ftc__kv_value)) {
         ftc__seterr(FTC_ENOMEM, "value of %zu B", len);
         return NULL;
     }
-    ftc_kv_value *v = ftc__malloc(sizeof(*v) + len);
+    ftc__kv_value *v = ftc__malloc(sizeof(*v) + len);
     if (v == NULL) {
         ftc__seterr(FTC_ENOMEM, "value of %zu B", len);
         return NULL;
@@ -57,10 +57,10 @@ ftc_kv_value *ftc__kv_value_alloc(size_t len)
     return v;
 }
 
-static ftc_kv_value *value_new(const void *a, size_t alen, const void *b,
-                               size_t blen)
+static ftc__kv_value *value_new(const void *a, size_t alen, const void *b,
+                                size_t blen)
 {
-    ftc_kv_value *v = ftc__kv_value_alloc(alen + blen);
+    ftc__kv_value *v = ftc__kv_value_alloc(alen + blen);
     if (v == NULL) {
         return NULL;
     }
@@ -73,13 +73,13 @@ static ftc_kv_value *value_new(const void *a, size_t alen, const void *b,
     return v;
 }
 
-ftc_kv_value *ftc__kv_value_ref(ftc_kv_value *v)
+ftc__kv_value *ftc__kv_value_ref(ftc__kv_value *v)
 {
     v->refs++;
     return v;
 }
 
-void ftc__kv_value_unref(ftc_kv_value *v)
+void ftc__kv_value_unref(ftc__kv_value *v)
 {
     if (v != NULL && --v->refs == 0) {
         ftc__free(v);
@@ -88,16 +88,16 @@ void ftc__kv_value_unref(ftc_kv_value *v)
 
 /* A value's bytes; an absent value is empty (never a NULL pointer, so
  * consumers may memcpy it). */
-static ftc_wire_str bytes_of(const ftc_kv_value *v)
+static ftc__wire_str bytes_of(const ftc__kv_value *v)
 {
     static const uint8_t nothing[1];
-    ftc_wire_str s = {v != NULL ? v->data : nothing, v != NULL ? v->len : 0};
+    ftc__wire_str s = {v != NULL ? v->data : nothing, v != NULL ? v->len : 0};
     return s;
 }
 
 /* std::stoll on the value's bytes: blanks, a sign, at least one digit;
  * what follows the digits (a NUL included) is ignored. */
-static int parse_decimal(const ftc_kv_value *v, int64_t *out)
+static int parse_decimal(const ftc__kv_value *v, int64_t *out)
 {
     const uint8_t *p = v->data;
     size_t i = 0, n = v->len;
@@ -132,10 +132,10 @@ static int parse_decimal(const ftc_kv_value *v, int64_t *out)
 
 /* ----------------------------------------------------------- bookkeeping */
 
-ftc_kv *ftc__kv_new(const ftc_kv_hooks *hooks, void *ctx,
-                    uint64_t max_total_bytes)
+ftc__kv *ftc__kv_new(const ftc__kv_hooks *hooks, void *ctx,
+                     uint64_t max_total_bytes)
 {
-    ftc_kv *kv = ftc__calloc(1, sizeof(*kv));
+    ftc__kv *kv = ftc__calloc(1, sizeof(*kv));
     if (kv == NULL) {
         return NULL;
     }
@@ -149,27 +149,27 @@ ftc_kv *ftc__kv_new(const ftc_kv_hooks *hooks, void *ctx,
     return kv;
 }
 
-uint64_t ftc__kv_num_keys(const ftc_kv *kv)
+uint64_t ftc__kv_num_keys(const ftc__kv *kv)
 {
     return kv->nkeys;
 }
 
-uint64_t ftc__kv_bytes(const ftc_kv *kv)
+uint64_t ftc__kv_bytes(const ftc__kv *kv)
 {
     return kv->bytes;
 }
 
-uint64_t ftc__kv_overhead(const ftc_kv *kv)
+uint64_t ftc__kv_overhead(const ftc__kv *kv)
 {
     return kv->overhead;
 }
 
-uint64_t ftc__kv_reserved(const ftc_kv *kv)
+uint64_t ftc__kv_reserved(const ftc__kv *kv)
 {
     return kv->reserved;
 }
 
-void ftc__kv_client_init(ftc_kv_client *c)
+void ftc__kv_client_init(ftc__kv_client *c)
 {
     c->awaited = 0;
     c->first_used = 0;
@@ -180,14 +180,14 @@ void ftc__kv_client_init(ftc_kv_client *c)
     ftc__list_init(&c->watches);
 }
 
-static int holds_data(const ftc_kv_slot *s)
+static int holds_data(const ftc__kv_slot *s)
 {
     return s != NULL && (s->value != NULL || s->queue_len > 0);
 }
 
 /* Refuses to let the store's memory (data plus bookkeeping) grow by add
  * (after dropping sub) past the total limit. */
-static int afford(const ftc_kv *kv, uint64_t add, uint64_t sub)
+static int afford(const ftc__kv *kv, uint64_t add, uint64_t sub)
 {
     uint64_t held = kv->bytes + kv->overhead + kv->reserved - sub;
     if (add > kv->max_bytes || held > kv->max_bytes - add) {
@@ -200,13 +200,13 @@ static int afford(const ftc_kv *kv, uint64_t add, uint64_t sub)
 }
 
 /* What a slot for key costs if it does not exist yet (s NULL). */
-static uint64_t new_slot_cost(const ftc_kv_slot *s, ftc_wire_str key)
+static uint64_t new_slot_cost(const ftc__kv_slot *s, ftc__wire_str key)
 {
     return s != NULL ? 0 : SLOT_COST + key.len;
 }
 
 /* The slot s, or a new one for key; NULL when out of memory. */
-static ftc_kv_slot *slot_for(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key)
+static ftc__kv_slot *slot_for(ftc__kv *kv, ftc__kv_slot *s, ftc__wire_str key)
 {
     if (s == NULL) {
         s = ftc__kv_table_get(&kv->table, key);
@@ -219,7 +219,7 @@ static ftc_kv_slot *slot_for(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key)
 
 /* Moves the key between bookkeeping and data when its slot starts or
  * stops holding data. */
-static void account_key(ftc_kv *kv, ftc_kv_slot *s, int held_before)
+static void account_key(ftc__kv *kv, ftc__kv_slot *s, int held_before)
 {
     int held = holds_data(s);
     if (held && !held_before) {
@@ -232,7 +232,7 @@ static void account_key(ftc_kv *kv, ftc_kv_slot *s, int held_before)
 }
 
 /* Frees a slot that no longer holds anything. */
-static void tidy(ftc_kv *kv, ftc_kv_slot *s)
+static void tidy(ftc__kv *kv, ftc__kv_slot *s)
 {
     if (s->value == NULL && s->queue_len == 0 && ftc__list_empty(&s->waiters) &&
         ftc__list_empty(&s->watchers)) {
@@ -242,7 +242,7 @@ static void tidy(ftc_kv *kv, ftc_kv_slot *s)
 }
 
 /* Gives back a registration's storage (see new_reg). */
-static void drop_new_reg(kv_reg *r, ftc_kv_client *c)
+static void drop_new_reg(kv_reg *r, ftc__kv_client *c)
 {
     if (r == &c->first) {
         c->first_used = 0;
@@ -251,7 +251,7 @@ static void drop_new_reg(kv_reg *r, ftc_kv_client *c)
     }
 }
 
-static void release_reg(ftc_kv *kv, kv_reg *r)
+static void release_reg(ftc__kv *kv, kv_reg *r)
 {
     ftc__list_remove(&r->slot_node);
     ftc__list_remove(&r->client_node);
@@ -261,7 +261,7 @@ static void release_reg(ftc_kv *kv, kv_reg *r)
 
 /* Storage for a registration of c: its own first one when unused (waits
  * only: a watch lasts, and would keep it from every later wait). */
-static kv_reg *new_reg(ftc_kv_client *c, int kind)
+static kv_reg *new_reg(ftc__kv_client *c, int kind)
 {
     if (kind != REG_WATCH && !c->first_used) {
         c->first_used = 1;
@@ -272,10 +272,10 @@ static kv_reg *new_reg(ftc_kv_client *c, int kind)
 
 /* Registers c as a waiter (kind REG_WAIT or REG_BARRIER) or watcher of
  * key, whose slot is *sp (NULL: looked up, created if missing). */
-static int add_reg(ftc_kv *kv, ftc_kv_slot **sp, ftc_wire_str key,
-                   ftc_kv_client *c, int kind)
+static int add_reg(ftc__kv *kv, ftc__kv_slot **sp, ftc__wire_str key,
+                   ftc__kv_client *c, int kind)
 {
-    ftc_kv_slot *s = *sp != NULL ? *sp : ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = *sp != NULL ? *sp : ftc__kv_table_find(&kv->table, key);
     int rc = afford(kv, REG_COST + new_slot_cost(s, key), 0);
     if (rc != 0) {
         return rc;
@@ -305,10 +305,10 @@ static int add_reg(ftc_kv *kv, ftc_kv_slot **sp, ftc_wire_str key,
 
 /* The key arrived for the waiter r: one less to wait for. A
  * CONTROL_BARRIER (one key: last_members) takes that key's value along. */
-static int satisfy(ftc_kv *kv, kv_reg *r)
+static int satisfy(ftc__kv *kv, kv_reg *r)
 {
-    ftc_kv_client *c = r->client;
-    ftc_kv_value *v = r->slot->value;
+    ftc__kv_client *c = r->client;
+    ftc__kv_value *v = r->slot->value;
     release_reg(kv, r);
     if (--c->awaited == 0) {
         if (c->control) {
@@ -322,9 +322,9 @@ static int satisfy(ftc_kv *kv, kv_reg *r)
 
 /* Wakes the waiters of s: all of them, or only the first that completes
  * (a queue push serves one popper); barrier waiters only if barriers. */
-static void wake(ftc_kv *kv, ftc_kv_slot *s, int barriers, int only_one)
+static void wake(ftc__kv *kv, ftc__kv_slot *s, int barriers, int only_one)
 {
-    ftc_list *n = s->waiters.next;
+    ftc__list *n = s->waiters.next;
     while (n != &s->waiters) {
         kv_reg *r = FTC_LIST_ENTRY(n, kv_reg, slot_node);
         n = n->next;
@@ -337,20 +337,20 @@ static void wake(ftc_kv *kv, ftc_kv_slot *s, int barriers, int only_one)
     }
 }
 
-static void notify(ftc_kv *kv, ftc_kv_slot *s, int type, ftc_wire_str old,
-                   ftc_wire_str new_value)
+static void notify(ftc__kv *kv, ftc__kv_slot *s, int type, ftc__wire_str old,
+                   ftc__wire_str new_value)
 {
-    ftc_wire_str key = {s->key, s->klen};
-    for (ftc_list *n = s->watchers.next; n != &s->watchers; n = n->next) {
+    ftc__wire_str key = {s->key, s->klen};
+    for (ftc__list *n = s->watchers.next; n != &s->watchers; n = n->next) {
         kv_reg *r = FTC_LIST_ENTRY(n, kv_reg, slot_node);
         kv->hooks.watch(kv->ctx, r->client, type, key, old, new_value);
     }
 }
 
 /* Replaces s's value with v (owned), then tells watchers and waiters. */
-static void put_value(ftc_kv *kv, ftc_kv_slot *s, ftc_kv_value *v)
+static void put_value(ftc__kv *kv, ftc__kv_slot *s, ftc__kv_value *v)
 {
-    ftc_kv_value *old = s->value;
+    ftc__kv_value *old = s->value;
     int held = holds_data(s);
     s->value = v;
     kv->bytes += v->len;
@@ -373,16 +373,16 @@ static void put_value(ftc_kv *kv, ftc_kv_slot *s, ftc_kv_value *v)
 
 /* The room a new value v_len bytes long for key takes, given its slot s
  * (NULL: none yet), and *sub what it frees (the value it replaces). */
-static uint64_t value_cost(const ftc_kv_slot *s, ftc_wire_str key, size_t vlen,
-                           uint64_t *sub)
+static uint64_t value_cost(const ftc__kv_slot *s, ftc__wire_str key,
+                           size_t vlen, uint64_t *sub)
 {
     *sub = s != NULL && s->value != NULL ? s->value->len + VALUE_COST : 0;
     return (uint64_t)vlen + VALUE_COST + new_slot_cost(s, key);
 }
 
 /* Makes v (owned, already paid for) key's value in slot s (NULL: create). */
-static int place(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key, ftc_kv_value *v,
-                 ftc_kv_slot **slot)
+static int place(ftc__kv *kv, ftc__kv_slot *s, ftc__wire_str key,
+                 ftc__kv_value *v, ftc__kv_slot **slot)
 {
     s = slot_for(kv, s, key);
     if (s == NULL) {
@@ -396,17 +396,17 @@ static int place(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str key, ftc_kv_value *v,
 }
 
 /* Stores a+b as key's value; the common path of every map write. */
-static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
-                 const void *b, size_t blen, ftc_kv_slot **slot)
+static int store(ftc__kv *kv, ftc__wire_str key, const void *a, size_t alen,
+                 const void *b, size_t blen, ftc__kv_slot **slot)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     uint64_t sub;
     uint64_t cost = value_cost(s, key, alen + blen, &sub);
     int rc = afford(kv, cost, sub);
     if (rc != 0) {
         return rc;
     }
-    ftc_kv_value *v = value_new(a, alen, b, blen);
+    ftc__kv_value *v = value_new(a, alen, b, blen);
     if (v == NULL) {
         return FTC_ENOMEM;
     }
@@ -419,21 +419,21 @@ static int store(ftc_kv *kv, ftc_wire_str key, const void *a, size_t alen,
 
 /* ---------------------------------------------------------------- writes */
 
-int ftc__kv_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
+int ftc__kv_set(ftc__kv *kv, ftc__wire_str key, ftc__wire_str val)
 {
     return store(kv, key, val.p, val.len, NULL, 0, NULL);
 }
 
-int ftc__kv_set_value(ftc_kv *kv, ftc_wire_str key, ftc_kv_value *v)
+int ftc__kv_set_value(ftc__kv *kv, ftc__wire_str key, ftc__kv_value *v)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     uint64_t sub;
     uint64_t cost = value_cost(s, key, v->len, &sub);
     int rc = afford(kv, cost, sub);
     return rc != 0 ? rc : place(kv, s, key, v, NULL);
 }
 
-int ftc__kv_reserve(ftc_kv *kv, size_t klen, size_t vlen, uint64_t *held)
+int ftc__kv_reserve(ftc__kv *kv, size_t klen, size_t vlen, uint64_t *held)
 {
     /* As if the key were new and replaced nothing: the most it can take. */
     uint64_t n = (uint64_t)vlen + VALUE_COST + SLOT_COST + klen;
@@ -445,23 +445,23 @@ int ftc__kv_reserve(ftc_kv *kv, size_t klen, size_t vlen, uint64_t *held)
     return rc;
 }
 
-void ftc__kv_unreserve(ftc_kv *kv, uint64_t held)
+void ftc__kv_unreserve(ftc__kv *kv, uint64_t held)
 {
     kv->reserved -= held;
 }
 
 /* Grows a value nobody else references in place (amortised doubling), so
  * repeated appends cost linear time. */
-static int append_in_place(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str val)
+static int append_in_place(ftc__kv *kv, ftc__kv_slot *s, ftc__wire_str val)
 {
-    ftc_kv_value *v = s->value;
+    ftc__kv_value *v = s->value;
     size_t need = v->len + val.len;
     if (need > v->cap) {
         size_t cap = v->cap * 2 > need ? v->cap * 2 : need;
         if (cap > SIZE_MAX - sizeof(*v)) {
             cap = need;
         }
-        ftc_kv_value *grown = ftc__realloc(v, sizeof(*v) + cap);
+        ftc__kv_value *grown = ftc__realloc(v, sizeof(*v) + cap);
         if (grown == NULL) {
             return ftc__seterr(FTC_ENOMEM, "append to %zu B", v->len);
         }
@@ -475,9 +475,9 @@ static int append_in_place(ftc_kv *kv, ftc_kv_slot *s, ftc_wire_str val)
     return 0;
 }
 
-int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
+int ftc__kv_append(ftc__kv *kv, ftc__wire_str key, ftc__wire_str val)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     if (s == NULL || s->value == NULL) {
         return store(kv, key, val.p, val.len, NULL, 0, NULL);
     }
@@ -494,8 +494,8 @@ int ftc__kv_append(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
 }
 
 /* Stores a number as decimal text, as std::to_string does. */
-static int store_number(ftc_kv *kv, ftc_wire_str key, int64_t n,
-                        ftc_kv_slot **slot)
+static int store_number(ftc__kv *kv, ftc__wire_str key, int64_t n,
+                        ftc__kv_slot **slot)
 {
     char text[24];
     int len = snprintf(text, sizeof(text), "%" PRId64, n);
@@ -503,9 +503,9 @@ static int store_number(ftc_kv *kv, ftc_wire_str key, int64_t n,
 }
 
 /* The counter at key, 0 when missing. */
-static int counter(ftc_kv *kv, ftc_wire_str key, int64_t *out)
+static int counter(ftc__kv *kv, ftc__wire_str key, int64_t *out)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     *out = 0;
     if (s == NULL || s->value == NULL) {
         return 0;
@@ -513,7 +513,7 @@ static int counter(ftc_kv *kv, ftc_wire_str key, int64_t *out)
     return parse_decimal(s->value, out);
 }
 
-int ftc__kv_add(ftc_kv *kv, ftc_wire_str key, int64_t delta, int64_t *out)
+int ftc__kv_add(ftc__kv *kv, ftc__wire_str key, int64_t delta, int64_t *out)
 {
     int64_t old;
     int rc = counter(kv, key, &old);
@@ -529,10 +529,10 @@ int ftc__kv_add(ftc_kv *kv, ftc_wire_str key, int64_t delta, int64_t *out)
     return rc;
 }
 
-int ftc__kv_compare_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str expected,
-                        ftc_wire_str desired, ftc_wire_str *reply)
+int ftc__kv_compare_set(ftc__kv *kv, ftc__wire_str key, ftc__wire_str expected,
+                        ftc__wire_str desired, ftc__wire_str *reply)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     if (s == NULL || s->value == NULL) {
         if (expected.len != 0) {
             *reply = expected;
@@ -551,13 +551,13 @@ int ftc__kv_compare_set(ftc_kv *kv, ftc_wire_str key, ftc_wire_str expected,
     return rc;
 }
 
-int ftc__kv_delete(ftc_kv *kv, ftc_wire_str key)
+int ftc__kv_delete(ftc__kv *kv, ftc__wire_str key)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     if (s == NULL || s->value == NULL) {
         return 0;
     }
-    ftc_kv_value *old = s->value;
+    ftc__kv_value *old = s->value;
     int held = holds_data(s);
     s->value = NULL;
     kv->bytes -= old->len;
@@ -572,15 +572,15 @@ int ftc__kv_delete(ftc_kv *kv, ftc_wire_str key)
     return 1;
 }
 
-int ftc__kv_queue_push(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
+int ftc__kv_queue_push(ftc__kv *kv, ftc__wire_str key, ftc__wire_str val)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     int rc = afford(kv, val.len + ITEM_COST + new_slot_cost(s, key), 0);
     if (rc != 0) {
         return rc;
     }
     kv_item *it = ftc__malloc(sizeof(*it));
-    ftc_kv_value *v = value_new(val.p, val.len, NULL, 0);
+    ftc__kv_value *v = value_new(val.p, val.len, NULL, 0);
     s = it != NULL && v != NULL ? slot_for(kv, s, key) : s;
     if (it == NULL || v == NULL || s == NULL) {
         ftc__free(it);
@@ -603,21 +603,21 @@ int ftc__kv_queue_push(ftc_kv *kv, ftc_wire_str key, ftc_wire_str val)
 
 /* ----------------------------------------------------------------- reads */
 
-const ftc_kv_value *ftc__kv_get(ftc_kv *kv, ftc_wire_str key)
+const ftc__kv_value *ftc__kv_get(ftc__kv *kv, ftc__wire_str key)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     return s != NULL ? s->value : NULL;
 }
 
-static int present(ftc_kv *kv, ftc_wire_str key)
+static int present(ftc__kv *kv, ftc__wire_str key)
 {
     return holds_data(ftc__kv_table_find(&kv->table, key));
 }
 
-int ftc__kv_check(ftc_kv *kv, const uint8_t *items, uint64_t count)
+int ftc__kv_check(ftc__kv *kv, const uint8_t *items, uint64_t count)
 {
     for (uint64_t i = 0; i < count; i++) {
-        ftc_wire_str key;
+        ftc__wire_str key;
         ftc__wire_next_str(&items, &key);
         if (!present(kv, key)) {
             return 0;
@@ -626,16 +626,16 @@ int ftc__kv_check(ftc_kv *kv, const uint8_t *items, uint64_t count)
     return 1;
 }
 
-int64_t ftc__kv_queue_len(ftc_kv *kv, ftc_wire_str key)
+int64_t ftc__kv_queue_len(ftc__kv *kv, ftc__wire_str key)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     return s != NULL ? (int64_t)s->queue_len : 0;
 }
 
-void ftc__kv_queue_pop(ftc_kv *kv, ftc_wire_str key, int64_t *size,
-                       ftc_kv_value **item)
+void ftc__kv_queue_pop(ftc__kv *kv, ftc__wire_str key, int64_t *size,
+                       ftc__kv_value **item)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(&kv->table, key);
+    ftc__kv_slot *s = ftc__kv_table_find(&kv->table, key);
     *item = NULL;
     *size = s != NULL ? (int64_t)s->queue_len : 0;
     if (*size == 0) {
@@ -654,20 +654,20 @@ void ftc__kv_queue_pop(ftc_kv *kv, ftc_wire_str key, int64_t *size,
 }
 
 struct foreach_ctx {
-    void (*fn)(void *arg, ftc_wire_str key);
+    void (*fn)(void *arg, ftc__wire_str key);
     void *arg;
 };
 
-static void foreach_value(void *arg, ftc_kv_slot *s)
+static void foreach_value(void *arg, ftc__kv_slot *s)
 {
     struct foreach_ctx *f = arg;
     if (s->value != NULL) {
-        ftc_wire_str key = {s->key, s->klen};
+        ftc__wire_str key = {s->key, s->klen};
         f->fn(f->arg, key);
     }
 }
 
-void ftc__kv_foreach_key(ftc_kv *kv, void (*fn)(void *arg, ftc_wire_str key),
+void ftc__kv_foreach_key(ftc__kv *kv, void (*fn)(void *arg, ftc__wire_str key),
                          void *arg)
 {
     struct foreach_ctx f = {fn, arg};
@@ -677,17 +677,17 @@ void ftc__kv_foreach_key(ftc_kv *kv, void (*fn)(void *arg, ftc_wire_str key),
 /* --------------------------------------------------------------- waiting */
 
 /* Drops every registration on a client list, tidying emptied slots. */
-static void release_all(ftc_kv *kv, ftc_list *client_list)
+static void release_all(ftc__kv *kv, ftc__list *client_list)
 {
     while (!ftc__list_empty(client_list)) {
         kv_reg *r = FTC_LIST_ENTRY(client_list->next, kv_reg, client_node);
-        ftc_kv_slot *s = r->slot;
+        ftc__kv_slot *s = r->slot;
         release_reg(kv, r);
         tidy(kv, s);
     }
 }
 
-int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
+int ftc__kv_wait(ftc__kv *kv, ftc__kv_client *c, const uint8_t *items,
                  uint64_t count)
 {
     if (FTC_NEVER(c->awaited != 0)) {
@@ -697,12 +697,12 @@ int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
         return 1;
     }
     for (uint64_t i = 0; i < count; i++) {
-        ftc_wire_str key;
+        ftc__wire_str key;
         ftc__wire_next_str(&items, &key);
         if (present(kv, key)) {
             continue;
         }
-        ftc_kv_slot *s = NULL;
+        ftc__kv_slot *s = NULL;
         int rc = add_reg(kv, &s, key, c, REG_WAIT);
         if (rc != 0) {
             release_all(kv, &c->waits);
@@ -714,7 +714,7 @@ int ftc__kv_wait(ftc_kv *kv, ftc_kv_client *c, const uint8_t *items,
     return 0;
 }
 
-int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
+int ftc__kv_barrier(ftc__kv *kv, ftc__kv_client *c, ftc__wire_str key,
                     int64_t world_size)
 {
     int64_t count;
@@ -722,7 +722,7 @@ int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
     if (rc != 0) {
         return rc;
     }
-    ftc_kv_slot *s;
+    ftc__kv_slot *s;
     count = (int64_t)((uint64_t)count + 1);
     rc = store_number(kv, key, count, &s);
     if (rc != 0) {
@@ -745,15 +745,16 @@ int ftc__kv_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
 #define LAST_MEMBERS_DONE "<val_ignored>"
 
 /* key + suffix in buf, which holds key's bytes at its start. */
-static ftc_wire_str derived(uint8_t *buf, ftc_wire_str key, const char *suffix)
+static ftc__wire_str derived(uint8_t *buf, ftc__wire_str key,
+                             const char *suffix)
 {
     size_t n = strlen(suffix);
     memcpy(buf + key.len, suffix, n);
-    ftc_wire_str s = {buf, key.len + n};
+    ftc__wire_str s = {buf, key.len + n};
     return s;
 }
 
-int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
+int ftc__kv_control_barrier(ftc__kv *kv, ftc__kv_client *c, ftc__wire_str key,
                             int64_t rank, int64_t world_size)
 {
     if (FTC_NEVER(c->awaited != 0)) {
@@ -775,23 +776,23 @@ int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
     int64_t count;
     int rc = counter(kv, derived(buf, key, "/num_members"), &count);
     if (rc == 0) {
-        ftc_wire_str joined = {(const uint8_t *)RANK_JOINED,
-                               strlen(RANK_JOINED)};
+        ftc__wire_str joined = {(const uint8_t *)RANK_JOINED,
+                                strlen(RANK_JOINED)};
         rc = ftc__kv_set(kv, derived(buf, key, rank_suffix), joined);
     }
     if (rc == 0) {
         count = (int64_t)((uint64_t)count + 1);
         rc = store_number(kv, derived(buf, key, "/num_members"), count, NULL);
     }
-    ftc_wire_str last_key = derived(buf, key, "/last_members");
+    ftc__wire_str last_key = derived(buf, key, "/last_members");
     if (rc == 0 && count == world_size) {
-        ftc_wire_str none = {(const uint8_t *)"", 0};
-        ftc_wire_str done = {(const uint8_t *)LAST_MEMBERS_DONE,
-                             strlen(LAST_MEMBERS_DONE)};
-        ftc_wire_str reply;
+        ftc__wire_str none = {(const uint8_t *)"", 0};
+        ftc__wire_str done = {(const uint8_t *)LAST_MEMBERS_DONE,
+                              strlen(LAST_MEMBERS_DONE)};
+        ftc__wire_str reply;
         rc = ftc__kv_compare_set(kv, last_key, none, done, &reply);
     }
-    ftc_kv_slot *s = NULL;
+    ftc__kv_slot *s = NULL;
     if (rc == 0) {
         s = ftc__kv_table_find(&kv->table, last_key);
         c->control = 1;
@@ -812,7 +813,7 @@ int ftc__kv_control_barrier(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key,
     return rc;
 }
 
-int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c)
+int ftc__kv_cancel_wait(ftc__kv *kv, ftc__kv_client *c)
 {
     int pending = c->awaited > 0;
     release_all(kv, &c->waits);
@@ -823,13 +824,13 @@ int ftc__kv_cancel_wait(ftc_kv *kv, ftc_kv_client *c)
     return pending;
 }
 
-int ftc__kv_watch(ftc_kv *kv, ftc_kv_client *c, ftc_wire_str key)
+int ftc__kv_watch(ftc__kv *kv, ftc__kv_client *c, ftc__wire_str key)
 {
-    ftc_kv_slot *s = NULL;
+    ftc__kv_slot *s = NULL;
     return add_reg(kv, &s, key, c, REG_WATCH);
 }
 
-void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c)
+void ftc__kv_client_forget(ftc__kv *kv, ftc__kv_client *c)
 {
     ftc__kv_cancel_wait(kv, c);
     ftc__kv_value_unref(c->outcome);
@@ -840,16 +841,16 @@ void ftc__kv_client_forget(ftc_kv *kv, ftc_kv_client *c)
 
 /* ------------------------------------------------------------- teardown */
 
-static void free_list_regs(ftc_kv *kv, ftc_list *l)
+static void free_list_regs(ftc__kv *kv, ftc__list *l)
 {
     while (!ftc__list_empty(l)) {
         release_reg(kv, FTC_LIST_ENTRY(l->next, kv_reg, slot_node));
     }
 }
 
-static void free_slot(void *arg, ftc_kv_slot *s)
+static void free_slot(void *arg, ftc__kv_slot *s)
 {
-    ftc_kv *kv = arg;
+    ftc__kv *kv = arg;
     while (!ftc__list_empty(&s->queue)) {
         kv_item *it = FTC_LIST_ENTRY(s->queue.next, kv_item, node);
         ftc__list_remove(&it->node);
@@ -862,7 +863,7 @@ static void free_slot(void *arg, ftc_kv_slot *s)
     ftc__kv_table_remove(&kv->table, s);
 }
 
-void ftc__kv_free(ftc_kv *kv)
+void ftc__kv_free(ftc__kv *kv)
 {
     if (kv == NULL) {
         return;

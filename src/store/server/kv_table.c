@@ -9,7 +9,7 @@
 
 #define INITIAL_BUCKETS 1024
 
-int ftc__kv_table_init(ftc_kv_table *t)
+int ftc__kv_table_init(ftc__kv_table *t)
 {
     t->buckets = ftc__calloc(INITIAL_BUCKETS, sizeof(*t->buckets));
     if (t->buckets == NULL) {
@@ -21,21 +21,21 @@ int ftc__kv_table_init(ftc_kv_table *t)
     return 0;
 }
 
-void ftc__kv_table_free(ftc_kv_table *t)
+void ftc__kv_table_free(ftc__kv_table *t)
 {
     ftc__free(t->buckets);
     t->buckets = NULL;
 }
 
-static uint64_t hash_of(const ftc_kv_table *t, ftc_wire_str key)
+static uint64_t hash_of(const ftc__kv_table *t, ftc__wire_str key)
 {
     return XXH3_64bits_withSeed(key.p, key.len, t->seed);
 }
 
-ftc_kv_slot *ftc__kv_table_find(const ftc_kv_table *t, ftc_wire_str key)
+ftc__kv_slot *ftc__kv_table_find(const ftc__kv_table *t, ftc__wire_str key)
 {
     uint64_t h = hash_of(t, key);
-    for (ftc_kv_slot *s = t->buckets[h & t->mask]; s != NULL; s = s->chain) {
+    for (ftc__kv_slot *s = t->buckets[h & t->mask]; s != NULL; s = s->chain) {
         if (s->hash == h && s->klen == key.len &&
             memcmp(s->key, key.p, key.len) == 0) {
             return s;
@@ -46,17 +46,17 @@ ftc_kv_slot *ftc__kv_table_find(const ftc_kv_table *t, ftc_wire_str key)
 
 /* Doubles the bucket array; on allocation failure the table just stays
  * more loaded, which is slower but correct. */
-static void grow(ftc_kv_table *t)
+static void grow(ftc__kv_table *t)
 {
     size_t n = (t->mask + 1) * 2;
-    ftc_kv_slot **b = ftc__calloc(n, sizeof(*b));
+    ftc__kv_slot **b = ftc__calloc(n, sizeof(*b));
     if (b == NULL) {
         return;
     }
     for (size_t i = 0; i <= t->mask; i++) {
-        ftc_kv_slot *s = t->buckets[i];
+        ftc__kv_slot *s = t->buckets[i];
         while (s != NULL) {
-            ftc_kv_slot *next = s->chain;
+            ftc__kv_slot *next = s->chain;
             s->chain = b[s->hash & (n - 1)];
             b[s->hash & (n - 1)] = s;
             s = next;
@@ -67,9 +67,9 @@ static void grow(ftc_kv_table *t)
     t->mask = n - 1;
 }
 
-ftc_kv_slot *ftc__kv_table_get(ftc_kv_table *t, ftc_wire_str key)
+ftc__kv_slot *ftc__kv_table_get(ftc__kv_table *t, ftc__wire_str key)
 {
-    ftc_kv_slot *s = ftc__kv_table_find(t, key);
+    ftc__kv_slot *s = ftc__kv_table_find(t, key);
     if (s != NULL) {
         return s;
     }
@@ -96,9 +96,9 @@ ftc_kv_slot *ftc__kv_table_get(ftc_kv_table *t, ftc_wire_str key)
     return s;
 }
 
-void ftc__kv_table_remove(ftc_kv_table *t, ftc_kv_slot *s)
+void ftc__kv_table_remove(ftc__kv_table *t, ftc__kv_slot *s)
 {
-    ftc_kv_slot **pp = &t->buckets[s->hash & t->mask];
+    ftc__kv_slot **pp = &t->buckets[s->hash & t->mask];
     while (*pp != s) {
         pp = &(*pp)->chain;
     }
@@ -107,13 +107,13 @@ void ftc__kv_table_remove(ftc_kv_table *t, ftc_kv_slot *s)
     ftc__free(s);
 }
 
-void ftc__kv_table_foreach(ftc_kv_table *t,
-                           void (*fn)(void *arg, ftc_kv_slot *s), void *arg)
+void ftc__kv_table_foreach(ftc__kv_table *t,
+                           void (*fn)(void *arg, ftc__kv_slot *s), void *arg)
 {
     for (size_t i = 0; i <= t->mask; i++) {
-        ftc_kv_slot *s = t->buckets[i];
+        ftc__kv_slot *s = t->buckets[i];
         while (s != NULL) {
-            ftc_kv_slot *next = s->chain;
+            ftc__kv_slot *next = s->chain;
             fn(arg, s);
             s = next;
         }

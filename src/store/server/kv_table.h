@@ -10,35 +10,35 @@
 #include "store/server/kv.h"
 #include "store/server/list.h"
 
-typedef struct ftc_kv_slot {
-    struct ftc_kv_slot *chain; /* next slot in the same bucket */
+typedef struct ftc__kv_slot {
+    struct ftc__kv_slot *chain; /* next slot in the same bucket */
     uint64_t hash;
-    ftc_kv_value *value; /* the map value, or NULL */
-    ftc_list queue;      /* queued items, oldest first */
+    ftc__kv_value *value; /* the map value, or NULL */
+    ftc__list queue;      /* queued items, oldest first */
     uint64_t queue_len;
-    ftc_list waiters;  /* registrations of parked WAITs and BARRIERs */
-    ftc_list watchers; /* registrations of 1.13 WATCH_KEYs */
+    ftc__list waiters;  /* registrations of parked WAITs and BARRIERs */
+    ftc__list watchers; /* registrations of 1.13 WATCH_KEYs */
     size_t klen;
     uint8_t key[];
-} ftc_kv_slot;
+} ftc__kv_slot;
 
-typedef struct ftc_kv_table {
-    ftc_kv_slot **buckets;
+typedef struct ftc__kv_table {
+    ftc__kv_slot **buckets;
     size_t mask; /* buckets - 1; a power of two minus one */
     size_t count;
     uint64_t seed;
-} ftc_kv_table;
+} ftc__kv_table;
 
-int ftc__kv_table_init(ftc_kv_table *t);
+int ftc__kv_table_init(ftc__kv_table *t);
 /* Frees the buckets; the caller has emptied or freed every slot. */
-void ftc__kv_table_free(ftc_kv_table *t);
-ftc_kv_slot *ftc__kv_table_find(const ftc_kv_table *t, ftc_wire_str key);
+void ftc__kv_table_free(ftc__kv_table *t);
+ftc__kv_slot *ftc__kv_table_find(const ftc__kv_table *t, ftc__wire_str key);
 /* The slot of key, created empty if missing; NULL when out of memory. */
-ftc_kv_slot *ftc__kv_table_get(ftc_kv_table *t, ftc_wire_str key);
+ftc__kv_slot *ftc__kv_table_get(ftc__kv_table *t, ftc__wire_str key);
 /* Unlinks and frees a slot. */
-void ftc__kv_table_remove(ftc_kv_table *t, ftc_kv_slot *s);
+void ftc__kv_table_remove(ftc__kv_table *t, ftc__kv_slot *s);
 /* Calls fn on every slot; fn may remove the slot it is given. */
-void ftc__kv_table_foreach(ftc_kv_table *t,
-                           void (*fn)(void *arg, ftc_kv_slot *s), void *arg);
+void ftc__kv_table_foreach(ftc__kv_table *t,
+                           void (*fn)(void *arg, ftc__kv_slot *s), void *arg);
 
 #endif

@@ -5,32 +5,32 @@
 
 #include <stddef.h>
 
-typedef struct ftc_list {
-    struct ftc_list *next, *prev;
-} ftc_list;
+typedef struct ftc__list {
+    struct ftc__list *next, *prev;
+} ftc__list;
 
 /* The struct that holds node as its member field. */
 #define FTC_LIST_ENTRY(node, type, field)                                      \
     ((type *)(void *)((char *)(node)-offsetof(type, field)))
 
-static inline void ftc__list_init(ftc_list *l)
+static inline void ftc__list_init(ftc__list *l)
 {
     l->next = l;
     l->prev = l;
 }
 
-static inline int ftc__list_empty(const ftc_list *l)
+static inline int ftc__list_empty(const ftc__list *l)
 {
     return l->next == l;
 }
 
 /* True if node is in some list (nodes are initialised when removed). */
-static inline int ftc__list_linked(const ftc_list *node)
+static inline int ftc__list_linked(const ftc__list *node)
 {
     return node->next != node && node->next != NULL;
 }
 
-static inline void ftc__list_push_back(ftc_list *l, ftc_list *node)
+static inline void ftc__list_push_back(ftc__list *l, ftc__list *node)
 {
     node->prev = l->prev;
     node->next = l;
@@ -38,7 +38,7 @@ static inline void ftc__list_push_back(ftc_list *l, ftc_list *node)
     l->prev = node;
 }
 
-static inline void ftc__list_remove(ftc_list *node)
+static inline void ftc__list_remove(ftc__list *node)
 {
     node->prev->next = node->next;
     node->next->prev = node->prev;

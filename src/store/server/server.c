@@ -72,12 +72,12 @@ static int settle_opts(ftc_store_server_opts *o)
 
 /* ------------------------------------------------------------ loop side */
 
-static store_conn *conn_of(ftc_kv_client *kc)
+static store_conn *conn_of(ftc__kv_client *kc)
 {
     return (store_conn *)(void *)((char *)kc - offsetof(store_conn, kv));
 }
 
-static void on_kv_ready(void *ctx, ftc_kv_client *kc)
+static void on_kv_ready(void *ctx, ftc__kv_client *kc)
 {
     (void)ctx;
     ftc__conn_unpark(conn_of(kc), FTC__WAIT_STOP_WAITING);
@@ -85,9 +85,9 @@ static void on_kv_ready(void *ctx, ftc_kv_client *kc)
 
 /* 1.13 watch events: [u8 type][key][old][new], pushed outside the FIFO of
  * replies, on the watching (callback) connection. */
-static void on_kv_watch(void *ctx, ftc_kv_client *kc, int type,
-                        ftc_wire_str key, ftc_wire_str old,
-                        ftc_wire_str new_value)
+static void on_kv_watch(void *ctx, ftc__kv_client *kc, int type,
+                        ftc__wire_str key, ftc__wire_str old,
+                        ftc__wire_str new_value)
 {
     (void)ctx;
     store_conn *c = conn_of(kc);
@@ -273,7 +273,7 @@ int ftc_store_server_start(ftc_store_server **out,
     /* Every rank but the last of a CONTROL_BARRIER holds a connection
      * while it waits, so a larger world could never complete. */
     srv->limits.max_world = srv->opts.max_connections;
-    static const ftc_kv_hooks hooks = {on_kv_ready, on_kv_watch};
+    static const ftc__kv_hooks hooks = {on_kv_ready, on_kv_watch};
     srv->kv = ftc__kv_new(&hooks, srv, srv->opts.max_total_bytes);
     srv->rbuf = ftc__malloc(FTC__STORE_RBUF);
     if (srv->kv == NULL || srv->rbuf == NULL) {

@@ -130,7 +130,7 @@ static size_t run(store_conn *c, const uint8_t *p, size_t n)
             c->dialect = d;
             ftc__wire_decoder_init(&c->dec, d);
         }
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         int rc = ftc__wire_decode(&c->dec, p + off, n - off, &srv->limits, &req,
                                   &need);
@@ -166,7 +166,7 @@ static void look_for_cancel(store_conn *c)
     uint8_t *p = ftc__buf_begin(&c->in);
     size_t n = ftc__buf_size(&c->in);
     while (c->parked && !c->closing && c->look_off < n) {
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         int rc = ftc__wire_decode(&c->look, p + c->look_off, n - c->look_off,
                                   &c->srv->limits, &req, &need);
@@ -196,7 +196,7 @@ static void look_for_cancel(store_conn *c)
  * takes the ordinary path and fails there as any SET would. */
 static void start_sink(store_conn *c)
 {
-    ftc_wire_str key;
+    ftc__wire_str key;
     size_t off;
     uint64_t len;
     uint8_t *p = ftc__buf_begin(&c->in);
@@ -209,7 +209,7 @@ static void start_sink(store_conn *c)
     if (ftc__kv_reserve(c->srv->kv, key.len, (size_t)len, &held) != 0) {
         return;
     }
-    ftc_kv_value *v = ftc__kv_value_alloc((size_t)len);
+    ftc__kv_value *v = ftc__kv_value_alloc((size_t)len);
     if (v == NULL) {
         ftc__kv_unreserve(c->srv->kv, held);
         return;
@@ -226,11 +226,11 @@ static void start_sink(store_conn *c)
  * head from `in`. */
 static void finish_sink(store_conn *c)
 {
-    ftc_wire_str key;
+    ftc__wire_str key;
     size_t off;
     uint64_t len;
     uint8_t *p = ftc__buf_begin(&c->in);
-    ftc_kv_value *v = c->sink;
+    ftc__kv_value *v = c->sink;
     int ok = ftc__wire_pending_set(&c->dec, p, &key, &off, &len);
     if (FTC_NEVER(!ok || off != ftc__buf_size(&c->in) || len != v->len)) {
         ftc__conn_close(c, FTC_LOG_ERROR, "store.sink", "lost its request");

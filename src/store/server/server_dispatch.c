@@ -58,7 +58,7 @@ static void park_or_reply(store_conn *c, int rc, const char *op)
     }
 }
 
-void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v)
+void ftc__store_set_value(store_conn *c, ftc__wire_str key, ftc__kv_value *v)
 {
     int rc = ftc__kv_set_value(c->srv->kv, key, v);
     if (rc != 0) {
@@ -67,21 +67,21 @@ void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v)
     failed(c, rc, "set");
 }
 
-static void multi_get(store_conn *c, const ftc_wire_req *r)
+static void multi_get(store_conn *c, const ftc__wire_req *r)
 {
     const uint8_t *cur = r->items;
     for (uint64_t i = 0; i < r->count && !c->closing; i++) {
-        ftc_wire_str key;
+        ftc__wire_str key;
         ftc__wire_next_str(&cur, &key);
         ftc__out_value(c, ftc__kv_get(c->srv->kv, key));
     }
 }
 
-static void multi_set(store_conn *c, const ftc_wire_req *r)
+static void multi_set(store_conn *c, const ftc__wire_req *r)
 {
     const uint8_t *cur = r->items;
     for (uint64_t i = 0; i < r->count; i++) {
-        ftc_wire_str key, val;
+        ftc__wire_str key, val;
         ftc__wire_next_str(&cur, &key);
         ftc__wire_next_str(&cur, &val);
         if (failed(c, ftc__kv_set(c->srv->kv, key, val), "multi_set")) {
@@ -90,15 +90,15 @@ static void multi_set(store_conn *c, const ftc_wire_req *r)
     }
 }
 
-static void list_key(void *arg, ftc_wire_str key)
+static void list_key(void *arg, ftc__wire_str key)
 {
     ftc__out_str(arg, key.p, key.len);
 }
 
-static void queue_pop(store_conn *c, const ftc_wire_req *r)
+static void queue_pop(store_conn *c, const ftc__wire_req *r)
 {
     int64_t size;
-    ftc_kv_value *item;
+    ftc__kv_value *item;
     ftc__kv_queue_pop(c->srv->kv, r->key, &size, &item);
     ftc__out_i64(c, size);
     if (item != NULL) {
@@ -107,10 +107,10 @@ static void queue_pop(store_conn *c, const ftc_wire_req *r)
     }
 }
 
-void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r)
+void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r)
 {
-    ftc_kv *kv = c->srv->kv;
-    ftc_wire_str reply;
+    ftc__kv *kv = c->srv->kv;
+    ftc__wire_str reply;
     int64_t n;
     int rc;
     switch (r->op) {

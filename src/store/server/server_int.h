@@ -21,13 +21,13 @@
 typedef struct store_seg {
     size_t off;
     size_t len;
-    ftc_kv_value *ref;
+    ftc__kv_value *ref;
 } store_seg;
 
 /* Replies queued on a connection: small ones copied together into bytes,
  * large values referenced. */
 typedef struct store_batch {
-    ftc_buf bytes;
+    ftc__buf bytes;
     store_seg *segs;
     size_t nsegs;
     size_t cap_segs;
@@ -37,23 +37,23 @@ typedef struct store_batch {
 typedef struct store_conn {
     uv_tcp_t tcp;
     struct ftc_store_server *srv;
-    ftc_kv_client kv;
-    ftc_list node;       /* in srv->conns */
-    ftc_list ready_node; /* in srv->ready: input to process */
-    ftc_list dirty_node; /* in srv->dirty: output to flush */
-    int dialect;         /* -1 until the first bytes tell */
-    ftc_wire_decoder dec;
-    ftc_buf in;  /* received bytes; head = the next request */
+    ftc__kv_client kv;
+    ftc__list node;       /* in srv->conns */
+    ftc__list ready_node; /* in srv->ready: input to process */
+    ftc__list dirty_node; /* in srv->dirty: output to flush */
+    int dialect;          /* -1 until the first bytes tell */
+    ftc__wire_decoder dec;
+    ftc__buf in; /* received bytes; head = the next request */
     size_t need; /* bytes of the current request needed before decoding */
     int read_to; /* where the last read went: READ_TO_* in conn.c */
     /* A big SET's value, received straight into its final buffer while
      * the request's head waits in `in`; sink_held is the room reserved
      * for it in the store. */
-    ftc_kv_value *sink;
+    ftc__kv_value *sink;
     size_t sink_got;
     uint64_t sink_held;
     int parked; /* a WAIT/BARRIER holds this connection's later replies */
-    ftc_wire_decoder look; /* scans ahead for CANCEL_WAIT while parked */
+    ftc__wire_decoder look; /* scans ahead for CANCEL_WAIT while parked */
     size_t look_off;
     int reading;
     int closing;
@@ -69,17 +69,17 @@ struct ftc_store_server {
     uint32_t magic;
     ftc_store_server_opts opts;
     char bind_host[FTC_HOST_MAX];
-    ftc_wire_limits limits;
+    ftc__wire_limits limits;
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_async_t stop_async;
     uv_check_t check;
     pthread_t thread;
     int port;
-    ftc_kv *kv;
-    ftc_list conns;
-    ftc_list ready;
-    ftc_list dirty;
+    ftc__kv *kv;
+    ftc__list conns;
+    ftc__list ready;
+    ftc__list dirty;
     uint8_t *rbuf; /* shared read buffer for connections with no backlog */
     uv_buf_t *iov; /* scratch for building writes */
     size_t cap_iov;
@@ -109,9 +109,9 @@ void ftc__conn_close(store_conn *c, int level, const char *tag,
 void ftc__conn_unpark(store_conn *c, uint8_t reply);
 
 /* dispatch.c: serves one complete request. */
-void ftc__store_dispatch(store_conn *c, const ftc_wire_req *r);
+void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r);
 /* Serves a SET whose value was received in place; takes v's reference. */
-void ftc__store_set_value(store_conn *c, ftc_wire_str key, ftc_kv_value *v);
+void ftc__store_set_value(store_conn *c, ftc__wire_str key, ftc__kv_value *v);
 /* The answer of a WAIT, BARRIER or CONTROL_BARRIER that is done:
  * STOP_WAITING, and for CONTROL_BARRIER the arrival number and the value
  * of last_members (whose reference it releases). */
@@ -124,7 +124,7 @@ void ftc__out_i64(store_conn *c, int64_t v);
 void ftc__out_str(store_conn *c, const void *p, size_t n);
 /* A value as a string reply (v NULL: empty); big values are sent from the
  * store's memory, not copied. */
-void ftc__out_value(store_conn *c, const ftc_kv_value *v);
+void ftc__out_value(store_conn *c, const ftc__kv_value *v);
 /* Hands queued output to the kernel (called once per loop iteration). */
 void ftc__out_flush(store_conn *c);
 void ftc__out_release(store_batch *b);

@@ -37,7 +37,7 @@ static int admit(store_conn *c, uint64_t n)
     return 1;
 }
 
-static int push_seg(store_conn *c, size_t off, size_t len, ftc_kv_value *ref)
+static int push_seg(store_conn *c, size_t off, size_t len, ftc__kv_value *ref)
 {
     store_batch *b = &c->pending;
     if (b->nsegs == b->cap_segs) {
@@ -117,7 +117,7 @@ void ftc__out_str(store_conn *c, const void *p, size_t n)
     }
 }
 
-void ftc__out_value(store_conn *c, const ftc_kv_value *v)
+void ftc__out_value(store_conn *c, const ftc__kv_value *v)
 {
     if (v == NULL || v->len <= INLINE_MAX) {
         ftc__out_str(c, v != NULL ? v->data : NULL, v != NULL ? v->len : 0);
@@ -127,7 +127,7 @@ void ftc__out_value(store_conn *c, const ftc_kv_value *v)
     ftc__put_u64le(raw, v->len);
     if (admit(c, sizeof(raw) + (uint64_t)v->len)) {
         add_bytes(c, raw, sizeof(raw));
-        ftc_kv_value *ref = ftc__kv_value_ref((ftc_kv_value *)v);
+        ftc__kv_value *ref = ftc__kv_value_ref((ftc__kv_value *)v);
         if (c->closing || push_seg(c, 0, v->len, ref) != 0) {
             ftc__kv_value_unref(ref);
         }

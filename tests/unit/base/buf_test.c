@@ -9,7 +9,7 @@
 static void append_grow_and_consume(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     for (int i = 0; i < 1000; i++) {
         TK_OK(ftc__buf_append_u32le(&b, (uint32_t)i));
@@ -28,7 +28,7 @@ static void append_grow_and_consume(void **state)
 static void max_is_enforced_before_allocating(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 100);
     char data[101] = {0};
     TK_EXPECT(ftc__buf_append(&b, data, 101), FTC_EMSGSIZE);
@@ -47,7 +47,7 @@ static void max_is_enforced_before_allocating(void **state)
 static void string_encoding_is_u64_length_then_bytes(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 64);
     TK_OK(ftc__buf_append_str(&b, "/k", 2));
     const uint8_t want[] = {2, 0, 0, 0, 0, 0, 0, 0, '/', 'k'};
@@ -64,7 +64,7 @@ static void string_encoding_is_u64_length_then_bytes(void **state)
 static void allocation_failure_leaves_buffer_intact(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     TK_OK(ftc__buf_append(&b, "abc", 3));
     ftc__alloc_fail_after(0);

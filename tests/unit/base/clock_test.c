@@ -10,7 +10,7 @@ static void timeouts_convert(void **state)
     assert_true(ftc__deadline_is_never(
         ftc__deadline_from_timeout(FTC_TIMEOUT_INFINITE, 100)));
     assert_true(ftc__deadline_is_never(ftc__deadline_from_timeout(-7, 100)));
-    ftc_deadline d = ftc__deadline_from_timeout(FTC_TIMEOUT_DEFAULT, 5000);
+    ftc__deadline d = ftc__deadline_from_timeout(FTC_TIMEOUT_DEFAULT, 5000);
     int64_t left = ftc__deadline_left_ms(d);
     assert_true(left > 4000 && left <= 5000);
     assert_true(ftc__deadline_is_never(
@@ -24,7 +24,7 @@ static void timeouts_convert(void **state)
 static void zero_timeout_is_already_expired(void **state)
 {
     (void)state;
-    ftc_deadline d = ftc__deadline_in_ms(0);
+    ftc__deadline d = ftc__deadline_in_ms(0);
     assert_true(ftc__deadline_expired(d));
     assert_int_equal(ftc__deadline_left_ms(d), 0);
     assert_int_equal(ftc__deadline_poll_ms(d), 0);
@@ -33,7 +33,7 @@ static void zero_timeout_is_already_expired(void **state)
 static void expires_after_its_time(void **state)
 {
     (void)state;
-    ftc_deadline d = ftc__deadline_in_ms(20);
+    ftc__deadline d = ftc__deadline_in_ms(20);
     assert_false(ftc__deadline_expired(d));
     TK_WAIT_UNTIL(ftc__deadline_expired(d), 1000);
     assert_true(ftc__now_ns() >= d.ns);
@@ -42,7 +42,7 @@ static void expires_after_its_time(void **state)
 static void min_picks_the_earlier(void **state)
 {
     (void)state;
-    ftc_deadline a = ftc__deadline_in_ms(10), b = ftc__deadline_in_ms(1000);
+    ftc__deadline a = ftc__deadline_in_ms(10), b = ftc__deadline_in_ms(1000);
     assert_int_equal(ftc__deadline_min(a, b).ns, a.ns);
     assert_int_equal(ftc__deadline_min(FTC_DEADLINE_NEVER, b).ns, b.ns);
 }

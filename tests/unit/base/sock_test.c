@@ -35,7 +35,7 @@ static void connect_send_recv(void **state)
     int lfd, port, cfd;
     TK_OK(ftc__sock_listen("127.0.0.1", 0, 16, &lfd, &port));
     assert_true(port > 0);
-    ftc_deadline dl = ftc__deadline_in_ms(tk_ms(5000));
+    ftc__deadline dl = ftc__deadline_in_ms(tk_ms(5000));
     TK_OK(ftc__sock_connect("127.0.0.1", port, dl, NULL, &cfd));
     int sfd = accept_blocking(lfd);
     char big[1 << 20];
@@ -78,7 +78,7 @@ static void recv_times_out(void **state)
 }
 
 struct canceller {
-    ftc_event *ev;
+    ftc__event *ev;
     int fd;
 };
 
@@ -99,7 +99,7 @@ static void cancel_unblocks_recv(void **state)
     TK_OK(ftc__sock_connect("127.0.0.1", port, ftc__deadline_in_ms(tk_ms(5000)),
                             NULL, &cfd));
     int sfd = accept_blocking(lfd);
-    ftc_event ev;
+    ftc__event ev;
     TK_OK(ftc__event_open(&ev));
     struct canceller c = {&ev, cfd};
     pthread_t t;

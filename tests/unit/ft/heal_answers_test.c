@@ -21,7 +21,7 @@ typedef enum mode { GARBAGE, LONG_HEAD, WRONG_LENGTH, CLOSE } mode;
 typedef struct fake {
     int lfd, port;
     mode how;
-    const ftc_heal_snapshot *snap; /* its metadata is served as is */
+    const ftc__heal_snapshot *snap; /* its metadata is served as is */
     atomic_bool stop;
     pthread_t acceptor, conn[32];
     int n_conn;
@@ -130,18 +130,18 @@ static void heal_past(mode how)
     for (int i = 0; i < N; i++) {
         src[i] = (float)i * 0.5f;
     }
-    ftc_heal_state s, d;
+    ftc__heal_state s, d;
     ftc__heal_state_init(&s);
     ftc__heal_state_init(&d);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t dims[] = {N};
     TK_OK(ftc__heal_buf_set(&buf, "w", FTC_DTYPE_F32, dims, 1, 4));
     TK_OK(ftc__heal_state_add(&s, &buf, src));
     TK_OK(ftc__heal_state_add(&d, &buf, dst));
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     TK_OK(ftc__heal_snapshot_take(&s, 5, 6, 1 << 16, 1, &snap));
-    ftc_heal_server *real;
-    ftc_heal_server_opts so = {0};
+    ftc__heal_server *real;
+    ftc__heal_server_opts so = {0};
     TK_OK(ftc__heal_server_start(&real, &so));
     ftc__heal_server_publish(real, snap);
     static fake f;
@@ -153,7 +153,7 @@ static void heal_past(mode how)
     char fake_addr[64];
     snprintf(fake_addr, sizeof(fake_addr), "127.0.0.1:%d", f.port);
     const char *sources[] = {fake_addr, ftc__heal_server_address(real)};
-    ftc_heal_fetch fe;
+    ftc__heal_fetch fe;
     memset(&fe, 0, sizeof(fe));
     fe.sources = sources;
     fe.n_sources = 2;
@@ -161,9 +161,9 @@ static void heal_past(mode how)
     fe.layout = &d;
     void *dest[] = {dst};
     fe.dest = dest;
-    ftc_heal_client *cli;
+    ftc__heal_client *cli;
     TK_OK(ftc__heal_client_create(&cli));
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch_result res;
     TK_OK(ftc__heal_client_fetch(cli, &fe, ftc__deadline_in_ms(tk_ms(20000)),
                                  &res));
     assert_memory_equal(dst, src, N * sizeof(float));

@@ -9,11 +9,11 @@
 #include "ft/heal/heal.h"
 #include "testkit.h"
 
-static const ftc_heal_limits big = {64, 1u << 20, 1u << 30};
+static const ftc__heal_limits big = {64, 1u << 20, 1u << 30};
 
 /* A state of three buffers: 10 floats "w", 3x4 doubles "m", 1 int64 "n". */
 typedef struct sample {
-    ftc_heal_state st;
+    ftc__heal_state st;
     float w[10];
     double m[12];
     int64_t n;
@@ -29,7 +29,7 @@ static void sample_init(sample *s)
         s->m[i] = -(double)i / 3.0;
     }
     s->n = 1234567;
-    ftc_heal_buf b;
+    ftc__heal_buf b;
     int64_t d1[] = {10}, d2[] = {3, 4};
     TK_OK(ftc__heal_buf_set(&b, "w", 0, d1, 1, 4));
     TK_OK(ftc__heal_state_add(&s->st, &b, s->w));
@@ -40,9 +40,9 @@ static void sample_init(sample *s)
 }
 
 /* The sample's metadata, encoded, with chunks of chunk_bytes. */
-static ftc_heal_snapshot *sample_snapshot(sample *s, uint64_t chunk_bytes)
+static ftc__heal_snapshot *sample_snapshot(sample *s, uint64_t chunk_bytes)
 {
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     TK_OK(ftc__heal_snapshot_take(&s->st, 42, 99, chunk_bytes, 1, &snap));
     return snap;
 }
@@ -53,9 +53,9 @@ static void round_trip(void **state)
     sample s;
     sample_init(&s);
     assert_int_equal(s.st.total, 40 + 96 + 8);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 64);
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 64);
     assert_int_equal(snap->meta.n_chunks, 3);
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     TK_OK(ftc__heal_meta_decode(snap->meta_bytes, snap->meta_len, &big, &m));
     assert_int_equal(m.step, 42);
     assert_int_equal(m.batches_committed, 99);
@@ -95,7 +95,7 @@ static void snapshot_is_a_copy(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 1 << 20);
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 1 << 20);
     float before = s.w[3];
     s.w[3] = 1e9f;
     float in_snap;
@@ -114,13 +114,13 @@ static void lent_snapshot_reads_the_buffers(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *copy = sample_snapshot(&s, 64), *lent;
+    ftc__heal_snapshot *copy = sample_snapshot(&s, 64), *lent;
     TK_OK(ftc__heal_snapshot_lend(&s.st, 42, 99, 64, 1, &lent));
     assert_null(lent->copy);
     assert_int_equal(lent->meta_len, copy->meta_len);
     assert_memory_equal(lent->meta_bytes, copy->meta_bytes, copy->meta_len);
     /* Chunk 0 is "w" (40 B) and the first 24 B of "opt.m". */
-    ftc_heal_seg p = ftc__heal_snapshot_piece(lent, 0, 64);
+    ftc__heal_seg p = ftc__heal_snapshot_piece(lent, 0, 64);
     assert_ptr_equal(p.p, (const uint8_t *)s.w);
     assert_int_equal(p.len, 40);
     p = ftc__heal_snapshot_piece(lent, 40, 24);
@@ -159,16 +159,16 @@ static void parallel_snapshot_is_the_same(void **state)
     for (size_t i = 0; i < nb; i++) {
         b[i] = -(double)i;
     }
-    ftc_heal_state st;
+    ftc__heal_state st;
     ftc__heal_state_init(&st);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t da[] = {(int64_t)na}, db[] = {(int64_t)nb};
     TK_OK(ftc__heal_buf_set(&buf, "a", 0, da, 1, 4));
     TK_OK(ftc__heal_state_add(&st, &buf, a));
     TK_OK(ftc__heal_buf_set(&buf, "b", 1, db, 1, 8));
     TK_OK(ftc__heal_state_add(&st, &buf, b));
     assert_true(st.total >= FTC__HEAL_PARALLEL_BYTES);
-    ftc_heal_snapshot *one, *three, *lent;
+    ftc__heal_snapshot *one, *three, *lent;
     TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 1, &one));
     TK_OK(ftc__heal_snapshot_take(&st, 3, 4, 1 << 20, 3, &three));
     TK_OK(ftc__heal_snapshot_lend(&st, 3, 4, 1 << 20, 4, &lent));
@@ -191,9 +191,9 @@ static void every_truncation_is_refused(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 16);
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 16);
     for (size_t n = 0; n < snap->meta_len; n++) {
-        ftc_heal_meta m;
+        ftc__heal_meta m;
         TK_EXPECT(ftc__heal_meta_decode(snap->meta_bytes, n, &big, &m),
                   FTC_EPROTO);
         assert_null(m.buffers);
@@ -202,7 +202,7 @@ static void every_truncation_is_refused(void **state)
     uint8_t *longer = ftc__malloc(snap->meta_len + 1);
     memcpy(longer, snap->meta_bytes, snap->meta_len);
     longer[snap->meta_len] = 0;
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     TK_EXPECT(ftc__heal_meta_decode(longer, snap->meta_len + 1, &big, &m),
               FTC_EPROTO);
     ftc__free(longer);
@@ -222,13 +222,13 @@ static void every_flipped_byte_is_refused(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 16);
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 16);
     size_t n = snap->meta_len;
     uint8_t *p = ftc__malloc(n);
     for (size_t i = 0; i < n; i++) {
         memcpy(p, snap->meta_bytes, n);
         p[i] ^= 0x01;
-        ftc_heal_meta m;
+        ftc__heal_meta m;
         /* Without the trailer fixed: always the checksum. */
         TK_EXPECT(ftc__heal_meta_decode(p, n, &big, &m), FTC_EPROTO);
         /* Resealed: parsed; whatever it decodes to is consistent. */
@@ -276,7 +276,7 @@ static void limits_before_allocation(void **state)
     (void)state;
     uint8_t p[64];
     memset(p, 0, sizeof(p));
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     size_t n = header(p, 1024, 16, 65, 64) + 8;
     reseal(p, n);
     TK_EXPECT(ftc__heal_meta_decode(p, n, &big, &m), FTC_EMSGSIZE);
@@ -317,10 +317,10 @@ static void inconsistent_fields(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 16);
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 16);
     size_t n = snap->meta_len;
     uint8_t *p = ftc__malloc(n);
-    ftc_heal_meta m;
+    ftc__heal_meta m;
     /* The first name "w" is at offset 50 (after its 2-byte length). */
     memcpy(p, snap->meta_bytes, n);
     p[50] = '\n';
@@ -349,8 +349,8 @@ static void layout_differences_are_named(void **state)
     (void)state;
     sample s;
     sample_init(&s);
-    ftc_heal_snapshot *snap = sample_snapshot(&s, 64);
-    ftc_heal_buf local[3];
+    ftc__heal_snapshot *snap = sample_snapshot(&s, 64);
+    ftc__heal_buf local[3];
     memcpy(local, s.st.bufs, sizeof(local));
     TK_OK(ftc__heal_layout_check(&snap->meta, local, 3));
     TK_EXPECT(ftc__heal_layout_check(&snap->meta, local, 2), FTC_EPROTO);
@@ -372,7 +372,7 @@ static void layout_differences_are_named(void **state)
 static void registration_errors(void **state)
 {
     (void)state;
-    ftc_heal_buf b;
+    ftc__heal_buf b;
     int64_t dims[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     TK_EXPECT(ftc__heal_buf_set(&b, "", 0, dims, 1, 4), FTC_EINVAL);
     TK_EXPECT(ftc__heal_buf_set(&b, NULL, 0, dims, 1, 4), FTC_EINVAL);
@@ -391,7 +391,7 @@ static void registration_errors(void **state)
     TK_OK(ftc__heal_buf_set(&b, longname, 0, dims, 8, 4));
     assert_int_equal(b.nbytes, 40320 * 4);
 
-    ftc_heal_state st;
+    ftc__heal_state st;
     ftc__heal_state_init(&st);
     float x[2];
     TK_OK(ftc__heal_buf_set(&b, "x", 0, dims + 1, 1, 4));
@@ -411,7 +411,7 @@ static void snapshot_allocation_failures(void **state)
     sample_init(&s);
     for (long k = 0; k < 8; k++) {
         ftc__alloc_fail_after(k);
-        ftc_heal_snapshot *snap = NULL;
+        ftc__heal_snapshot *snap = NULL;
         int rc = ftc__heal_snapshot_take(&s.st, 1, 1, 32, 1, &snap);
         ftc__alloc_fail_after(-1);
         if (rc == 0) {

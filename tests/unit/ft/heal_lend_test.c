@@ -19,7 +19,7 @@
 #define NB 3333
 
 typedef struct replica {
-    ftc_heal_state st;
+    ftc__heal_state st;
     float *a;
     double b[NB];
     void *dest[2];
@@ -35,7 +35,7 @@ static void replica_init(replica *r, size_t na, float seed)
     for (int i = 0; i < NB; i++) {
         r->b[i] = (double)seed - i;
     }
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t da[] = {(int64_t)na}, db[] = {NB};
     TK_OK(ftc__heal_buf_set(&buf, "a", 0, da, 1, 4));
     TK_OK(ftc__heal_state_add(&r->st, &buf, r->a));
@@ -55,9 +55,9 @@ static void replica_fini(replica *r)
 typedef struct world {
     replica src, dst;
     size_t na;
-    ftc_heal_server *srv;
+    ftc__heal_server *srv;
     const char *addr;
-    ftc_heal_client *cli;
+    ftc__heal_client *cli;
 } world;
 
 static world *world_new(size_t na, uint64_t chunk_bytes, const char *token)
@@ -66,11 +66,11 @@ static world *world_new(size_t na, uint64_t chunk_bytes, const char *token)
     w->na = na;
     replica_init(&w->src, na, 3.0f);
     replica_init(&w->dst, na, -1.0f);
-    ftc_heal_server_opts o = {0};
+    ftc__heal_server_opts o = {0};
     o.token = token;
     TK_OK(ftc__heal_server_start(&w->srv, &o));
     w->addr = ftc__heal_server_address(w->srv);
-    ftc_heal_snapshot *lent;
+    ftc__heal_snapshot *lent;
     TK_OK(ftc__heal_snapshot_lend(&w->src.st, 7, 21, chunk_bytes, 2, &lent));
     const char *healers[] = {"h1", "h2"};
     TK_OK(ftc__heal_server_lend(w->srv, lent, healers, 2));
@@ -90,7 +90,7 @@ static void world_free(world *w)
 
 static int fetch(world *w, const char *token, int64_t ms)
 {
-    ftc_heal_fetch f;
+    ftc__heal_fetch f;
     memset(&f, 0, sizeof(f));
     f.sources = &w->addr;
     f.n_sources = 1;
@@ -98,7 +98,7 @@ static int fetch(world *w, const char *token, int64_t ms)
     f.layout = &w->dst.st;
     f.dest = w->dst.dest;
     f.token = token;
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch_result res;
     return ftc__heal_client_fetch(w->cli, &f, ftc__deadline_in_ms(tk_ms(ms)),
                                   &res);
 }
@@ -115,10 +115,10 @@ static size_t release(world *w, int64_t step, const char *id, const char *token)
                                     ftc__deadline_in_ms(tk_ms(5000)));
 }
 
-static ftc_heal_server_stats stats(ftc_heal_server *s)
+static ftc__heal_server_stats stats(ftc__heal_server *s)
 {
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(s, &st);
+    ftc__heal_server_stats st;
+    ftc__heal_server_stats_get(s, &st);
     return st;
 }
 
@@ -140,7 +140,7 @@ static void healers_release_the_lent_state(void **state)
     ftc__heal_server_release(w->srv, "h2");
     assert_true(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(0)));
     ftc__heal_server_reclaim(w->srv, NULL, ftc__deadline_in_ms(tk_ms(5000)));
-    ftc_heal_server_stats st = stats(w->srv);
+    ftc__heal_server_stats st = stats(w->srv);
     assert_int_equal(st.releases, 2);
     assert_int_equal(st.cuts, 0);
     /* Nothing is served any more, and releases are refused. */
@@ -156,7 +156,7 @@ static void late_healer_gets_a_copy(void **state)
     (void)state;
     world *w = world_new(NA, 64 * 1024, NULL);
     assert_false(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(10)));
-    ftc_heal_snapshot *copy;
+    ftc__heal_snapshot *copy;
     TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 64 * 1024, 1, &copy));
     ftc__heal_server_reclaim(w->srv, copy, ftc__deadline_in_ms(tk_ms(5000)));
     ftc__heal_snapshot_unref(copy);
@@ -207,7 +207,7 @@ static void stalled_reader_is_cut(void **state)
     assert_true(n == 0 || errno == ECONNRESET);
     assert_true(got < ((size_t)16 << 20));
     close(fd);
-    ftc_heal_snapshot *copy;
+    ftc__heal_snapshot *copy;
     TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, 16 << 20, 2, &copy));
     ftc__heal_server_publish(w->srv, copy);
     ftc__heal_snapshot_unref(copy);
@@ -217,7 +217,7 @@ static void stalled_reader_is_cut(void **state)
 }
 
 typedef struct waiter {
-    ftc_heal_server *srv;
+    ftc__heal_server *srv;
     bool all;
 } waiter;
 

@@ -54,10 +54,10 @@ static void fixture_init(fixture *f)
 }
 
 /* "a", "b" and an empty "e": each borrowed or behind callbacks. */
-static void state(fixture *f, ftc_heal_state *st, bool cb_a, bool cb_b)
+static void state(fixture *f, ftc__heal_state *st, bool cb_a, bool cb_b)
 {
     ftc__heal_state_init(st);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t da[] = {NA}, db[] = {NB}, de[] = {0};
     ftc_manager_state_cb ca = {save, load, &f->sa}, cb = {save, load, &f->sb};
     ftc_manager_state_cb ce = {save, load, &f->empty};
@@ -72,11 +72,11 @@ static void state(fixture *f, ftc_heal_state *st, bool cb_a, bool cb_b)
 }
 
 /* The snapshot's bytes, read piece by piece. */
-static void assert_bytes(const ftc_heal_snapshot *snap, const fixture *f)
+static void assert_bytes(const ftc__heal_snapshot *snap, const fixture *f)
 {
     uint8_t *all = ftc__malloc(snap->meta.total_bytes);
     for (uint64_t off = 0; off < snap->meta.total_bytes;) {
-        ftc_heal_seg p =
+        ftc__heal_seg p =
             ftc__heal_snapshot_piece(snap, off, snap->meta.total_bytes - off);
         memcpy(all + off, p.p, p.len);
         off += p.len;
@@ -91,11 +91,11 @@ static void every_registration_serves_the_same(void **state_)
     (void)state_;
     static fixture f;
     fixture_init(&f);
-    ftc_heal_state borrowed, mixed, cbs;
+    ftc__heal_state borrowed, mixed, cbs;
     state(&f, &borrowed, false, false);
     state(&f, &mixed, false, true);
     state(&f, &cbs, true, true);
-    ftc_heal_snapshot *ref, *lm, *lc, *tc, *copy;
+    ftc__heal_snapshot *ref, *lm, *lc, *tc, *copy;
     TK_OK(ftc__heal_snapshot_lend(&borrowed, 7, 9, 1000, 1, &ref));
     TK_OK(ftc__heal_snapshot_lend(&mixed, 7, 9, 1000, 1, &lm));
     assert_int_equal(f.sa.saves, 0);
@@ -113,7 +113,7 @@ static void every_registration_serves_the_same(void **state_)
     assert_false(lc->borrows); /* nothing borrowed: a copy to publish */
     assert_false(tc->borrows);
     assert_non_null(copy->copy);
-    ftc_heal_snapshot *all[] = {lm, lc, tc, copy};
+    ftc__heal_snapshot *all[] = {lm, lc, tc, copy};
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(all[i]->meta_len, ref->meta_len);
         assert_memory_equal(all[i]->meta_bytes, ref->meta_bytes, ref->meta_len);
@@ -139,9 +139,9 @@ static void failed_save_fails_the_snapshot(void **state_)
     static fixture f;
     fixture_init(&f);
     f.sb.fail = -3;
-    ftc_heal_state st;
+    ftc__heal_state st;
     state(&f, &st, true, true);
-    ftc_heal_snapshot *snap = (ftc_heal_snapshot *)&f; /* overwritten */
+    ftc__heal_snapshot *snap = (ftc__heal_snapshot *)&f; /* overwritten */
     TK_EXPECT(ftc__heal_snapshot_lend(&st, 1, 1, 1000, 1, &snap),
               FTC_ECANCELED);
     assert_null(snap);
@@ -158,9 +158,9 @@ static void failed_save_fails_the_snapshot(void **state_)
 static void callbacks_are_required(void **state_)
 {
     (void)state_;
-    ftc_heal_state st;
+    ftc__heal_state st;
     ftc__heal_state_init(&st);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t d[] = {4};
     TK_OK(ftc__heal_buf_set(&buf, "x", FTC_DTYPE_F32, d, 1, 4));
     ftc_manager_state_cb no_load = {save, NULL, NULL};
@@ -180,7 +180,7 @@ static void callbacks_are_required(void **state_)
 
 /* An empty state: 0 bytes, no chunk, its metadata decodes to the
  * same. */
-static void assert_empty(const ftc_heal_snapshot *snap, uint32_t n_buffers)
+static void assert_empty(const ftc__heal_snapshot *snap, uint32_t n_buffers)
 {
     assert_int_equal(snap->meta.total_bytes, 0);
     assert_int_equal(snap->meta.n_chunks, 0);
@@ -189,8 +189,8 @@ static void assert_empty(const ftc_heal_snapshot *snap, uint32_t n_buffers)
     assert_int_equal(snap->meta.batches_committed, 6);
     assert_int_equal(snap->n_segs, 0);
     assert_false(snap->borrows);
-    ftc_heal_meta m;
-    const ftc_heal_limits lim = {8, 8, 1 << 20};
+    ftc__heal_meta m;
+    const ftc__heal_limits lim = {8, 8, 1 << 20};
     TK_OK(ftc__heal_meta_decode(snap->meta_bytes, snap->meta_len, &lim, &m));
     assert_int_equal(m.n_buffers, n_buffers);
     assert_int_equal(m.total_bytes, 0);
@@ -199,9 +199,9 @@ static void assert_empty(const ftc_heal_snapshot *snap, uint32_t n_buffers)
 }
 
 /* Every kind of snapshot of st, each checked empty. */
-static void snapshot_every_way(const ftc_heal_state *st, uint32_t n_buffers)
+static void snapshot_every_way(const ftc__heal_state *st, uint32_t n_buffers)
 {
-    ftc_heal_snapshot *taken, *lent, *copy;
+    ftc__heal_snapshot *taken, *lent, *copy;
     TK_OK(ftc__heal_snapshot_take(st, 4, 6, 1000, 2, &taken));
     TK_OK(ftc__heal_snapshot_lend(st, 4, 6, 1000, 2, &lent));
     TK_OK(ftc__heal_snapshot_copy(lent, 2, &copy));
@@ -221,12 +221,12 @@ static void snapshot_every_way(const ftc_heal_state *st, uint32_t n_buffers)
 static void empty_state_snapshots(void **state_)
 {
     (void)state_;
-    ftc_heal_state st;
+    ftc__heal_state st;
     ftc__heal_state_init(&st);
     snapshot_every_way(&st, 0);
     src none = {0};
     ftc_manager_state_cb cb = {save, load, &none};
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t d0[] = {0}, d2[] = {3, 0};
     TK_OK(ftc__heal_buf_set(&buf, "nothing", FTC_DTYPE_F32, d0, 1, 4));
     TK_OK(ftc__heal_state_add(&st, &buf, NULL));

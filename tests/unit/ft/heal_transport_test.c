@@ -16,7 +16,7 @@
 
 /* One replica's state: two buffers and a counter. */
 typedef struct replica {
-    ftc_heal_state st;
+    ftc__heal_state st;
     float a[NA];
     double b[NB];
     int64_t c;
@@ -33,7 +33,7 @@ static void replica_init(replica *r, float seed)
         r->b[i] = (double)seed * 1e6 - i;
     }
     r->c = (int64_t)seed;
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t da[] = {NA}, db[] = {7, 111};
     TK_OK(ftc__heal_buf_set(&buf, "params", 0, da, 1, 4));
     TK_OK(ftc__heal_state_add(&r->st, &buf, r->a));
@@ -57,11 +57,11 @@ static void assert_same_state(const replica *x, const replica *y)
 typedef struct world {
     replica src;
     replica dst;
-    ftc_heal_server *srv[NSRC];
+    ftc__heal_server *srv[NSRC];
     const char *addr[NSRC];
     char addr_text[NSRC][64];
-    ftc_heal_snapshot *snap;
-    ftc_heal_client *cli;
+    ftc__heal_snapshot *snap;
+    ftc__heal_client *cli;
 } world;
 
 static world *world_new(uint64_t chunk_bytes, const char *token)
@@ -71,7 +71,7 @@ static world *world_new(uint64_t chunk_bytes, const char *token)
     replica_init(&w->dst, -1.0f);
     TK_OK(ftc__heal_snapshot_take(&w->src.st, 7, 21, chunk_bytes, 1, &w->snap));
     for (int i = 0; i < NSRC; i++) {
-        ftc_heal_server_opts o = {0};
+        ftc__heal_server_opts o = {0};
         o.token = token;
         TK_OK(ftc__heal_server_start(&w->srv[i], &o));
         snprintf(w->addr_text[i], sizeof(w->addr_text[i]), "%s",
@@ -95,9 +95,9 @@ static void world_free(world *w)
     ftc__free(w);
 }
 
-static ftc_heal_fetch fetch_of(world *w, size_t n_sources)
+static ftc__heal_fetch fetch_of(world *w, size_t n_sources)
 {
-    ftc_heal_fetch f;
+    ftc__heal_fetch f;
     memset(&f, 0, sizeof(f));
     f.sources = w->addr;
     f.n_sources = n_sources;
@@ -107,8 +107,8 @@ static ftc_heal_fetch fetch_of(world *w, size_t n_sources)
     return f;
 }
 
-static int run_fetch(world *w, const ftc_heal_fetch *f, int64_t ms,
-                     ftc_heal_fetch_result *res)
+static int run_fetch(world *w, const ftc__heal_fetch *f, int64_t ms,
+                     ftc__heal_fetch_result *res)
 {
     return ftc__heal_client_fetch(w->cli, f, ftc__deadline_in_ms(tk_ms(ms)),
                                   res);
@@ -116,10 +116,10 @@ static int run_fetch(world *w, const ftc_heal_fetch *f, int64_t ms,
 
 /* A fetch from the first n sources that must succeed with the source's
  * state in place. */
-static ftc_heal_fetch_result fetch_ok(world *w, size_t n)
+static ftc__heal_fetch_result fetch_ok(world *w, size_t n)
 {
-    ftc_heal_fetch f = fetch_of(w, n);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, n);
+    ftc__heal_fetch_result res;
     TK_OK(run_fetch(w, &f, 10000, &res));
     assert_same_state(&w->src, &w->dst);
     return res;
@@ -133,10 +133,10 @@ static uint32_t share(const world *w, uint32_t i)
     return n / NSRC + (i < n % NSRC);
 }
 
-static uint64_t chunks_served(ftc_heal_server *s)
+static uint64_t chunks_served(ftc__heal_server *s)
 {
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(s, &st);
+    ftc__heal_server_stats st;
+    ftc__heal_server_stats_get(s, &st);
     return st.chunks_served;
 }
 
@@ -144,7 +144,7 @@ static void striped_over_every_source(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
-    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
+    ftc__heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.step, 7);
     assert_int_equal(res.batches_committed, 21);
     assert_int_equal(res.bytes, w->src.st.total);
@@ -153,8 +153,8 @@ static void striped_over_every_source(void **state)
     /* Chunk i comes from source i % NSRC: every source served its share
      * and its metadata once. */
     for (uint32_t i = 0; i < NSRC; i++) {
-        ftc_heal_server_stats st;
-        ftc__heal_server_stats(w->srv[i], &st);
+        ftc__heal_server_stats st;
+        ftc__heal_server_stats_get(w->srv[i], &st);
         assert_int_equal(st.chunks_served, share(w, i));
         assert_int_equal(st.meta_served, 1);
     }
@@ -166,7 +166,7 @@ static void corrupt_chunk_is_fetched_again(void **state)
     (void)state;
     world *w = world_new(16 * 1024, NULL);
     ftc__heal_server_inject(w->srv[2], FTC__HEAL_FAULT_CORRUPT, 5);
-    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
+    ftc__heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.bad_chunks, 1);
     assert_int_equal(res.refetched, 1);
     /* Chunk 5 was asked again, from the next source (0). */
@@ -181,7 +181,7 @@ static void source_dying_mid_transfer(void **state)
     /* Source 1 closes every chunk answer half-way, as a process killed
      * while sending would; the others take over its chunks. */
     ftc__heal_server_inject(w->srv[1], FTC__HEAL_FAULT_CUT_ALL, 0);
-    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
+    ftc__heal_fetch_result res = fetch_ok(w, NSRC);
     assert_true(res.refetched >= 1);
     assert_int_equal(res.bad_chunks, 0);
     /* Once it failed twice in a row it was not asked again: at most one
@@ -196,7 +196,7 @@ static void source_stopped_before_the_fetch(void **state)
     world *w = world_new(16 * 1024, NULL);
     ftc__heal_server_stop(w->srv[1]);
     w->srv[1] = NULL;
-    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
+    ftc__heal_fetch_result res = fetch_ok(w, NSRC);
     /* It did not answer its metadata request, so no chunk was asked of
      * it. */
     assert_int_equal(res.sources, NSRC - 1);
@@ -214,11 +214,11 @@ static void partly_different_source(void **state)
     replica other;
     replica_init(&other, 3.0f);
     other.a[46000] += 1.0f; /* chunk 11 differs (16 KiB chunks) */
-    ftc_heal_snapshot *snap;
+    ftc__heal_snapshot *snap;
     TK_OK(ftc__heal_snapshot_take(&other.st, 7, 21, 16 * 1024, 1, &snap));
     ftc__heal_server_publish(w->srv[2], snap);
     ftc__heal_snapshot_unref(snap);
-    ftc_heal_fetch_result res = fetch_ok(w, NSRC);
+    ftc__heal_fetch_result res = fetch_ok(w, NSRC);
     assert_int_equal(res.bad_chunks, 0);
     assert_int_equal(res.refetched, 0);
     assert_int_equal(res.sources, NSRC);
@@ -234,8 +234,8 @@ static void chunk_bad_everywhere(void **state)
     (void)state;
     world *w = world_new(16 * 1024, NULL);
     w->snap->copy[16 * 1024 * 3 + 5] ^= 0xff;
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, NSRC);
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 10000, &res), FTC_EPROTO);
     assert_non_null(strstr(ftc_last_error(), "chunk 3"));
     assert_int_equal(res.bad_chunks, 2 * NSRC + 1);
@@ -249,8 +249,8 @@ static void every_source_dead(void **state)
     for (int i = 0; i < NSRC; i++) {
         ftc__heal_server_inject(w->srv[i], FTC__HEAL_FAULT_CUT_ALL, 0);
     }
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, NSRC);
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 10000, &res), FTC_EPEER);
     assert_non_null(strstr(ftc_last_error(), "every source failed"));
     world_free(w);
@@ -260,9 +260,9 @@ static void wrong_step_times_out_with_reason(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
-    ftc_heal_fetch f = fetch_of(w, 2);
+    ftc__heal_fetch f = fetch_of(w, 2);
     f.step = 8;
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch_result res;
     int64_t t0 = tk_now_ms();
     /* Long enough for a loaded machine to get several 404 answers (the
      * reason) before the deadline. */
@@ -276,15 +276,15 @@ static void layout_mismatch_is_refused(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, NULL);
-    ftc_heal_state other;
+    ftc__heal_state other;
     ftc__heal_state_init(&other);
-    ftc_heal_buf buf;
+    ftc__heal_buf buf;
     int64_t d[] = {NA};
     TK_OK(ftc__heal_buf_set(&buf, "params", 0, d, 1, 4));
     TK_OK(ftc__heal_state_add(&other, &buf, w->dst.a));
-    ftc_heal_fetch f = fetch_of(w, NSRC);
+    ftc__heal_fetch f = fetch_of(w, NSRC);
     f.layout = &other;
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EPROTO);
     assert_non_null(strstr(ftc_last_error(), "layout differs"));
     ftc__heal_state_fini(&other);
@@ -295,9 +295,9 @@ static void metadata_over_the_limit(void **state)
 {
     (void)state;
     world *w = world_new(64, NULL); /* many chunks: a long metadata */
-    ftc_heal_fetch f = fetch_of(w, 1);
+    ftc__heal_fetch f = fetch_of(w, 1);
     f.max_meta_bytes = 4096;
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EMSGSIZE);
     world_free(w);
 }
@@ -306,8 +306,8 @@ static void token_required(void **state)
 {
     (void)state;
     world *w = world_new(16 * 1024, "s3cret");
-    ftc_heal_fetch f = fetch_of(w, NSRC);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, NSRC);
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EAUTH);
     f.token = "wrong";
     TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_EAUTH);
@@ -321,8 +321,8 @@ static void token_required(void **state)
  * asks again until it is there. */
 typedef struct bg_fetch {
     world *w;
-    ftc_heal_fetch f;
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f;
+    ftc__heal_fetch_result res;
     int rc;
 } bg_fetch;
 
@@ -333,10 +333,10 @@ static void *bg_run(void *arg)
     return NULL;
 }
 
-static uint64_t refused(ftc_heal_server *s)
+static uint64_t refused(ftc__heal_server *s)
 {
-    ftc_heal_server_stats st;
-    ftc__heal_server_stats(s, &st);
+    ftc__heal_server_stats st;
+    ftc__heal_server_stats_get(s, &st);
     return st.refused;
 }
 
@@ -376,8 +376,8 @@ static void abort_from_another_thread(void **state)
     assert_true(tk_now_ms() - t0 < tk_ms(1000));
     /* Sticky until cleared; then the client works again. */
     ftc__heal_server_publish(w->srv[0], w->snap);
-    ftc_heal_fetch f = fetch_of(w, 1);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, 1);
+    ftc__heal_fetch_result res;
     TK_EXPECT(run_fetch(w, &f, 5000, &res), FTC_ECANCELED);
     ftc__heal_client_clear_abort(w->cli);
     TK_OK(run_fetch(w, &f, 5000, &res));
@@ -389,18 +389,18 @@ static void abort_from_another_thread(void **state)
 static void empty_state_is_fetched(void **state)
 {
     (void)state;
-    ftc_heal_state src, dst;
+    ftc__heal_state src, dst;
     ftc__heal_state_init(&src);
     ftc__heal_state_init(&dst);
-    ftc_heal_server *srv;
-    ftc_heal_server_opts o = {0};
+    ftc__heal_server *srv;
+    ftc__heal_server_opts o = {0};
     TK_OK(ftc__heal_server_start(&srv, &o));
     const char *addr[] = {ftc__heal_server_address(srv)};
-    ftc_heal_client *cli;
+    ftc__heal_client *cli;
     TK_OK(ftc__heal_client_create(&cli));
     for (int round = 0; round < 2; round++) {
         if (round == 1) { /* the same with two zero-byte buffers */
-            ftc_heal_buf buf;
+            ftc__heal_buf buf;
             int64_t d0[] = {0}, d2[] = {5, 0};
             TK_OK(ftc__heal_buf_set(&buf, "none", FTC_DTYPE_F32, d0, 1, 4));
             TK_OK(ftc__heal_state_add(&src, &buf, NULL));
@@ -409,16 +409,16 @@ static void empty_state_is_fetched(void **state)
             TK_OK(ftc__heal_state_add(&src, &buf, NULL));
             TK_OK(ftc__heal_state_add(&dst, &buf, NULL));
         }
-        ftc_heal_snapshot *snap;
+        ftc__heal_snapshot *snap;
         TK_OK(ftc__heal_snapshot_lend(&src, 3, 5, 1024, 1, &snap));
         ftc__heal_server_publish(srv, snap);
         void *dest[2] = {NULL, NULL};
-        const ftc_heal_fetch f = {.sources = addr,
-                                  .n_sources = 1,
-                                  .step = 3,
-                                  .layout = &dst,
-                                  .dest = dest};
-        ftc_heal_fetch_result res;
+        const ftc__heal_fetch f = {.sources = addr,
+                                   .n_sources = 1,
+                                   .step = 3,
+                                   .layout = &dst,
+                                   .dest = dest};
+        ftc__heal_fetch_result res;
         TK_OK(ftc__heal_client_fetch(cli, &f, ftc__deadline_in_ms(tk_ms(5000)),
                                      &res));
         assert_int_equal(res.step, 3);
@@ -491,8 +491,8 @@ static void hostile_requests(void **state)
         assert_int_equal(get_status(a, not_found[i]), 404);
     }
     /* The server still serves a whole transfer. */
-    ftc_heal_fetch f = fetch_of(w, 1);
-    ftc_heal_fetch_result res;
+    ftc__heal_fetch f = fetch_of(w, 1);
+    ftc__heal_fetch_result res;
     TK_OK(run_fetch(w, &f, 5000, &res));
     assert_same_state(&w->src, &w->dst);
     world_free(w);
@@ -501,8 +501,8 @@ static void hostile_requests(void **state)
 static void bad_server_options(void **state)
 {
     (void)state;
-    ftc_heal_server *s = (ftc_heal_server *)1;
-    ftc_heal_server_opts o = {0};
+    ftc__heal_server *s = (ftc__heal_server *)1;
+    ftc__heal_server_opts o = {0};
     o.port = 70000;
     TK_EXPECT(ftc__heal_server_start(&s, &o), FTC_EINVAL);
     assert_null(s);

@@ -9,10 +9,10 @@
 #include "ft/lighthouse/lighthouse_json.h"
 #include "testkit.h"
 
-static ftc_quorum_member sample_member(const char *id, int64_t step,
-                                       const char *data)
+static ftc__quorum_member sample_member(const char *id, int64_t step,
+                                        const char *data)
 {
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     TK_OK(ftc__quorum_member_set(&m, id, "http://10.0.0.7:29600",
                                  "10.0.0.7:29500"));
     m.step = step;
@@ -24,8 +24,8 @@ static ftc_quorum_member sample_member(const char *id, int64_t step,
     return m;
 }
 
-static void assert_member_equal(const ftc_quorum_member *a,
-                                const ftc_quorum_member *b)
+static void assert_member_equal(const ftc__quorum_member *a,
+                                const ftc__quorum_member *b)
 {
     assert_string_equal(a->replica_id, b->replica_id);
     assert_string_equal(a->address, b->address);
@@ -41,7 +41,7 @@ static void assert_member_equal(const ftc_quorum_member *a,
 }
 
 /* Encodes m, dumps it to text, parses and decodes it again. */
-static void member_round_trip(const ftc_quorum_member *m)
+static void member_round_trip(const ftc__quorum_member *m)
 {
     json_t *j = ftc__lhj_member_json(m);
     assert_non_null(j);
@@ -51,7 +51,7 @@ static void member_round_trip(const ftc_quorum_member *m)
     json_decref(j);
     json_t *back;
     TK_OK(ftc__lhj_parse_object(text, len, &back));
-    ftc_quorum_member got;
+    ftc__quorum_member got;
     TK_OK(ftc__lhj_member(back, 65536, &got));
     assert_member_equal(m, &got);
     ftc__quorum_member_fini(&got);
@@ -62,15 +62,15 @@ static void member_round_trip(const ftc_quorum_member *m)
 static void member_round_trips(void **state)
 {
     (void)state;
-    ftc_quorum_member plain = sample_member("trainer_1:6f1c2b9e", 1200, NULL);
+    ftc__quorum_member plain = sample_member("trainer_1:6f1c2b9e", 1200, NULL);
     member_round_trip(&plain);
-    ftc_quorum_member with_data =
+    ftc__quorum_member with_data =
         sample_member("trainer_2:0a9d", 0, "{\"lr\":0.5,\"tags\":[\"a\",1]}");
     member_round_trip(&with_data);
-    ftc_quorum_member scalar = sample_member("x", INT64_MAX, "42");
+    ftc__quorum_member scalar = sample_member("x", INT64_MAX, "42");
     member_round_trip(&scalar);
     /* UTF-8 and escapes survive. */
-    ftc_quorum_member utf8 =
+    ftc__quorum_member utf8 =
         sample_member("r\xc3\xa9plique\"\\/\t", 7, "\"caf\xc3\xa9\"");
     member_round_trip(&utf8);
 }
@@ -78,13 +78,13 @@ static void member_round_trips(void **state)
 static void quorum_round_trip(void **state)
 {
     (void)state;
-    ftc_quorum q;
+    ftc__quorum q;
     ftc__quorum_init(&q);
     q.n = 3;
     q.members = ftc__calloc(3, sizeof(*q.members));
     const char *ids[] = {"a", "b", "c"};
     for (size_t i = 0; i < 3; i++) {
-        ftc_quorum_member m = sample_member(ids[i], (int64_t)i * 10, "[1]");
+        ftc__quorum_member m = sample_member(ids[i], (int64_t)i * 10, "[1]");
         TK_OK(ftc__quorum_member_copy(&q.members[i], &m));
     }
     /* Epoch 0x7fffffff, counter 3: beyond JavaScript's 2^53. */
@@ -95,7 +95,7 @@ static void quorum_round_trip(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "epoch")),
                      0x7fffffff);
     assert_int_equal(json_integer_value(json_object_get(j, "counter")), 3);
-    ftc_quorum back;
+    ftc__quorum back;
     TK_OK(ftc__lhj_quorum(j, 16, &back));
     assert_int_equal(back.quorum_id, q.quorum_id);
     assert_int_equal(back.created_wall_ms, q.created_wall_ms);
@@ -104,7 +104,7 @@ static void quorum_round_trip(void **state)
         assert_member_equal(&q.members[i], &back.members[i]);
     }
     /* Too many members for the caller's bound. */
-    ftc_quorum small;
+    ftc__quorum small;
     TK_EXPECT(ftc__lhj_quorum(j, 2, &small), FTC_EMSGSIZE);
     assert_int_equal(small.n, 0);
     json_decref(j);
@@ -131,7 +131,7 @@ static char *repeat(char c, size_t n)
 static void expect_bad_join(const char *body, size_t len, uint32_t max_data,
                             int code, const char *message)
 {
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     memset(&m, 0x5a, sizeof(m));
     int64_t timeout = 12345;
     int rc = ftc__lhj_join_request(body, len, max_data, &m, &timeout);
@@ -223,7 +223,7 @@ static void join_request_limits(void **state)
     id[255] = '\0';
     snprintf(body, sizeof(body),
              "{\"member\": {\"replica_id\": \"%s\"}, \"future\": [1]}", id);
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     int64_t timeout;
     TK_OK(ftc__lhj_join_request(body, strlen(body), 16, &m, &timeout));
     assert_int_equal(strlen(m.replica_id), 255);
@@ -261,7 +261,7 @@ static void join_request_nesting(void **state)
     memset(body + n, '[', 100);
     memset(body + n + 100, ']', 100);
     snprintf(body + n + 200, cap - n - 200, "}}");
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     int64_t timeout;
     TK_OK(ftc__lhj_join_request(body, strlen(body), 1u << 20, &m, &timeout));
     assert_int_equal(m.data_len, 200);
@@ -296,7 +296,7 @@ static void replica_request(void **state)
 static void job_options(void **state)
 {
     (void)state;
-    ftc_quorum_opts o;
+    ftc__quorum_opts o;
     ftc__quorum_opts_init(&o);
     json_t *j;
     const char *ok = "{\"min_replicas\": 2, \"join_timeout_ms\": 1000, "
@@ -319,7 +319,7 @@ static void job_options(void **state)
         "{\"min_replicas\": 3, \"join_timeout_ms\": -1}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ftc_quorum_opts before = o;
+        ftc__quorum_opts before = o;
         TK_OK(ftc__lhj_parse_object(bad[i], strlen(bad[i]), &j));
         TK_EXPECT(ftc__lhj_job_options(j, &o), FTC_EINVAL);
         json_decref(j);
@@ -327,7 +327,7 @@ static void job_options(void **state)
         assert_memory_equal(&before, &o, sizeof(o));
     }
     json_t *back = ftc__lhj_job_options_json(&o);
-    ftc_quorum_opts copy;
+    ftc__quorum_opts copy;
     ftc__quorum_opts_init(&copy);
     TK_OK(ftc__lhj_job_options(back, &copy));
     json_decref(back);
@@ -369,7 +369,7 @@ static void quorum_rejects_malformed(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *j;
         TK_OK(ftc__lhj_parse_object(bad[i], strlen(bad[i]), &j));
-        ftc_quorum q;
+        ftc__quorum q;
         TK_EXPECT(ftc__lhj_quorum(j, 16, &q), FTC_EINVAL);
         assert_int_equal(q.n, 0);
         assert_null(q.members);
@@ -389,7 +389,7 @@ static void allocation_failures(void **state)
     TK_OK(ftc__lhj_parse_object(body, strlen(body), &j));
     bool succeeded = false;
     for (long n = 0; n < 50 && !succeeded; n++) {
-        ftc_quorum q;
+        ftc__quorum q;
         ftc__alloc_fail_after(n);
         int rc = ftc__lhj_quorum(j, 16, &q);
         ftc__alloc_fail_after(-1);

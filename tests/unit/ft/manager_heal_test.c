@@ -185,8 +185,8 @@ static void source_lends_without_a_copy(void **state)
     assert_true(st.last_lend_ms > 0);
     /* Every answer from the lent buffers had ended when the lending did:
      * none was cut (a reference held elsewhere would look like one). */
-    ftc_heal_server_stats hs;
-    ftc__heal_server_stats(e->g[0].m->heal_srv, &hs);
+    ftc__heal_server_stats hs;
+    ftc__heal_server_stats_get(e->g[0].m->heal_srv, &hs);
     assert_int_equal(hs.releases, 1);
     assert_int_equal(hs.cuts, 0);
     env_free(e);

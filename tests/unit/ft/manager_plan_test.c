@@ -12,15 +12,17 @@
 static const char *const ids5[] = {"r0", "r1", "r2", "r3", "r4"};
 
 /* The plan of member `self` (group rank g) in a quorum of these steps. */
-static ftc_mgr_plan plan_of(const int64_t *steps, size_t n, size_t self,
-                            int64_t g, bool init_sync, int mode, int64_t min,
-                            int sources, ftc_quorum_result *res)
+static ftc__manager_plan plan_of(const int64_t *steps, size_t n, size_t self,
+                                 int64_t g, bool init_sync, int mode,
+                                 int64_t min, int sources,
+                                 ftc__quorum_result *res)
 {
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 7, ids5, steps, n);
     TK_OK(ftc__quorum_results(&q, ids5[self], g, init_sync, res));
-    ftc_mgr_plan p;
-    ftc__mgr_plan(&q, res, g, init_sync, true, mode, min, sources, &p);
+    ftc__manager_plan p;
+    ftc__manager_plan_build(&q, res, g, init_sync, true, mode, min, sources,
+                            &p);
     ftc__quorum_fini(&q);
     return p;
 }
@@ -29,8 +31,9 @@ static void everyone_up_to_date(void **state)
 {
     (void)state;
     int64_t steps[] = {5, 5, 5};
-    ftc_quorum_result r;
-    ftc_mgr_plan p = plan_of(steps, 3, 1, 0, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
+    ftc__quorum_result r;
+    ftc__manager_plan p =
+        plan_of(steps, 3, 1, 0, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
     assert_false(p.heal);
     assert_true(p.participating);
     assert_false(p.spare);
@@ -45,8 +48,9 @@ static void behind_heals_striped(void **state)
     (void)state;
     /* torchft's recovery example: steps [0,1,0,1,0]. */
     int64_t steps[] = {0, 1, 0, 1, 0};
-    ftc_quorum_result r;
-    ftc_mgr_plan p = plan_of(steps, 5, 0, 0, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
+    ftc__quorum_result r;
+    ftc__manager_plan p =
+        plan_of(steps, 5, 0, 0, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
     assert_true(p.heal);
     assert_false(p.participating);
     assert_int_equal(p.num_participants, 2);
@@ -90,10 +94,11 @@ static void init_sync_at_step_zero(void **state)
 {
     (void)state;
     int64_t steps[] = {0, 0, 0};
-    ftc_quorum_result r;
+    ftc__quorum_result r;
     /* Group rank 1: the primary is member 1; everyone else heals from it
      * alone, and all still participate (torchft). */
-    ftc_mgr_plan p = plan_of(steps, 3, 0, 1, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
+    ftc__manager_plan p =
+        plan_of(steps, 3, 0, 1, true, FTC_WORLD_DYNAMIC, 1, 2, &r);
     assert_true(p.heal);
     assert_true(p.participating);
     assert_int_equal(p.num_participants, 3);
@@ -115,8 +120,8 @@ static void spares_in_fixed_mode(void **state)
 {
     (void)state;
     int64_t steps[] = {3, 3, 3, 2};
-    ftc_quorum_result r;
-    ftc_mgr_plan p =
+    ftc__quorum_result r;
+    ftc__manager_plan p =
         plan_of(steps, 4, 2, 0, true, FTC_WORLD_FIXED_WITH_SPARES, 2, 2, &r);
     assert_int_equal(r.max_replica_rank, 2);
     assert_true(p.spare);
@@ -138,12 +143,13 @@ static void heal_not_allowed(void **state)
 {
     (void)state;
     int64_t steps[] = {5, 4};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 7, ids5, steps, 2);
-    ftc_quorum_result r;
+    ftc__quorum_result r;
     TK_OK(ftc__quorum_results(&q, "r1", 0, true, &r));
-    ftc_mgr_plan p;
-    ftc__mgr_plan(&q, &r, 0, true, false, FTC_WORLD_DYNAMIC, 1, 2, &p);
+    ftc__manager_plan p;
+    ftc__manager_plan_build(&q, &r, 0, true, false, FTC_WORLD_DYNAMIC, 1, 2,
+                            &p);
     assert_false(p.heal);
     assert_false(p.participating);
     assert_int_equal(p.n_sources, 0);
@@ -158,30 +164,30 @@ static void which_events_abort(void **state)
     int64_t q5 = ((int64_t)9 << 32) | 5;
     int64_t q4 = ((int64_t)9 << 32) | 4, q6 = ((int64_t)9 << 32) | 6;
     int64_t other = ((int64_t)10 << 32) | 1;
-    assert_true(ftc__mgr_event_aborts("b", q5, q5, members, 3));
-    assert_true(ftc__mgr_event_aborts("c", q6, q5, members, 3));
-    assert_false(ftc__mgr_event_aborts("b", q4, q5, members, 3));
-    assert_false(ftc__mgr_event_aborts("d", q5, q5, members, 3));
-    assert_false(ftc__mgr_event_aborts("a", other, q5, members, 3));
-    assert_false(ftc__mgr_event_aborts("a", q5, q5, members, 0));
+    assert_true(ftc__manager_event_aborts("b", q5, q5, members, 3));
+    assert_true(ftc__manager_event_aborts("c", q6, q5, members, 3));
+    assert_false(ftc__manager_event_aborts("b", q4, q5, members, 3));
+    assert_false(ftc__manager_event_aborts("d", q5, q5, members, 3));
+    assert_false(ftc__manager_event_aborts("a", other, q5, members, 3));
+    assert_false(ftc__manager_event_aborts("a", q5, q5, members, 0));
 }
 
 static void votes(void **state)
 {
     (void)state;
-    ftc_mgr_vote v[3] = {{10, 12, true}, {10, 12, true}, {10, 12, true}};
+    ftc__manager_vote v[3] = {{10, 12, true}, {10, 12, true}, {10, 12, true}};
     bool commit;
     int64_t at;
-    TK_OK(ftc__mgr_decide(v, 3, &commit, &at));
+    TK_OK(ftc__manager_decide(v, 3, &commit, &at));
     assert_true(commit);
     assert_int_equal(at, 12);
     v[1].ok = false;
     v[2].at = 10; /* its heal failed */
-    TK_OK(ftc__mgr_decide(v, 3, &commit, &at));
+    TK_OK(ftc__manager_decide(v, 3, &commit, &at));
     assert_false(commit);
     assert_int_equal(at, 10);
     v[2].step = 9;
-    TK_EXPECT(ftc__mgr_decide(v, 3, &commit, &at), FTC_EPROTO);
+    TK_EXPECT(ftc__manager_decide(v, 3, &commit, &at), FTC_EPROTO);
     assert_false(commit);
     assert_non_null(strstr(ftc_last_error(), "rank 2 on 9"));
 }
@@ -191,19 +197,19 @@ static void votes(void **state)
 static void arrival_and_vote_records(void **state)
 {
     (void)state;
-    ftc_mgr_arrival a = {12, 3, true, "10.0.0.7:4242"}, b;
+    ftc__manager_arrival a = {12, 3, true, "10.0.0.7:4242"}, b;
     char *text;
     size_t len;
-    TK_OK(ftc__mgr_arrival_encode(&a, &text, &len));
-    TK_OK(ftc__mgr_arrival_decode(text, len, &b));
+    TK_OK(ftc__manager_arrival_encode(&a, &text, &len));
+    TK_OK(ftc__manager_arrival_decode(text, len, &b));
     assert_int_equal(b.step, 12);
     assert_int_equal(b.commit_failures, 3);
     assert_true(b.shrink_only);
     assert_string_equal(b.heal_address, "10.0.0.7:4242");
     ftc__free(text);
-    ftc_mgr_vote v = {7, 9, true}, w;
-    TK_OK(ftc__mgr_vote_encode(&v, &text, &len));
-    TK_OK(ftc__mgr_vote_decode(text, len, &w));
+    ftc__manager_vote v = {7, 9, true}, w;
+    TK_OK(ftc__manager_vote_encode(&v, &text, &len));
+    TK_OK(ftc__manager_vote_decode(text, len, &w));
     assert_int_equal(w.step, 7);
     assert_int_equal(w.at, 9);
     assert_true(w.ok);
@@ -220,8 +226,8 @@ static void arrival_and_vote_records(void **state)
         "{\"step\":1,\"commit_failures\":0,\"heal\":\"x\",\"shrink_only\":1}",
     };
     for (size_t i = 0; i < sizeof(bad_arrivals) / sizeof(*bad_arrivals); i++) {
-        TK_EXPECT(ftc__mgr_arrival_decode(bad_arrivals[i],
-                                          strlen(bad_arrivals[i]), &b),
+        TK_EXPECT(ftc__manager_arrival_decode(bad_arrivals[i],
+                                              strlen(bad_arrivals[i]), &b),
                   FTC_EPROTO);
     }
     static const char *const bad_votes[] = {
@@ -230,8 +236,9 @@ static void arrival_and_vote_records(void **state)
         "{\"at\":1,\"ok\":true}",
     };
     for (size_t i = 0; i < sizeof(bad_votes) / sizeof(*bad_votes); i++) {
-        TK_EXPECT(ftc__mgr_vote_decode(bad_votes[i], strlen(bad_votes[i]), &w),
-                  FTC_EPROTO);
+        TK_EXPECT(
+            ftc__manager_vote_decode(bad_votes[i], strlen(bad_votes[i]), &w),
+            FTC_EPROTO);
     }
 }
 
@@ -239,14 +246,14 @@ static void result_records(void **state)
 {
     (void)state;
     int64_t steps[] = {4, 3};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 77, ids5, steps, 2);
     char *text;
     size_t len;
-    TK_OK(ftc__mgr_result_encode_quorum(&q, "r1", &text, &len));
-    ftc_quorum back;
+    TK_OK(ftc__manager_result_encode_quorum(&q, "r1", &text, &len));
+    ftc__quorum back;
     char id[FTC__QUORUM_STR_MAX];
-    TK_OK(ftc__mgr_result_decode(text, len, &back, id));
+    TK_OK(ftc__manager_result_decode(text, len, &back, id));
     assert_string_equal(id, "r1");
     assert_int_equal(back.quorum_id, 77);
     assert_int_equal(back.n, 2);
@@ -255,18 +262,18 @@ static void result_records(void **state)
     ftc__quorum_fini(&back);
     ftc__free(text);
     /* The leader's failure comes back as its code and message. */
-    TK_OK(ftc__mgr_result_encode_error(FTC_ETIMEDOUT, "no quorum: why", &text,
-                                       &len));
-    TK_EXPECT(ftc__mgr_result_decode(text, len, &back, id), FTC_ETIMEDOUT);
+    TK_OK(ftc__manager_result_encode_error(FTC_ETIMEDOUT, "no quorum: why",
+                                           &text, &len));
+    TK_EXPECT(ftc__manager_result_decode(text, len, &back, id), FTC_ETIMEDOUT);
     assert_string_equal(ftc_last_error(), "no quorum: why");
     assert_int_equal(back.n, 0);
     ftc__free(text);
     /* Members out of order, unknown codes and missing parts: refused. */
-    ftc_quorum_member t = q.members[0];
+    ftc__quorum_member t = q.members[0];
     q.members[0] = q.members[1];
     q.members[1] = t;
-    TK_OK(ftc__mgr_result_encode_quorum(&q, "r1", &text, &len));
-    TK_EXPECT(ftc__mgr_result_decode(text, len, &back, id), FTC_EPROTO);
+    TK_OK(ftc__manager_result_encode_quorum(&q, "r1", &text, &len));
+    TK_EXPECT(ftc__manager_result_decode(text, len, &back, id), FTC_EPROTO);
     ftc__free(text);
     static const char *const bad[] = {
         "{\"ok\":false,\"code\":5,\"message\":\"x\"}",
@@ -276,7 +283,7 @@ static void result_records(void **state)
         "{\"replica_id\":\"r1\"}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        TK_EXPECT(ftc__mgr_result_decode(bad[i], strlen(bad[i]), &back, id),
+        TK_EXPECT(ftc__manager_result_decode(bad[i], strlen(bad[i]), &back, id),
                   FTC_EPROTO);
         assert_int_equal(back.n, 0);
     }
@@ -286,25 +293,26 @@ static void result_records(void **state)
 static void member_data(void **state)
 {
     (void)state;
-    ftc_mgr_arrival a[2] = {{1, 0, false, "h:1"}, {1, 0, false, "[::1]:2"}};
+    ftc__manager_arrival a[2] = {{1, 0, false, "h:1"},
+                                 {1, 0, false, "[::1]:2"}};
     char *text;
     size_t len;
-    TK_OK(ftc__mgr_member_data(a, 2, &text, &len));
+    TK_OK(ftc__manager_member_data(a, 2, &text, &len));
     assert_string_equal(text, "{\"heal\":[\"h:1\",\"[::1]:2\"]}");
-    ftc_quorum_member m = qf_member("r0", 1);
+    ftc__quorum_member m = qf_member("r0", 1);
     m.data = text;
     m.data_len = len;
     char addr[FTC__QUORUM_STR_MAX];
-    TK_OK(ftc__mgr_member_heal_address(&m, 1, addr));
+    TK_OK(ftc__manager_member_heal_address(&m, 1, addr));
     assert_string_equal(addr, "[::1]:2");
-    TK_EXPECT(ftc__mgr_member_heal_address(&m, 2, addr), FTC_ENOENT);
+    TK_EXPECT(ftc__manager_member_heal_address(&m, 2, addr), FTC_ENOENT);
     ftc__free(text);
     m.data = (char *)"{\"heal\":[7]}";
     m.data_len = strlen(m.data);
-    TK_EXPECT(ftc__mgr_member_heal_address(&m, 0, addr), FTC_EPROTO);
+    TK_EXPECT(ftc__manager_member_heal_address(&m, 0, addr), FTC_EPROTO);
     m.data = NULL;
     m.data_len = 0;
-    TK_EXPECT(ftc__mgr_member_heal_address(&m, 0, addr), FTC_EPROTO);
+    TK_EXPECT(ftc__manager_member_heal_address(&m, 0, addr), FTC_EPROTO);
 }
 
 int main(int argc, char **argv)

@@ -8,24 +8,24 @@
 #include "base/alloc.h"
 #include "testkit.h"
 
-ftc_quorum_member qf_member(const char *id, int64_t step)
+ftc__quorum_member qf_member(const char *id, int64_t step)
 {
     char addr[FTC__QUORUM_STR_MAX];
     char store[FTC__QUORUM_STR_MAX];
     snprintf(addr, sizeof(addr), "addr_%s", id);
     snprintf(store, sizeof(store), "store_%s", id);
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     TK_OK(ftc__quorum_member_set(&m, id, addr, store));
     m.step = step;
     m.world_size = 1;
     return m;
 }
 
-void qf_join(ftc_quorum_state *s, const ftc_quorum_opts *o, const char *id,
+void qf_join(ftc__quorum_state *s, const ftc__quorum_opts *o, const char *id,
              int64_t step, bool shrink_only, int64_t commit_failures,
              int64_t now)
 {
-    ftc_quorum_member m = qf_member(id, step);
+    ftc__quorum_member m = qf_member(id, step);
     m.shrink_only = shrink_only;
     m.commit_failures = commit_failures;
     TK_OK(ftc__quorum_join(s, o, &m, now));
@@ -33,12 +33,12 @@ void qf_join(ftc_quorum_state *s, const ftc_quorum_opts *o, const char *id,
 
 static int by_id(const void *a, const void *b)
 {
-    return strcmp(((const ftc_quorum_member *)a)->replica_id,
-                  ((const ftc_quorum_member *)b)->replica_id);
+    return strcmp(((const ftc__quorum_member *)a)->replica_id,
+                  ((const ftc__quorum_member *)b)->replica_id);
 }
 
-void qf_set_prev(ftc_quorum_state *s, int64_t quorum_id, const char *const *ids,
-                 size_t n)
+void qf_set_prev(ftc__quorum_state *s, int64_t quorum_id,
+                 const char *const *ids, size_t n)
 {
     int64_t steps[64];
     assert_true(n <= 64);
@@ -54,10 +54,10 @@ void qf_set_prev(ftc_quorum_state *s, int64_t quorum_id, const char *const *ids,
     s->counter = ftc__quorum_id_counter(quorum_id);
 }
 
-ftc_quorum_opts qf_opts(uint64_t min_replicas, int64_t join_timeout_ms,
-                        int64_t heartbeat_timeout_ms)
+ftc__quorum_opts qf_opts(uint64_t min_replicas, int64_t join_timeout_ms,
+                         int64_t heartbeat_timeout_ms)
 {
-    ftc_quorum_opts o;
+    ftc__quorum_opts o;
     ftc__quorum_opts_init(&o);
     o.min_replicas = min_replicas;
     o.join_timeout_ms = join_timeout_ms;
@@ -66,7 +66,7 @@ ftc_quorum_opts qf_opts(uint64_t min_replicas, int64_t join_timeout_ms,
     return o;
 }
 
-size_t qf_participant(const ftc_quorum_state *s, const char *id)
+size_t qf_participant(const ftc__quorum_state *s, const char *id)
 {
     for (size_t i = 0; i < s->n_participants; i++) {
         if (strcmp(s->participants[i].member.replica_id, id) == 0) {
@@ -77,7 +77,7 @@ size_t qf_participant(const ftc_quorum_state *s, const char *id)
     return 0;
 }
 
-void qf_quorum(ftc_quorum *q, int64_t quorum_id, const char *const *ids,
+void qf_quorum(ftc__quorum *q, int64_t quorum_id, const char *const *ids,
                const int64_t *steps, size_t n)
 {
     ftc__quorum_init(q);

@@ -12,23 +12,23 @@
 #define QF_NOW ((int64_t)1000000000000)
 
 /* A member with address "addr_<id>" and store "store_<id>". */
-ftc_quorum_member qf_member(const char *id, int64_t step);
+ftc__quorum_member qf_member(const char *id, int64_t step);
 /* Joins like torchft's tests insert participants and heartbeats. */
-void qf_join(ftc_quorum_state *s, const ftc_quorum_opts *o, const char *id,
+void qf_join(ftc__quorum_state *s, const ftc__quorum_opts *o, const char *id,
              int64_t step, bool shrink_only, int64_t commit_failures,
              int64_t now);
 /* Sets s->prev to a quorum of the given ids (each at step 1) and the
  * state's id to quorum_id, as torchft's
  * tests assign state.prev_quorum. */
-void qf_set_prev(ftc_quorum_state *s, int64_t quorum_id, const char *const *ids,
-                 size_t n);
+void qf_set_prev(ftc__quorum_state *s, int64_t quorum_id,
+                 const char *const *ids, size_t n);
 /* Options as torchft's tests write LighthouseOpt. */
-ftc_quorum_opts qf_opts(uint64_t min_replicas, int64_t join_timeout_ms,
-                        int64_t heartbeat_timeout_ms);
+ftc__quorum_opts qf_opts(uint64_t min_replicas, int64_t join_timeout_ms,
+                         int64_t heartbeat_timeout_ms);
 /* The index of id among the participants, failing if absent. */
-size_t qf_participant(const ftc_quorum_state *s, const char *id);
+size_t qf_participant(const ftc__quorum_state *s, const char *id);
 /* A quorum of n members built from ids and steps (not sorted). */
-void qf_quorum(ftc_quorum *q, int64_t quorum_id, const char *const *ids,
+void qf_quorum(ftc__quorum *q, int64_t quorum_id, const char *const *ids,
                const int64_t *steps, size_t n);
 
 #endif

@@ -45,7 +45,7 @@ typedef struct scenario {
     replica r[POOL];
     bool prev[POOL]; /* member of the previous quorum */
     bool has_prev;
-    ftc_quorum_opts o;
+    ftc__quorum_opts o;
     int64_t now;
 } scenario;
 
@@ -96,7 +96,7 @@ static void shuffle(int *a, int n)
 
 /* Builds the state through the API in a random order: joins, then the
  * heartbeats that came after them. */
-static void build(const scenario *sc, ftc_quorum_state *s)
+static void build(const scenario *sc, ftc__quorum_state *s)
 {
     TK_OK(ftc__quorum_state_init(s, 0));
     int order[POOL];
@@ -139,7 +139,7 @@ static void build(const scenario *sc, ftc_quorum_state *s)
  * guard), written from the Rust source with linear scans only ---- */
 
 typedef struct model_decision {
-    ftc_quorum_verdict verdict;
+    ftc__quorum_verdict verdict;
     int members[POOL]; /* indexes into sc->r, ascending = replica_id order */
     int n_members;
     char reason[FTC__QUORUM_REASON_MAX];
@@ -248,10 +248,10 @@ members:
 }
 
 /* Decisions equal in all that a shell sees. */
-static void assert_same_decision(const ftc_quorum_state *a,
-                                 const ftc_quorum_decision *da,
-                                 const ftc_quorum_state *b,
-                                 const ftc_quorum_decision *db)
+static void assert_same_decision(const ftc__quorum_state *a,
+                                 const ftc__quorum_decision *da,
+                                 const ftc__quorum_state *b,
+                                 const ftc__quorum_decision *db)
 {
     assert_int_equal(da->met, db->met);
     assert_int_equal(da->verdict, db->verdict);
@@ -259,17 +259,17 @@ static void assert_same_decision(const ftc_quorum_state *a,
     assert_int_equal(da->next_ms, db->next_ms);
     assert_int_equal(da->n_members, db->n_members);
     for (size_t i = 0; i < da->n_members; i++) {
-        const ftc_quorum_member *ma =
+        const ftc__quorum_member *ma =
             &a->participants[da->member_idx[i]].member;
-        const ftc_quorum_member *mb =
+        const ftc__quorum_member *mb =
             &b->participants[db->member_idx[i]].member;
         assert_string_equal(ma->replica_id, mb->replica_id);
         assert_int_equal(ma->step, mb->step);
     }
 }
 
-static void check_against_model(const scenario *sc, const ftc_quorum_state *s,
-                                const ftc_quorum_decision *d)
+static void check_against_model(const scenario *sc, const ftc__quorum_state *s,
+                                const ftc__quorum_decision *d)
 {
     model_decision m;
     model_compute(sc, &m);
@@ -284,43 +284,43 @@ static void check_against_model(const scenario *sc, const ftc_quorum_state *s,
     assert_true(d->n_members > 0);
     assert_int_equal(d->n_members, m.n_members);
     for (int i = 0; i < m.n_members; i++) {
-        const ftc_quorum_member *got =
+        const ftc__quorum_member *got =
             &s->participants[d->member_idx[i]].member;
         assert_string_equal(got->replica_id, sc->r[m.members[i]].id);
         assert_int_equal(got->step, sc->r[m.members[i]].step);
     }
 }
 
-static ftc_quorum_decision compute(int64_t now, const ftc_quorum_state *s,
-                                   const ftc_quorum_opts *o)
+static ftc__quorum_decision compute(int64_t now, const ftc__quorum_state *s,
+                                    const ftc__quorum_opts *o)
 {
-    ftc_quorum_decision d;
+    ftc__quorum_decision d;
     TK_OK(ftc__quorum_compute(now, s, o, &d));
     return d;
 }
 
 /* The answer cannot change before next_ms, and next_ms is in the future. */
-static void check_next_ms(const scenario *sc, const ftc_quorum_state *s,
-                          const ftc_quorum_decision *d)
+static void check_next_ms(const scenario *sc, const ftc__quorum_state *s,
+                          const ftc__quorum_decision *d)
 {
     if (d->next_ms == INT64_MAX) {
         return;
     }
     assert_true(d->next_ms > sc->now);
-    ftc_quorum_decision later = compute(d->next_ms - 1, s, &sc->o);
+    ftc__quorum_decision later = compute(d->next_ms - 1, s, &sc->o);
     assert_same_decision(s, d, s, &later);
     ftc__quorum_decision_fini(&later);
 }
 
 /* Forming the quorum: the id rule, the new previous quorum and who stays. */
-static void check_tick(const scenario *sc, ftc_quorum_state *s,
-                       const ftc_quorum_decision *d)
+static void check_tick(const scenario *sc, ftc__quorum_state *s,
+                       const ftc__quorum_decision *d)
 {
     char ids[POOL][8];
     size_t n = d->n_members;
     bool failed = false;
     for (size_t i = 0; i < n; i++) {
-        const ftc_quorum_member *m = &s->participants[d->member_idx[i]].member;
+        const ftc__quorum_member *m = &s->participants[d->member_idx[i]].member;
         memcpy(ids[i], m->replica_id, sizeof(ids[i]));
         failed = failed || m->commit_failures > 0;
     }
@@ -330,13 +330,13 @@ static void check_tick(const scenario *sc, ftc_quorum_state *s,
     }
     size_t before = s->n_participants;
     int64_t id_before = s->prev.quorum_id;
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(s, &sc->o, sc->now, 77, &t));
     assert_true(t.met);
-    ftc_quorum_id_change want = !sc->has_prev ? FTC__QUORUM_ID_FIRST
-                                : !same       ? FTC__QUORUM_ID_MEMBERSHIP
-                                : failed      ? FTC__QUORUM_ID_COMMIT_FAILURES
-                                              : FTC__QUORUM_ID_KEPT;
+    ftc__quorum_id_change want = !sc->has_prev ? FTC__QUORUM_ID_FIRST
+                                 : !same       ? FTC__QUORUM_ID_MEMBERSHIP
+                                 : failed      ? FTC__QUORUM_ID_COMMIT_FAILURES
+                                               : FTC__QUORUM_ID_KEPT;
     assert_int_equal(t.change, want);
     int64_t want_id = !sc->has_prev                 ? 1
                       : want == FTC__QUORUM_ID_KEPT ? id_before
@@ -356,11 +356,11 @@ static void check_tick(const scenario *sc, ftc_quorum_state *s,
 }
 
 /* Every member's result, for one group rank, agrees with every other's. */
-static void check_results(const ftc_quorum *q, int64_t group_rank,
+static void check_results(const ftc__quorum *q, int64_t group_rank,
                           bool init_sync)
 {
     size_t n = q->n;
-    ftc_quorum_result r[POOL];
+    ftc__quorum_result r[POOL];
     int64_t max_step = 0;
     int64_t max_cf = 0;
     size_t at_max = 0;
@@ -382,7 +382,7 @@ static void check_results(const ftc_quorum *q, int64_t group_rank,
     int sent_to[POOL] = {0};
     size_t not_healing_at_zero = 0;
     for (size_t i = 0; i < n; i++) {
-        const ftc_quorum_result *x = &r[i];
+        const ftc__quorum_result *x = &r[i];
         /* A consistent view: same id, members, primary and max step. */
         assert_int_equal(x->quorum_id, q->quorum_id);
         assert_int_equal(x->replica_world_size, n);
@@ -474,19 +474,19 @@ static void check_results(const ftc_quorum *q, int64_t group_rank,
 }
 
 /* The same quorum, members in another order, gives the same results. */
-static void check_results_order_free(const ftc_quorum *q)
+static void check_results_order_free(const ftc__quorum *q)
 {
-    ftc_quorum copy;
+    ftc__quorum copy;
     ftc__quorum_init(&copy);
     TK_OK(ftc__quorum_copy(&copy, q));
     for (size_t i = copy.n; i > 1; i--) {
         size_t j = (size_t)below((int64_t)i);
-        ftc_quorum_member t = copy.members[i - 1];
+        ftc__quorum_member t = copy.members[i - 1];
         copy.members[i - 1] = copy.members[j];
         copy.members[j] = t;
     }
     for (size_t i = 0; i < q->n; i++) {
-        ftc_quorum_result a, b;
+        ftc__quorum_result a, b;
         int64_t g = below(4);
         TK_OK(ftc__quorum_results(q, q->members[i].replica_id, g, true, &a));
         TK_OK(
@@ -525,12 +525,12 @@ static void random_scenarios_hold_every_property(void **state)
     for (long it = 0; it < n; it++) {
         scenario sc;
         make_scenario(&sc);
-        ftc_quorum_state s1, s2;
+        ftc__quorum_state s1, s2;
         build(&sc, &s1);
         build(&sc, &s2); /* another random arrival order */
-        ftc_quorum_decision d1 = compute(sc.now, &s1, &sc.o);
-        ftc_quorum_decision again = compute(sc.now, &s1, &sc.o);
-        ftc_quorum_decision d2 = compute(sc.now, &s2, &sc.o);
+        ftc__quorum_decision d1 = compute(sc.now, &s1, &sc.o);
+        ftc__quorum_decision again = compute(sc.now, &s1, &sc.o);
+        ftc__quorum_decision d2 = compute(sc.now, &s2, &sc.o);
         assert_same_decision(&s1, &d1, &s1, &again);
         assert_same_decision(&s1, &d1, &s2, &d2);
         check_against_model(&sc, &s1, &d1);

@@ -6,15 +6,15 @@
 #include "quorum_fixture.h"
 #include "testkit.h"
 
-static ftc_quorum_result results(const ftc_quorum *q, const char *id,
-                                 int64_t group_rank, bool init_sync)
+static ftc__quorum_result results(const ftc__quorum *q, const char *id,
+                                  int64_t group_rank, bool init_sync)
 {
-    ftc_quorum_result r;
+    ftc__quorum_result r;
     TK_OK(ftc__quorum_results(q, id, group_rank, init_sync, &r));
     return r;
 }
 
-static void assert_dst(const ftc_quorum_result *r, const int64_t *want,
+static void assert_dst(const ftc__quorum_result *r, const int64_t *want,
                        size_t n)
 {
     assert_int_equal(r->n_recover_dst, n);
@@ -25,12 +25,12 @@ static void assert_dst(const ftc_quorum_result *r, const int64_t *want,
 
 /* What torchft's tests check most: heal, the replica rank, the source
  * (-1: none) and the destinations. */
-static void expect_recovery(const ftc_quorum *q, const char *id,
+static void expect_recovery(const ftc__quorum *q, const char *id,
                             int64_t group_rank, bool init_sync, bool heal,
                             int64_t rank, int64_t src, const int64_t *dst,
                             size_t n_dst)
 {
-    ftc_quorum_result r = results(q, id, group_rank, init_sync);
+    ftc__quorum_result r = results(q, id, group_rank, init_sync);
     assert_int_equal(r.heal, heal);
     assert_int_equal(r.replica_rank, rank);
     assert_int_equal(r.recover_src_replica_rank, src);
@@ -42,21 +42,21 @@ static void expect_recovery(const ftc_quorum *q, const char *id,
 static void test_get_quorum(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 100, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 100, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     TK_OK(ftc__quorum_member_set(&m, "rep_id", "http://localhost:1",
                                  "store_addr"));
     m.step = 123;
     m.world_size = 1;
     m.commit_failures = 3;
     TK_OK(ftc__quorum_join(&s, &o, &m, QF_NOW));
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 0, &t));
     assert_true(t.met);
 
-    ftc_quorum_result r = results(&s.prev, "rep_id", 0, true);
+    ftc__quorum_result r = results(&s.prev, "rep_id", 0, true);
     assert_int_equal(r.quorum_id, 1);
     assert_string_equal(r.recover_src_manager_address, "");
     assert_string_equal(r.store_address, "store_addr");
@@ -79,19 +79,19 @@ static void test_get_quorum(void **state)
 static void test_get_quorum_heal_first_step(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(2, 100, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(2, 100, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "rep_0", 0, false, 0, QF_NOW);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 0, &t));
     assert_false(t.met);
     qf_join(&s, &o, "rep_1", 0, false, 0, QF_NOW + 5);
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW + 5, 0, &t));
     assert_true(t.met);
 
-    ftc_quorum_result a = results(&s.prev, "rep_0", 0, true);
-    ftc_quorum_result b = results(&s.prev, "rep_1", 0, true);
+    ftc__quorum_result a = results(&s.prev, "rep_0", 0, true);
+    ftc__quorum_result b = results(&s.prev, "rep_1", 0, true);
     assert_int_equal(a.quorum_id, 1);
     assert_int_equal(a.max_step, 0);
     assert_int_equal(a.replica_rank, 0);
@@ -113,7 +113,7 @@ static void test_compute_quorum_results_first_step(void **state)
     (void)state;
     const char *ids[] = {"replica_0", "replica_1"};
     const int64_t steps[] = {0, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 2);
     /* Group rank 0. */
     expect_recovery(&q, "replica_0", 0, true, false, 0, -1,
@@ -122,7 +122,7 @@ static void test_compute_quorum_results_first_step(void **state)
     /* Group rank 1: offset from rank 0, and so is the primary. */
     expect_recovery(&q, "replica_1", 1, true, false, 1, -1,
                     (const int64_t[]){0}, 1);
-    ftc_quorum_result r = results(&q, "replica_0", 1, true);
+    ftc__quorum_result r = results(&q, "replica_0", 1, true);
     assert_string_equal(r.store_address, "store_replica_1");
     ftc__quorum_result_fini(&r);
     r = results(&q, "replica_0", 0, true);
@@ -137,7 +137,7 @@ static void test_compute_quorum_results_recovery(void **state)
     const char *ids[] = {"replica_0", "replica_1", "replica_2", "replica_3",
                          "replica_4"};
     const int64_t steps[] = {0, 1, 0, 1, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 5);
     /* Group rank 0. */
     expect_recovery(&q, "replica_0", 0, true, true, 0, 1, NULL, 0);
@@ -145,7 +145,7 @@ static void test_compute_quorum_results_recovery(void **state)
                     (const int64_t[]){0, 4}, 2);
     expect_recovery(&q, "replica_3", 0, true, false, 3, -1,
                     (const int64_t[]){2}, 1);
-    ftc_quorum_result r = results(&q, "replica_0", 0, true);
+    ftc__quorum_result r = results(&q, "replica_0", 0, true);
     assert_string_equal(r.recover_src_manager_address, "addr_replica_1");
     ftc__quorum_result_fini(&r);
     r = results(&q, "replica_1", 0, true);
@@ -162,7 +162,7 @@ static void test_compute_quorum_results_skip_init_sync(void **state)
     (void)state;
     const char *ids[] = {"replica_0", "replica_1"};
     const int64_t steps[] = {0, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 2);
     /* Baseline with init_sync. */
     expect_recovery(&q, "replica_0", 0, true, false, 0, -1,
@@ -182,10 +182,10 @@ static void test_compute_quorum_results_commit_failures(void **state)
     (void)state;
     const char *ids[] = {"replica_0", "replica_1"};
     const int64_t steps[] = {0, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 2);
     q.members[1].commit_failures = 2;
-    ftc_quorum_result r = results(&q, "replica_0", 0, true);
+    ftc__quorum_result r = results(&q, "replica_0", 0, true);
     assert_int_equal(r.commit_failures, 2);
     ftc__quorum_result_fini(&r);
     ftc__quorum_fini(&q);
@@ -198,9 +198,9 @@ static void unsorted_quorum_gives_sorted_ranks(void **state)
     (void)state;
     const char *ids[] = {"c", "a", "b"};
     const int64_t steps[] = {7, 7, 5};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 42, ids, steps, 3);
-    ftc_quorum_result r = results(&q, "c", 0, true);
+    ftc__quorum_result r = results(&q, "c", 0, true);
     assert_int_equal(r.quorum_id, 42);
     assert_int_equal(r.replica_rank, 2);
     assert_int_equal(r.max_step, 7);
@@ -232,7 +232,7 @@ static void recovery_rotates_with_group_rank(void **state)
     (void)state;
     const char *ids[] = {"r0", "r1", "r2", "r3", "r4", "r5"};
     const int64_t steps[] = {9, 9, 9, 3, 3, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 6);
     /* Healing: r3, r4, r5 (k = 0, 1, 2); sources: r0, r1, r2. */
     const int64_t want_src[4][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 1, 2}};
@@ -240,7 +240,7 @@ static void recovery_rotates_with_group_rank(void **state)
     const char *primary_store[3] = {"store_r0", "store_r1", "store_r2"};
     for (int g = 0; g < 4; g++) {
         for (int k = 0; k < 3; k++) {
-            ftc_quorum_result r = results(&q, ids[3 + k], ranks[g], true);
+            ftc__quorum_result r = results(&q, ids[3 + k], ranks[g], true);
             assert_true(r.heal);
             assert_int_equal(r.recover_src_replica_rank, want_src[g][k]);
             /* The primary is up-to-date member g mod 3. */
@@ -248,7 +248,7 @@ static void recovery_rotates_with_group_rank(void **state)
             ftc__quorum_result_fini(&r);
         }
     }
-    ftc_quorum_result r = results(&q, "r5", INT64_MAX, true);
+    ftc__quorum_result r = results(&q, "r5", INT64_MAX, true);
     /* INT64_MAX mod 3 == 1: k = 2 heals from up[(2 + 1) mod 3] = r0. */
     assert_int_equal(r.recover_src_replica_rank, 0);
     assert_string_equal(r.store_address, "store_r1");
@@ -262,14 +262,14 @@ static void recovery_rotates_with_group_rank(void **state)
 static void bad_quorums_are_refused(void **state)
 {
     (void)state;
-    ftc_quorum_result r;
-    ftc_quorum empty;
+    ftc__quorum_result r;
+    ftc__quorum empty;
     ftc__quorum_init(&empty);
     TK_EXPECT(ftc__quorum_results(&empty, "a", 0, true, &r), FTC_EINVAL);
     TK_EXPECT(ftc__quorum_results(NULL, "a", 0, true, &r), FTC_EINVAL);
     const char *ids[] = {"a", "b", "a"};
     const int64_t steps[] = {1, 1, 1};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 3, ids, steps, 3);
     TK_EXPECT(ftc__quorum_results(&q, "a", 0, true, &r), FTC_EINVAL);
     assert_non_null(strstr(ftc_last_error(), "lists a twice"));
@@ -289,10 +289,10 @@ static void allocation_failures_leave_nothing(void **state)
     (void)state;
     const char *ids[] = {"r0", "r1", "r2", "r3"};
     const int64_t steps[] = {2, 1, 2, 0};
-    ftc_quorum q;
+    ftc__quorum q;
     qf_quorum(&q, 1, ids, steps, 4);
     for (long n = 0;; n++) {
-        ftc_quorum_result r;
+        ftc__quorum_result r;
         ftc__alloc_fail_after(n);
         int rc = ftc__quorum_results(&q, "r0", 0, true, &r);
         ftc__alloc_fail_after(-1);

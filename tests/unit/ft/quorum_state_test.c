@@ -10,7 +10,7 @@
 static void opts_are_checked(void **state)
 {
     (void)state;
-    ftc_quorum_opts o;
+    ftc__quorum_opts o;
     ftc__quorum_opts_init(&o);
     assert_int_equal(o.min_replicas, 1);
     assert_int_equal(o.join_timeout_ms, 60000);
@@ -42,7 +42,7 @@ static void member_strings_are_bounded(void **state)
     memset(too_long, 'y', sizeof(too_long) - 1);
     too_long[sizeof(too_long) - 1] = '\0';
 
-    ftc_quorum_member m = qf_member("keep", 4);
+    ftc__quorum_member m = qf_member("keep", 4);
     TK_OK(ftc__quorum_member_set(&m, longest, longest, longest));
     assert_string_equal(m.replica_id, longest);
     assert_int_equal(m.step, 0);
@@ -60,13 +60,13 @@ static void member_strings_are_bounded(void **state)
 static void bad_joins_change_nothing(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
     o.max_data_bytes = 8;
-    ftc_quorum_state s;
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "ok", 1, false, 0, QF_NOW);
 
-    ftc_quorum_member m = qf_member("bad", 1);
+    ftc__quorum_member m = qf_member("bad", 1);
     m.step = -1;
     TK_EXPECT(ftc__quorum_join(&s, &o, &m, QF_NOW), FTC_EINVAL);
     m = qf_member("bad", 1);
@@ -101,8 +101,8 @@ static void bad_joins_change_nothing(void **state)
 static void tables_stay_sorted_and_rejoin_replaces(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *order[] = {"m", "c", "x", "a", "q", "b"};
     for (int i = 0; i < 6; i++) {
@@ -121,13 +121,13 @@ static void tables_stay_sorted_and_rejoin_replaces(void **state)
     }
     /* A second request of "c" replaces the first, join time included. */
     char data[] = "{\"k\":1}";
-    ftc_quorum_member m = qf_member("c", 99);
+    ftc__quorum_member m = qf_member("c", 99);
     m.data = data;
     m.data_len = strlen(data);
     TK_OK(ftc__quorum_join(&s, &o, &m, QF_NOW + 50));
     data[0] = 'X'; /* the state kept its own copy */
     assert_int_equal(s.n_participants, 6);
-    const ftc_quorum_participant *c = &s.participants[2];
+    const ftc__quorum_participant *c = &s.participants[2];
     assert_int_equal(c->member.step, 99);
     assert_int_equal(c->joined_ms, QF_NOW + 50);
     assert_string_equal(c->member.data, "{\"k\":1}");
@@ -138,21 +138,21 @@ static void tables_stay_sorted_and_rejoin_replaces(void **state)
 static void data_travels_into_the_quorum(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     char data[] = "payload";
-    ftc_quorum_member m = qf_member("a", 3);
+    ftc__quorum_member m = qf_member("a", 3);
     m.data = data;
     m.data_len = 7;
     TK_OK(ftc__quorum_join(&s, &o, &m, QF_NOW));
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 1234, &t));
     assert_true(t.met);
     assert_int_equal(s.prev.created_wall_ms, 1234);
     assert_string_equal(s.prev.members[0].data, "payload");
 
-    ftc_quorum copy;
+    ftc__quorum copy;
     ftc__quorum_init(&copy);
     TK_OK(ftc__quorum_copy(&copy, &s.prev));
     assert_ptr_not_equal(copy.members[0].data, s.prev.members[0].data);
@@ -167,14 +167,14 @@ static void data_travels_into_the_quorum(void **state)
 static void limits_bound_both_tables(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 1000);
+    ftc__quorum_opts o = qf_opts(1, 0, 1000);
     o.max_replicas = 3;
-    ftc_quorum_state s;
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "a", 0, false, 0, QF_NOW);
     qf_join(&s, &o, "b", 0, false, 0, QF_NOW);
     qf_join(&s, &o, "c", 0, false, 0, QF_NOW);
-    ftc_quorum_member d = qf_member("d", 0);
+    ftc__quorum_member d = qf_member("d", 0);
     TK_EXPECT(ftc__quorum_join(&s, &o, &d, QF_NOW), FTC_EMSGSIZE);
     /* Re-joining an existing participant is always allowed. */
     qf_join(&s, &o, "b", 5, false, 0, QF_NOW);
@@ -192,8 +192,8 @@ static void limits_bound_both_tables(void **state)
 static void prune_drops_only_old_heartbeats(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     TK_OK(ftc__quorum_heartbeat(&s, &o, "old", QF_NOW - 10000));
     TK_OK(ftc__quorum_heartbeat(&s, &o, "edge", QF_NOW - 5000));
@@ -210,8 +210,8 @@ static void prune_drops_only_old_heartbeats(void **state)
 static void forget_drops_both_entries_and_health(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "a", 0, false, 0, QF_NOW);
     qf_join(&s, &o, "b", 0, false, 0, QF_NOW);
@@ -237,12 +237,12 @@ static void forget_drops_both_entries_and_health(void **state)
 }
 
 /* A snapshot of what decides: ids, steps and times of both tables. */
-static void snapshot(const ftc_quorum_state *s, char *out, size_t cap)
+static void snapshot(const ftc__quorum_state *s, char *out, size_t cap)
 {
     size_t n = 0;
     out[0] = '\0';
     for (size_t i = 0; i < s->n_participants && n < cap; i++) {
-        const ftc_quorum_participant *p = &s->participants[i];
+        const ftc__quorum_participant *p = &s->participants[i];
         n += (size_t)snprintf(out + n, cap - n, "p:%s/%lld/%lld/%s;",
                               p->member.replica_id, (long long)p->member.step,
                               (long long)p->joined_ms,
@@ -264,12 +264,12 @@ static void snapshot(const ftc_quorum_state *s, char *out, size_t cap)
 static void allocation_failures_change_nothing(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
     char before[4096];
     char after[4096];
     for (int op = 0; op < 4; op++) {
         for (long n = 0;; n++) {
-            ftc_quorum_state s;
+            ftc__quorum_state s;
             TK_OK(ftc__quorum_state_init(&s, 0));
             /* 16 entries fill the first capacity of both tables. */
             for (int i = 0; i < 16; i++) {
@@ -278,11 +278,11 @@ static void allocation_failures_change_nothing(void **state)
                 qf_join(&s, &o, id, i % 3, false, 0, QF_NOW);
             }
             char data[] = "d";
-            ftc_quorum_member m = qf_member("new", 1);
+            ftc__quorum_member m = qf_member("new", 1);
             m.data = data;
             m.data_len = 1;
-            ftc_quorum_decision d;
-            ftc_quorum_tick t;
+            ftc__quorum_decision d;
+            ftc__quorum_tick_result t;
             snapshot(&s, before, sizeof(before));
             ftc__alloc_fail_after(n);
             int rc = op == 0   ? ftc__quorum_join(&s, &o, &m, QF_NOW)

@@ -11,11 +11,11 @@
 /* Computes the decision at now and checks its verdict, its members (ids
  * separated by commas, in order; "" when none) and that its reason contains
  * `reason`. Returns next_ms. */
-static int64_t expect(int64_t now, const ftc_quorum_state *s,
-                      const ftc_quorum_opts *o, ftc_quorum_verdict verdict,
+static int64_t expect(int64_t now, const ftc__quorum_state *s,
+                      const ftc__quorum_opts *o, ftc__quorum_verdict verdict,
                       const char *members, const char *reason)
 {
-    ftc_quorum_decision d;
+    ftc__quorum_decision d;
     TK_OK(ftc__quorum_compute(now, s, o, &d));
     if (d.verdict != verdict || strstr(d.reason, reason) == NULL) {
         fail_msg("verdict %d \"%s\", expected %d with \"%s\"", d.verdict,
@@ -37,12 +37,12 @@ static int64_t expect(int64_t now, const ftc_quorum_state *s,
 }
 
 /* A join followed by the tick torchft runs on every request. */
-static ftc_quorum_tick join_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
-                                 const char *id, int64_t step, bool shrink_only,
-                                 int64_t commit_failures, int64_t now)
+static ftc__quorum_tick_result
+join_tick(ftc__quorum_state *s, const ftc__quorum_opts *o, const char *id,
+          int64_t step, bool shrink_only, int64_t commit_failures, int64_t now)
 {
     qf_join(s, o, id, step, shrink_only, commit_failures, now);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(s, o, now, 0, &t));
     return t;
 }
@@ -50,8 +50,8 @@ static ftc_quorum_tick join_tick(ftc_quorum_state *s, const ftc_quorum_opts *o,
 static void test_quorum_join_timeout(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
     expect(now, &s, &o, FTC__QUORUM_NEED_MIN, "",
@@ -73,8 +73,8 @@ static void test_quorum_join_timeout(void **state)
 static void test_quorum_heartbeats(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
     qf_join(&s, &o, "a", 1, false, 0, now);
@@ -93,8 +93,8 @@ static void test_quorum_heartbeats(void **state)
 static void test_quorum_fast_prev_quorum(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
     expect(now, &s, &o, FTC__QUORUM_NEED_MIN, "", "");
@@ -114,8 +114,8 @@ static void test_quorum_fast_prev_quorum(void **state)
 static void test_quorum_shrink_only(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"a", "b"};
     qf_set_prev(&s, 1, prev, 2);
@@ -130,11 +130,11 @@ static void test_quorum_shrink_only(void **state)
 static void test_lighthouse_e2e(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 1, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 1, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     TK_OK(ftc__quorum_heartbeat(&s, &o, "foo", QF_NOW));
-    ftc_quorum_tick t = join_tick(&s, &o, "foo", 10, false, 0, QF_NOW);
+    ftc__quorum_tick_result t = join_tick(&s, &o, "foo", 10, false, 0, QF_NOW);
     assert_true(t.met);
     assert_int_equal(s.prev.n, 1);
     assert_string_equal(s.prev.members[0].replica_id, "foo");
@@ -146,8 +146,8 @@ static void test_lighthouse_e2e(void **state)
 static void test_quorum_split_brain(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
     expect(now, &s, &o, FTC__QUORUM_NEED_MIN, "", "");
@@ -165,17 +165,17 @@ static void test_quorum_split_brain(void **state)
 static void test_quorum_changed(void **state)
 {
     (void)state;
-    ftc_quorum_member a = qf_member("1", 1);
-    ftc_quorum_member b;
+    ftc__quorum_member a = qf_member("1", 1);
+    ftc__quorum_member b;
     TK_OK(ftc__quorum_member_set(&b, "1", "changed", "changed"));
     b.step = 1000;
     /* Same replica_id: unchanged. */
     assert_false(ftc__quorum_members_changed(&a, 1, &b, 1));
-    ftc_quorum_member c = qf_member("2", 1);
+    ftc__quorum_member c = qf_member("2", 1);
     assert_true(ftc__quorum_members_changed(&a, 1, &c, 1));
     /* Also a different length, and order (lists are compared as given). */
-    ftc_quorum_member ac[] = {a, c};
-    ftc_quorum_member ca[] = {c, a};
+    ftc__quorum_member ac[] = {a, c};
+    ftc__quorum_member ca[] = {c, a};
     assert_true(ftc__quorum_members_changed(&a, 1, ac, 2));
     assert_true(ftc__quorum_members_changed(ac, 2, ca, 2));
     assert_false(ftc__quorum_members_changed(NULL, 0, NULL, 0));
@@ -184,13 +184,13 @@ static void test_quorum_changed(void **state)
 static void test_lighthouse_join_during_shrink(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(2, 1000, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(2, 1000, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
 
     /* 1. First quorum. */
-    ftc_quorum_tick t = join_tick(&s, &o, "replica0", 1, false, 0, now);
+    ftc__quorum_tick_result t = join_tick(&s, &o, "replica0", 1, false, 0, now);
     assert_false(t.met);
     t = join_tick(&s, &o, "replica1", 1, false, 0, now);
     assert_true(t.met);
@@ -237,15 +237,16 @@ static void test_lighthouse_join_during_shrink(void **state)
 static void test_lighthouse_commit_failures(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(2, 1000, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(2, 1000, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     int64_t now = QF_NOW;
 
     /* The first two quorums are stable. */
     for (int i = 0; i < 2; i++) {
         now += 10;
-        ftc_quorum_tick t = join_tick(&s, &o, "replica0", 10, false, 0, now);
+        ftc__quorum_tick_result t =
+            join_tick(&s, &o, "replica0", 10, false, 0, now);
         assert_false(t.met);
         t = join_tick(&s, &o, "replica1", 10, false, 0, now);
         assert_true(t.met);
@@ -259,7 +260,8 @@ static void test_lighthouse_commit_failures(void **state)
     /* A commit failure bumps the quorum id. */
     now += 10;
     join_tick(&s, &o, "replica0", 10, false, 0, now);
-    ftc_quorum_tick t = join_tick(&s, &o, "replica1", 10, false, 2, now);
+    ftc__quorum_tick_result t =
+        join_tick(&s, &o, "replica1", 10, false, 2, now);
     assert_true(t.met);
     assert_int_equal(t.change, FTC__QUORUM_ID_COMMIT_FAILURES);
     assert_int_equal(s.prev.quorum_id, 2);
@@ -273,13 +275,13 @@ static void test_lighthouse_commit_failures(void **state)
 static void empty_state_never_forms(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(0, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(0, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     /* Even min_replicas 0 needs more than half of 0 live replicas. */
     assert_int_equal(expect(QF_NOW, &s, &o, FTC__QUORUM_NEED_HALF, "", ""),
                      INT64_MAX);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 0, &t));
     assert_false(t.met);
     assert_false(s.has_prev);
@@ -290,12 +292,13 @@ static void empty_state_never_forms(void **state)
 static void single_replica_forms_and_stays_fast(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     for (int64_t step = 0; step < 5; step++) {
         int64_t now = QF_NOW + step * 100;
-        ftc_quorum_tick t = join_tick(&s, &o, "only", step, false, 0, now);
+        ftc__quorum_tick_result t =
+            join_tick(&s, &o, "only", step, false, 0, now);
         assert_true(t.met);
         assert_int_equal(t.verdict,
                          step == 0 ? FTC__QUORUM_VALID : FTC__QUORUM_FAST);
@@ -310,8 +313,8 @@ static void single_replica_forms_and_stays_fast(void **state)
 static void all_unhealthy_forms_nothing(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *ids[] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
@@ -333,8 +336,8 @@ static void all_unhealthy_forms_nothing(void **state)
 static void join_timeout_boundary_is_exclusive(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 1000, 60000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 1000, 60000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "a", 1, false, 0, QF_NOW);
     qf_join(&s, &o, "b", 1, false, 0, QF_NOW + 300);
@@ -354,8 +357,8 @@ static void join_timeout_boundary_is_exclusive(void **state)
 static void heartbeat_boundary_is_exclusive(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 100);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 100);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "a", 1, false, 0, QF_NOW);
     expect(QF_NOW + 99, &s, &o, FTC__QUORUM_VALID, "a", "");
@@ -373,8 +376,8 @@ static void heartbeat_boundary_is_exclusive(void **state)
 static void min_replicas_counts_healthy_participants(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(3, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(3, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     qf_join(&s, &o, "a", 1, false, 0, QF_NOW);
     qf_join(&s, &o, "b", 1, false, 0, QF_NOW);
@@ -393,8 +396,8 @@ static void min_replicas_counts_healthy_participants(void **state)
 static void split_brain_needs_strict_majority(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *ids[] = {"a", "b", "c", "d", "e"};
     for (int i = 0; i < 5; i++) {
@@ -414,8 +417,8 @@ static void fast_quorum_skips_every_other_check(void **state)
     (void)state;
     /* min_replicas 5 and two live non-members would block a new quorum,
      * but the previous members all being back forms it at once. */
-    ftc_quorum_opts o = qf_opts(5, HOUR_MS, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(5, HOUR_MS, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"a"};
     qf_set_prev(&s, 7, prev, 1);
@@ -435,15 +438,15 @@ static void fast_quorum_skips_every_other_check(void **state)
 static void shrink_only_new_member_waits_then_joins(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"a", "b"};
     qf_set_prev(&s, 1, prev, 2);
     qf_join(&s, &o, "new", 0, false, 0, QF_NOW);
     qf_join(&s, &o, "a", 5, false, 0, QF_NOW);
     qf_join(&s, &o, "b", 5, true, 0, QF_NOW);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW + 1, 0, &t));
     assert_true(t.met);
     assert_int_equal(t.change, FTC__QUORUM_ID_KEPT);
@@ -469,14 +472,14 @@ static void shrink_only_new_member_waits_then_joins(void **state)
 static void shrink_only_never_forms_an_empty_quorum(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"gone"};
     qf_set_prev(&s, 1, prev, 1);
     qf_join(&s, &o, "d", 0, true, 0, QF_NOW);
     qf_join(&s, &o, "e", 0, false, 0, QF_NOW);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 0, &t));
     assert_false(t.met);
     assert_int_equal(t.verdict, FTC__QUORUM_NONE_LEFT);
@@ -492,8 +495,8 @@ static void shrink_only_never_forms_an_empty_quorum(void **state)
 static void strict_shrink_only_counts_what_it_returns(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(3, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(3, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"a", "b", "c"};
     qf_set_prev(&s, 1, prev, 3);
@@ -513,14 +516,14 @@ static void strict_shrink_only_counts_what_it_returns(void **state)
 static void quorum_id_rule(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
-    ftc_quorum_tick t = join_tick(&s, &o, "a", 0, false, 0, QF_NOW);
+    ftc__quorum_tick_result t = join_tick(&s, &o, "a", 0, false, 0, QF_NOW);
     assert_int_equal(t.change, FTC__QUORUM_ID_FIRST);
     assert_int_equal(s.prev.quorum_id, 1);
     /* New address and step, same id: kept (only replica_ids count). */
-    ftc_quorum_member m;
+    ftc__quorum_member m;
     TK_OK(ftc__quorum_member_set(&m, "a", "elsewhere", "other_store"));
     m.step = 9;
     TK_OK(ftc__quorum_join(&s, &o, &m, QF_NOW + 1));
@@ -553,7 +556,7 @@ static void quorum_id_rule(void **state)
 static void restarted_lighthouse_never_reuses_ids(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
     uint32_t e1 = ftc__quorum_epoch_from_random(0x0123456789abcdefULL);
     uint32_t e2 = ftc__quorum_epoch_from_random(0xfedcba9876543210ULL);
     assert_true(e1 >= 1 && e1 <= FTC__QUORUM_EPOCH_MAX);
@@ -568,7 +571,7 @@ static void restarted_lighthouse_never_reuses_ids(void **state)
     int64_t ids[6];
     char prefixes[6][128];
     for (int run = 0; run < 2; run++) {
-        ftc_quorum_state s;
+        ftc__quorum_state s;
         TK_OK(ftc__quorum_state_init(&s, run == 0 ? e1 : e2));
         /* A commit failure bumps the id with the same member. */
         for (int i = 0; i < 3; i++) {
@@ -590,7 +593,7 @@ static void restarted_lighthouse_never_reuses_ids(void **state)
         }
     }
     /* Epoch 0 is torchft's numbering. */
-    ftc_quorum_state s;
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     join_tick(&s, &o, "a", 0, false, 0, QF_NOW);
     assert_int_equal(s.prev.quorum_id, 1);
@@ -602,8 +605,8 @@ static void restarted_lighthouse_never_reuses_ids(void **state)
 static void counter_wrap_moves_to_the_next_epoch(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, FTC__QUORUM_EPOCH_MAX));
     join_tick(&s, &o, "a", 0, false, 0, QF_NOW);
     s.counter = UINT32_MAX;
@@ -638,14 +641,14 @@ static void store_prefix_is_torchfts_layout(void **state)
 static void left_out_participants_are_requeued(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(1, 0, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(1, 0, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     /* "late" joined long ago but its heartbeat expired: it stays a
      * participant (its request still waits), with a fresh join time. */
     qf_join(&s, &o, "late", 0, false, 0, QF_NOW - 10000);
     qf_join(&s, &o, "a", 0, false, 0, QF_NOW);
-    ftc_quorum_tick t;
+    ftc__quorum_tick_result t;
     TK_OK(ftc__quorum_tick(&s, &o, QF_NOW, 0, &t));
     assert_true(t.met);
     assert_int_equal(s.prev.n, 1);
@@ -664,8 +667,8 @@ static void left_out_participants_are_requeued(void **state)
 static void next_ms_tracks_the_first_possible_change(void **state)
 {
     (void)state;
-    ftc_quorum_opts o = qf_opts(2, 2000, 5000);
-    ftc_quorum_state s;
+    ftc__quorum_opts o = qf_opts(2, 2000, 5000);
+    ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     TK_OK(ftc__quorum_heartbeat(&s, &o, "x", QF_NOW - 4000));
     qf_join(&s, &o, "a", 0, false, 0, QF_NOW);

@@ -90,7 +90,7 @@ void fs_finish(fs_server *s)
     }
 }
 
-static ftc_deadline step(void)
+static ftc__deadline step(void)
 {
     return ftc__deadline_in_ms(tk_ms(STEP_MS));
 }

@@ -10,31 +10,31 @@
 #include "testkit.h"
 
 /* What the hooks saw. */
-static ftc_kv_client *readied[16];
+static ftc__kv_client *readied[16];
 static int nready;
 static struct event {
-    ftc_kv_client *c;
+    ftc__kv_client *c;
     int type;
     char key[32], old[32], now[32];
 } events[16];
 static int nevents;
 
-static void on_ready(void *ctx, ftc_kv_client *c)
+static void on_ready(void *ctx, ftc__kv_client *c)
 {
     (void)ctx;
     assert_true(nready < 16);
     readied[nready++] = c;
 }
 
-static void copy_str(char *out, ftc_wire_str s)
+static void copy_str(char *out, ftc__wire_str s)
 {
     assert_true(s.len < 32);
     memcpy(out, s.p, s.len);
     out[s.len] = '\0';
 }
 
-static void on_watch(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
-                     ftc_wire_str old, ftc_wire_str now)
+static void on_watch(void *ctx, ftc__kv_client *c, int type, ftc__wire_str key,
+                     ftc__wire_str old, ftc__wire_str now)
 {
     (void)ctx;
     assert_true(nevents < 16);
@@ -46,26 +46,26 @@ static void on_watch(void *ctx, ftc_kv_client *c, int type, ftc_wire_str key,
     copy_str(e->now, now);
 }
 
-static const ftc_kv_hooks hooks = {on_ready, on_watch};
+static const ftc__kv_hooks hooks = {on_ready, on_watch};
 
-static ftc_kv *new_kv(uint64_t max_bytes)
+static ftc__kv *new_kv(uint64_t max_bytes)
 {
     nready = 0;
     nevents = 0;
-    ftc_kv *kv = ftc__kv_new(&hooks, NULL, max_bytes);
+    ftc__kv *kv = ftc__kv_new(&hooks, NULL, max_bytes);
     assert_non_null(kv);
     return kv;
 }
 
-static ftc_wire_str S(const char *s)
+static ftc__wire_str S(const char *s)
 {
-    ftc_wire_str w = {(const uint8_t *)s, strlen(s)};
+    ftc__wire_str w = {(const uint8_t *)s, strlen(s)};
     return w;
 }
 
-static void expect_val(ftc_kv *kv, const char *key, const char *want)
+static void expect_val(ftc__kv *kv, const char *key, const char *want)
 {
-    const ftc_kv_value *v = ftc__kv_get(kv, S(key));
+    const ftc__kv_value *v = ftc__kv_get(kv, S(key));
     if (want == NULL) {
         assert_null(v);
         return;
@@ -77,7 +77,7 @@ static void expect_val(ftc_kv *kv, const char *key, const char *want)
 
 /* A key list as a request carries it: u64 length + bytes per key. */
 typedef struct keylist {
-    ftc_buf b;
+    ftc__buf b;
     uint64_t n;
 } keylist;
 
@@ -91,7 +91,7 @@ static keylist *keys_of(keylist *kl, const char *const *keys, size_t n)
     return kl;
 }
 
-static int wait_on(ftc_kv *kv, ftc_kv_client *c, const char *const *keys,
+static int wait_on(ftc__kv *kv, ftc__kv_client *c, const char *const *keys,
                    size_t n)
 {
     keylist kl;
@@ -101,7 +101,7 @@ static int wait_on(ftc_kv *kv, ftc_kv_client *c, const char *const *keys,
     return rc;
 }
 
-static int check_keys(ftc_kv *kv, const char *const *keys, size_t n)
+static int check_keys(ftc__kv *kv, const char *const *keys, size_t n)
 {
     keylist kl;
     keys_of(&kl, keys, n);
@@ -113,7 +113,7 @@ static int check_keys(ftc_kv *kv, const char *const *keys, size_t n)
 static void set_get_delete(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     expect_val(kv, "/a", NULL);
     TK_OK(ftc__kv_set(kv, S("/a"), S("one")));
     expect_val(kv, "/a", "one");
@@ -134,7 +134,7 @@ static void set_get_delete(void **state)
 static void add_parses_like_stoll(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     int64_t r;
     TK_OK(ftc__kv_add(kv, S("init/"), 1, &r));
     assert_true(r == 1);
@@ -158,7 +158,7 @@ static void add_parses_like_stoll(void **state)
     }
     /* a NUL ends the number like std::stoll's c_str() */
     const uint8_t nul[] = {'5', 0, '9'};
-    ftc_wire_str with_nul = {nul, 3};
+    ftc__wire_str with_nul = {nul, 3};
     TK_OK(ftc__kv_set(kv, S("/n"), with_nul));
     TK_OK(ftc__kv_add(kv, S("/n"), 1, &r));
     assert_true(r == 6);
@@ -187,8 +187,8 @@ static void add_parses_like_stoll(void **state)
 static void compare_set_four_cases(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_wire_str reply;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__wire_str reply;
     /* missing, expected not empty: no change, replies expected */
     TK_OK(ftc__kv_compare_set(kv, S("/cs"), S("x"), S("y"), &reply));
     assert_int_equal(reply.len, 1);
@@ -219,8 +219,8 @@ static void compare_set_four_cases(void **state)
 static void wait_and_wakes(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, b;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, b;
     ftc__kv_client_init(&a);
     ftc__kv_client_init(&b);
     const char *ab[] = {"/a", "/b"};
@@ -243,7 +243,7 @@ static void wait_and_wakes(void **state)
     TK_OK(ftc__kv_append(kv, S("/c"), S("x")));
     assert_int_equal(nready, 2);
     assert_int_equal(wait_on(kv, &a, d1, 1), 0);
-    ftc_wire_str reply;
+    ftc__wire_str reply;
     TK_OK(ftc__kv_compare_set(kv, S("/d"), S("nope"), S("v"), &reply));
     assert_int_equal(nready, 2); /* no change, no wake */
     TK_OK(ftc__kv_compare_set(kv, S("/d"), S(""), S("v"), &reply));
@@ -273,11 +273,11 @@ static void wait_and_wakes(void **state)
 static void parking_allocates_nothing(void **state)
 {
     (void)state;
-    ftc_kv_client cl[2]; /* cl[1] also watches the key */
+    ftc__kv_client cl[2]; /* cl[1] also watches the key */
     for (int i = 0; i < 2; i++) {
         ftc__kv_client_init(&cl[i]);
     }
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     TK_OK(ftc__kv_watch(kv, &cl[1], S("/x")));
     keylist kl;
     keys_of(&kl, (const char *const[]){"/x"}, 1);
@@ -305,8 +305,8 @@ static void parking_allocates_nothing(void **state)
 static void cancel_wait(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a;
     ftc__kv_client_init(&a);
     const char *k[] = {"/k", "/other"};
     assert_int_equal(ftc__kv_cancel_wait(kv, &a), 0);
@@ -329,7 +329,7 @@ static void cancel_wait(void **state)
 static void queues(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     const char *q[] = {"/q"};
     assert_int_equal(check_keys(kv, q, 1), 0);
     assert_true(ftc__kv_queue_len(kv, S("/q")) == 0);
@@ -343,7 +343,7 @@ static void queues(void **state)
     assert_int_equal(ftc__kv_bytes(kv), 2 + 3 + 3);
     assert_int_equal(ftc__kv_delete(kv, S("/q")), 0);
     int64_t size;
-    ftc_kv_value *item;
+    ftc__kv_value *item;
     ftc__kv_queue_pop(kv, S("/q"), &size, &item);
     assert_true(size == 2);
     assert_memory_equal(item->data, "one", 3);
@@ -368,8 +368,8 @@ static void queues(void **state)
 static void queue_push_wakes_one(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, b, c;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, b, c;
     ftc__kv_client_init(&a);
     ftc__kv_client_init(&b);
     ftc__kv_client_init(&c);
@@ -393,8 +393,8 @@ static void queue_push_wakes_one(void **state)
 static void barrier(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, b, c, w;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, b, c, w;
     ftc__kv_client_init(&a);
     ftc__kv_client_init(&b);
     ftc__kv_client_init(&c);
@@ -426,7 +426,7 @@ static void barrier(void **state)
 }
 
 /* Takes and checks the answer a done CONTROL_BARRIER carries. */
-static void expect_outcome(ftc_kv_client *c, int64_t arrived, const char *want)
+static void expect_outcome(ftc__kv_client *c, int64_t arrived, const char *want)
 {
     assert_int_equal(c->control, 1);
     assert_true(c->arrived == arrived);
@@ -448,9 +448,9 @@ static void expect_outcome(ftc_kv_client *c, int64_t arrived, const char *want)
 static void control_barrier(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, b, c, d, w;
-    ftc_kv_client *all[] = {&a, &b, &c, &d, &w};
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, b, c, d, w;
+    ftc__kv_client *all[] = {&a, &b, &c, &d, &w};
     for (int i = 0; i < 5; i++) {
         ftc__kv_client_init(all[i]);
     }
@@ -480,7 +480,7 @@ static void control_barrier(void **state)
      * arrival, whose compare_set changes nothing */
     nready = 0;
     assert_int_equal(ftc__kv_control_barrier(kv, &a, S("/ab"), 0, 2), 0);
-    ftc_wire_str reply;
+    ftc__wire_str reply;
     TK_OK(ftc__kv_compare_set(kv, S("/ab/last_members"), S(""), S("gone"),
                               &reply));
     assert_int_equal(nready, 1);
@@ -518,8 +518,8 @@ static void control_barrier(void **state)
 static void control_barrier_with_plain_ops(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, w;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, w;
     ftc__kv_client_init(&a);
     ftc__kv_client_init(&w);
     int64_t n;
@@ -547,14 +547,14 @@ static void control_barrier_with_plain_ops(void **state)
 static void watches(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a;
     ftc__kv_client_init(&a);
     TK_OK(ftc__kv_watch(kv, &a, S("/w")));
     TK_OK(ftc__kv_set(kv, S("/w"), S("1")));
     int64_t r;
     TK_OK(ftc__kv_add(kv, S("/w"), 1, &r));
-    ftc_wire_str reply;
+    ftc__wire_str reply;
     TK_OK(ftc__kv_compare_set(kv, S("/w"), S("9"), S("x"), &reply));
     TK_OK(ftc__kv_compare_set(kv, S("/w"), S("2"), S("x"), &reply));
     TK_OK(ftc__kv_append(kv, S("/w"), S("y")));
@@ -583,7 +583,7 @@ static void watches(void **state)
 }
 
 /* What the state holds in all: data plus bookkeeping. */
-static uint64_t held(const ftc_kv *kv)
+static uint64_t held(const ftc__kv *kv)
 {
     return ftc__kv_bytes(kv) + ftc__kv_overhead(kv);
 }
@@ -592,12 +592,12 @@ static void total_bytes_limit(void **state)
 {
     (void)state;
     /* measure one key with an 8-byte value, then allow exactly that */
-    ftc_kv *probe = new_kv(UINT64_MAX);
+    ftc__kv *probe = new_kv(UINT64_MAX);
     TK_OK(ftc__kv_set(probe, S("/a"), S("12345678")));
     uint64_t one = held(probe);
     assert_int_equal(ftc__kv_bytes(probe), 2 + 8);
     ftc__kv_free(probe);
-    ftc_kv *kv = new_kv(one);
+    ftc__kv *kv = new_kv(one);
     TK_OK(ftc__kv_set(kv, S("/a"), S("12345678")));
     assert_int_equal(held(kv), one);
     TK_EXPECT(ftc__kv_set(kv, S("/b"), S("")), FTC_EMSGSIZE);
@@ -624,11 +624,11 @@ static void total_bytes_limit(void **state)
 static void reserved_room_and_owned_values(void **state)
 {
     (void)state;
-    ftc_kv *probe = new_kv(UINT64_MAX);
+    ftc__kv *probe = new_kv(UINT64_MAX);
     TK_OK(ftc__kv_set(probe, S("/a"), S("12345678")));
     uint64_t one = held(probe);
     ftc__kv_free(probe);
-    ftc_kv *kv = new_kv(one);
+    ftc__kv *kv = new_kv(one);
     uint64_t room;
     TK_EXPECT(ftc__kv_reserve(kv, 2, 9, &room), FTC_EMSGSIZE);
     assert_int_equal(ftc__kv_reserved(kv), 0);
@@ -637,7 +637,7 @@ static void reserved_room_and_owned_values(void **state)
     assert_int_equal(ftc__kv_reserved(kv), one);
     /* held for the value on its way: nothing else fits */
     TK_EXPECT(ftc__kv_set(kv, S("/b"), S("")), FTC_EMSGSIZE);
-    ftc_kv_value *v = ftc__kv_value_alloc(8);
+    ftc__kv_value *v = ftc__kv_value_alloc(8);
     assert_non_null(v);
     memcpy(v->data, "abcdefgh", 8);
     TK_EXPECT(ftc__kv_set_value(kv, S("/a"), v), FTC_EMSGSIZE);
@@ -655,8 +655,8 @@ static void reserved_room_and_owned_values(void **state)
 static void registrations_count_against_the_limit(void **state)
 {
     (void)state;
-    ftc_kv *probe = new_kv(UINT64_MAX);
-    ftc_kv_client a;
+    ftc__kv *probe = new_kv(UINT64_MAX);
+    ftc__kv_client a;
     ftc__kv_client_init(&a);
     const char *k1[] = {"/w1"};
     assert_int_equal(wait_on(probe, &a, k1, 1), 0);
@@ -664,7 +664,7 @@ static void registrations_count_against_the_limit(void **state)
     ftc__kv_client_forget(probe, &a);
     assert_int_equal(held(probe), 0);
     ftc__kv_free(probe);
-    ftc_kv *kv = new_kv(2 * one_wait);
+    ftc__kv *kv = new_kv(2 * one_wait);
     const char *k3[] = {"/w1", "/w2", "/w3"};
     TK_EXPECT(wait_on(kv, &a, k3, 3), FTC_EMSGSIZE);
     assert_int_equal(a.awaited, 0);
@@ -685,8 +685,8 @@ static void registrations_count_against_the_limit(void **state)
 static void accounting_returns_to_zero(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
-    ftc_kv_client a, b;
+    ftc__kv *kv = new_kv(1 << 20);
+    ftc__kv_client a, b;
     ftc__kv_client_init(&a);
     ftc__kv_client_init(&b);
     int64_t r;
@@ -701,7 +701,7 @@ static void accounting_returns_to_zero(void **state)
     TK_OK(ftc__kv_watch(kv, &b, S("/x")));
     TK_OK(ftc__kv_watch(kv, &b, S("/s")));
     assert_int_equal(ftc__kv_barrier(kv, &b, S("/bar"), 5), 0);
-    ftc_kv_client c;
+    ftc__kv_client c;
     ftc__kv_client_init(&c);
     assert_int_equal(ftc__kv_control_barrier(kv, &c, S("/cb"), 0, 2), 0);
     TK_OK(ftc__kv_set(kv, S("/x"), S("1")));
@@ -714,7 +714,7 @@ static void accounting_returns_to_zero(void **state)
     const char *queues[] = {"/q", "/s"};
     for (int i = 0; i < 2; i++) {
         int64_t size;
-        ftc_kv_value *item;
+        ftc__kv_value *item;
         ftc__kv_queue_pop(kv, S(queues[i]), &size, &item);
         assert_true(size == 1);
         ftc__kv_value_unref(item);
@@ -732,12 +732,12 @@ static void accounting_returns_to_zero(void **state)
 static void append_keeps_shared_values(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     TK_OK(ftc__kv_append(kv, S("/ap"), S("ab")));
     TK_OK(ftc__kv_append(kv, S("/ap"), S("cd")));
     expect_val(kv, "/ap", "abcd");
-    ftc_kv_value *held =
-        ftc__kv_value_ref((ftc_kv_value *)ftc__kv_get(kv, S("/ap")));
+    ftc__kv_value *held =
+        ftc__kv_value_ref((ftc__kv_value *)ftc__kv_get(kv, S("/ap")));
     TK_OK(ftc__kv_append(kv, S("/ap"), S("ef")));
     expect_val(kv, "/ap", "abcdef");
     assert_int_equal(held->len, 4);
@@ -751,7 +751,7 @@ static void append_keeps_shared_values(void **state)
     ftc__kv_free(kv);
 }
 
-static void count_key(void *arg, ftc_wire_str key)
+static void count_key(void *arg, ftc__wire_str key)
 {
     int *n = arg;
     assert_true(key.len == 2 && key.p[0] == '/');
@@ -761,11 +761,11 @@ static void count_key(void *arg, ftc_wire_str key)
 static void list_keys(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(1 << 20);
+    ftc__kv *kv = new_kv(1 << 20);
     TK_OK(ftc__kv_set(kv, S("/a"), S("1")));
     TK_OK(ftc__kv_set(kv, S("/b"), S("1")));
     TK_OK(ftc__kv_queue_push(kv, S("/q"), S("1"))); /* not a map key */
-    ftc_kv_client w;
+    ftc__kv_client w;
     ftc__kv_client_init(&w);
     const char *k[] = {"/never"};
     assert_int_equal(wait_on(kv, &w, k, 1), 0); /* not a key either */
@@ -780,7 +780,7 @@ static void list_keys(void **state)
 static void many_keys(void **state)
 {
     (void)state;
-    ftc_kv *kv = new_kv(UINT64_MAX);
+    ftc__kv *kv = new_kv(UINT64_MAX);
     char key[32];
     for (int i = 0; i < 20000; i++) {
         snprintf(key, sizeof(key), "/k%d", i);
@@ -800,8 +800,8 @@ static void allocation_failures(void **state)
 {
     (void)state;
     for (long n = 0; n < 40; n++) {
-        ftc_kv *kv = new_kv(1 << 20);
-        ftc_kv_client a;
+        ftc__kv *kv = new_kv(1 << 20);
+        ftc__kv_client a;
         ftc__kv_client_init(&a);
         const char *k[] = {"/x", "/y", "/z"};
         keylist kl;

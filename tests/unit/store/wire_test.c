@@ -8,7 +8,7 @@
 #include "store_raw.h"
 #include "testkit.h"
 
-static const ftc_wire_limits limits = {
+static const ftc__wire_limits limits = {
     .max_key_bytes = 64,
     .max_value_bytes = 1000,
     .max_keys = 8,
@@ -18,7 +18,7 @@ static const ftc_wire_limits limits = {
 
 /* One request of each shape with the fields the decoder must report. */
 typedef struct sample {
-    ftc_store_op op;
+    ftc__store_op op;
     const char *key, *val, *val2;
     int64_t num, num2;
     uint32_t u32;
@@ -62,7 +62,7 @@ static int in_dialect(int dialect, const sample *s)
     return sr_opbyte(dialect, s->op) >= 0;
 }
 
-static void encode(ftc_buf *b, int dialect, const sample *s)
+static void encode(ftc__buf *b, int dialect, const sample *s)
 {
     switch (s->op) {
     case FTC__OP_VALIDATE:
@@ -110,14 +110,14 @@ static void encode(ftc_buf *b, int dialect, const sample *s)
     }
 }
 
-static void expect_str(ftc_wire_str got, const char *want)
+static void expect_str(ftc__wire_str got, const char *want)
 {
     const char *w = want != NULL ? want : "";
     assert_int_equal(got.len, strlen(w));
     assert_memory_equal(got.p, w, got.len);
 }
 
-static void check_req(const ftc_wire_req *r, const sample *s, size_t size)
+static void check_req(const ftc__wire_req *r, const sample *s, size_t size)
 {
     assert_int_equal(r->op, s->op);
     assert_int_equal(r->size, size);
@@ -131,7 +131,7 @@ static void check_req(const ftc_wire_req *r, const sample *s, size_t size)
     const uint8_t *cur = r->items;
     size_t per = s->op == FTC__OP_MULTI_SET ? 2 : 1;
     for (size_t i = 0; i < s->nitems * per; i++) {
-        ftc_wire_str str;
+        ftc__wire_str str;
         ftc__wire_next_str(&cur, &str);
         expect_str(str, s->items[i]);
     }
@@ -141,13 +141,13 @@ static void check_req(const ftc_wire_req *r, const sample *s, size_t size)
  * the decoder cannot keep pointers into an old buffer. */
 static void decode_split(int dialect, const sample *s)
 {
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     encode(&b, dialect, s);
     size_t n = ftc__buf_size(&b);
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, dialect);
-    ftc_wire_req req;
+    ftc__wire_req req;
     for (size_t have = 0; have <= n; have++) {
         uint8_t *copy = malloc(n + 1);
         memcpy(copy, ftc__buf_begin(&b), have);
@@ -180,7 +180,7 @@ static void every_op_split_at_every_byte(void **state)
 /* Jumping straight to the need hint reaches the end in few calls. */
 /* Appends op (SET or APPEND) of key "/big" with a VAL_900-byte value. */
 #define VAL_900 900
-static void put_900(ftc_buf *b, int dialect, ftc_store_op op)
+static void put_900(ftc__buf *b, int dialect, ftc__store_op op)
 {
     char val[VAL_900];
     memset(val, 'v', sizeof(val));
@@ -190,12 +190,12 @@ static void put_900(ftc_buf *b, int dialect, ftc_store_op op)
 static void need_hint_is_exact_for_values(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     put_900(&b, SR_V2, FTC__OP_SET);
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need = 0, have = 0, calls = 0;
     int rc;
     while ((rc = ftc__wire_decode(&d, ftc__buf_begin(&b), have, &limits, &req,
@@ -216,19 +216,19 @@ static void need_hint_is_exact_for_values(void **state)
 static void pending_set_is_reported(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     for (int dialect = 0; dialect < 2; dialect++) {
         put_900(&b, dialect, FTC__OP_SET);
         const uint8_t *p = ftc__buf_begin(&b);
         size_t head = 1 + 8 + 4 + 8;
         for (size_t have = 0; have < ftc__buf_size(&b); have++) {
-            ftc_wire_decoder d;
+            ftc__wire_decoder d;
             ftc__wire_decoder_init(&d, dialect);
-            ftc_wire_req req;
+            ftc__wire_req req;
             size_t need, off = 0;
             uint64_t len = 0;
-            ftc_wire_str key;
+            ftc__wire_str key;
             assert_int_equal(
                 ftc__wire_decode(&d, p, have, &limits, &req, &need),
                 FTC__WIRE_MORE);
@@ -244,12 +244,12 @@ static void pending_set_is_reported(void **state)
     }
     /* APPEND (2.x only) has the same shape but is not a SET */
     put_900(&b, SR_V2, FTC__OP_APPEND);
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need, off;
     uint64_t len;
-    ftc_wire_str key;
+    ftc__wire_str key;
     assert_int_equal(
         ftc__wire_decode(&d, ftc__buf_begin(&b), 30, &limits, &req, &need),
         FTC__WIRE_MORE);
@@ -262,7 +262,7 @@ static void pipelined_requests(void **state)
 {
     (void)state;
     for (int dialect = 0; dialect < 2; dialect++) {
-        ftc_buf b;
+        ftc__buf b;
         ftc__buf_init(&b, 1 << 20);
         size_t ends[NSAMPLES];
         size_t idx[NSAMPLES], n = 0;
@@ -275,10 +275,10 @@ static void pipelined_requests(void **state)
         }
         const uint8_t *p = ftc__buf_begin(&b);
         size_t off = 0;
-        ftc_wire_decoder d;
+        ftc__wire_decoder d;
         ftc__wire_decoder_init(&d, dialect);
         for (size_t k = 0; k < n; k++) {
-            ftc_wire_req req;
+            ftc__wire_req req;
             size_t need;
             assert_int_equal(ftc__wire_decode(&d, p + off,
                                               ftc__buf_size(&b) - off, &limits,
@@ -293,11 +293,11 @@ static void pipelined_requests(void **state)
 }
 
 /* Decodes bytes that must fail; returns the code and checks the tag. */
-static int decode_bad(int dialect, const ftc_buf *b, const char *tag)
+static int decode_bad(int dialect, const ftc__buf *b, const char *tag)
 {
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, dialect);
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need;
     int rc = ftc__wire_decode(&d, ftc__buf_begin(b), ftc__buf_size(b), &limits,
                               &req, &need);
@@ -315,14 +315,14 @@ static void unknown_query_types(void **state)
     const uint8_t v1_bad[] = {9, 12, 13, 0x7f, 0xF0, 0xff};
     const uint8_t v2_bad[] = {19, 20, 0x80, 0xEF, 0xF1, 0xff};
     for (size_t i = 0; i < sizeof(v1_bad); i++) {
-        ftc_buf b;
+        ftc__buf b;
         ftc__buf_init(&b, 64);
         sr_u8(&b, v1_bad[i]);
         assert_int_equal(decode_bad(SR_V1, &b, "store.badop"), FTC_EPROTO);
         ftc__buf_free(&b);
     }
     for (size_t i = 0; i < sizeof(v2_bad); i++) {
-        ftc_buf b;
+        ftc__buf b;
         ftc__buf_init(&b, 64);
         sr_u8(&b, v2_bad[i]);
         assert_int_equal(decode_bad(SR_V2, &b, "store.badop"), FTC_EPROTO);
@@ -335,7 +335,7 @@ static void oversize_rejected_from_the_header(void **state)
 {
     (void)state;
     for (int dialect = 0; dialect < 2; dialect++) {
-        ftc_buf b;
+        ftc__buf b;
         ftc__buf_init(&b, 1 << 20);
         /* key one byte over: only the length is sent */
         sr_op(&b, dialect, FTC__OP_GET);
@@ -376,16 +376,16 @@ static void oversize_rejected_from_the_header(void **state)
 static void control_barrier_limits(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     char key[64];
     memset(key, 'k', sizeof(key));
     /* 64 - 13 = 51 bytes fit; 52 do not, before the bytes come */
     key[51] = '\0';
     sr_control_barrier(&b, key, 4, 0);
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need;
     assert_int_equal(ftc__wire_decode(&d, ftc__buf_begin(&b), ftc__buf_size(&b),
                                       &limits, &req, &need),
@@ -432,7 +432,7 @@ static void control_barrier_limits(void **state)
 static void oversize_request_total(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     char val[1000];
     memset(val, 'x', sizeof(val));
@@ -450,7 +450,7 @@ static void oversize_request_total(void **state)
 static void limits_are_inclusive(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     char key[64], val[1000];
     memset(key, 'k', sizeof(key));
@@ -463,9 +463,9 @@ static void limits_are_inclusive(void **state)
     for (int i = 0; i < 8; i++) {
         sr_str(&b, "/k", 2);
     }
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need, off = 0;
     assert_int_equal(ftc__wire_decode(&d, ftc__buf_begin(&b), ftc__buf_size(&b),
                                       &limits, &req, &need),
@@ -485,14 +485,14 @@ static void limits_are_inclusive(void **state)
 static void truncated_never_completes(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     const char *keys[3] = {"/a", "/b", "/c"};
     sr_keys(&b, SR_V2, FTC__OP_MULTI_GET, keys, 3);
     for (size_t cut = 0; cut < ftc__buf_size(&b); cut++) {
-        ftc_wire_decoder d;
+        ftc__wire_decoder d;
         ftc__wire_decoder_init(&d, SR_V2);
-        ftc_wire_req req;
+        ftc__wire_req req;
         size_t need;
         assert_int_equal(
             ftc__wire_decode(&d, ftc__buf_begin(&b), cut, &limits, &req, &need),
@@ -505,7 +505,7 @@ static void truncated_never_completes(void **state)
 static void decoder_never_allocates(void **state)
 {
     (void)state;
-    ftc_buf b;
+    ftc__buf b;
     ftc__buf_init(&b, 1 << 20);
     size_t want = 0;
     for (size_t i = 0; i < NSAMPLES; i++) {
@@ -514,11 +514,11 @@ static void decoder_never_allocates(void **state)
             want++;
         }
     }
-    ftc_wire_decoder d;
+    ftc__wire_decoder d;
     ftc__wire_decoder_init(&d, SR_V2);
     ftc__alloc_fail_after(0);
     size_t off = 0, n = 0;
-    ftc_wire_req req;
+    ftc__wire_req req;
     size_t need;
     while (off < ftc__buf_size(&b) &&
            ftc__wire_decode(&d, ftc__buf_begin(&b) + off,
@@ -561,8 +561,8 @@ static void opcode_tables(void **state)
     (void)state;
     for (int dialect = 0; dialect < 2; dialect++) {
         for (int op = FTC__OP_VALIDATE; op < FTC__OP_COUNT; op++) {
-            int byte = sr_opbyte(dialect, (ftc_store_op)op);
-            assert_int_equal(ftc__store_op_encode(dialect, (ftc_store_op)op),
+            int byte = sr_opbyte(dialect, (ftc__store_op)op);
+            assert_int_equal(ftc__store_op_encode(dialect, (ftc__store_op)op),
                              byte);
             if (byte >= 0) {
                 assert_int_equal(ftc__store_op_decode(dialect, (uint8_t)byte),

@@ -186,7 +186,7 @@ static void drain(run *r, int g)
 static bool pump(run *r, bool (*done)(const run *r), int64_t ms)
 {
     struct pollfd pf[64];
-    ftc_deadline dl = ftc__deadline_in_ms(ms);
+    ftc__deadline dl = ftc__deadline_in_ms(ms);
     while (!done(r)) {
         if (ftc__deadline_expired(dl)) {
             return false;

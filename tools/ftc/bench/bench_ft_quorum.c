@@ -119,7 +119,7 @@ static void *beat_main(void *arg)
     pthread_mutex_lock(&b->mu);
     while (cli != NULL && !b->done) {
         pthread_mutex_unlock(&b->mu);
-        ftc_deadline next = ftc__deadline_in_ms(HEARTBEAT_MS);
+        ftc__deadline next = ftc__deadline_in_ms(HEARTBEAT_MS);
         for (int g = 0; g < b->c->groups; g++) {
             char id[64];
             pthread_mutex_lock(&b->c->mu);

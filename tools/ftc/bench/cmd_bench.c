@@ -13,11 +13,11 @@ static const struct {
 } benches[] = {
     {"store", bench_store_main,
      "key-value store ops/s and barrier latency (ftc client + server)"},
-    {"control", ftc_cmd_bench_control,
+    {"control", ftc__cmd_bench_control,
      "barrier/all_gather/all_sum latency over the store"},
     {"pg", bench_pg_main,
      "process-group collectives between local ranks (nccl-tests style)"},
-    {"ft", ftc_cmd_bench_ft,
+    {"ft", ftc__cmd_bench_ft,
      "manager step latency per replica groups, healing throughput"},
 };
 
@@ -30,7 +30,7 @@ static void usage(FILE *out)
     fprintf(out, "\n'ftc bench <what> --help' describes one.\n");
 }
 
-int ftc_cmd_bench(int argc, char **argv)
+int ftc__cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "--help") == 0) {

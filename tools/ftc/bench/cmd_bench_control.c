@@ -316,7 +316,7 @@ static int run_case(bench_cfg *cfg, int procs, int embedded, int json)
     return rc;
 }
 
-int ftc_cmd_bench_control(int argc, char **argv)
+int ftc__cmd_bench_control(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'r'},

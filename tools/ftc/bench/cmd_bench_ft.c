@@ -291,7 +291,7 @@ static int parse_args(int argc, char **argv, bench_ft_opts *o, int *what)
     return 0;
 }
 
-int ftc_cmd_bench_ft(int argc, char **argv)
+int ftc__cmd_bench_ft(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
         return bench_ft_worker(argc - 1, argv + 1);

@@ -96,7 +96,7 @@ static bool parse_list(char *text, cfg *c, bool sizes)
          t = strtok_r(NULL, ",", &save)) {
         if (sizes) {
             if (c->nsizes == MAX_SIZES ||
-                ftc_cmd_parse_size(t, &c->sizes[c->nsizes++]) != 0) {
+                ftc__cmd_parse_size(t, &c->sizes[c->nsizes++]) != 0) {
                 return false;
             }
             continue;
@@ -178,7 +178,7 @@ static int parse_args(int argc, char **argv, cfg *c)
             ok = (n = parse_long(v, 1, 8)) != LONG_MIN;
             c->streams = (int)n;
         } else if (strcmp(a, "--segment") == 0) {
-            ok = ftc_cmd_parse_size(v, &c->segment) == 0 && c->segment > 0;
+            ok = ftc__cmd_parse_size(v, &c->segment) == 0 && c->segment > 0;
         } else if (strcmp(a, "--worker-store") == 0) {
             c->store = v;
         } else if (strcmp(a, "--worker-rank") == 0) {
@@ -470,7 +470,7 @@ static int launch(const cfg *c, int argc, char **argv)
 
 int bench_pg_main(int argc, char **argv)
 {
-    if (ftc_cmd_wants_help(argc, argv)) {
+    if (ftc__cmd_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }

@@ -159,7 +159,7 @@ typedef struct worker {
     pid_t pid;
     int to;   /* its stdin */
     int from; /* its stdout */
-    ftc_buf out;
+    ftc__buf out;
     int ready;
     int eof;
 } worker;
@@ -215,7 +215,7 @@ static int pump(worker *ws, int k, int (*want)(const worker *w),
                 int64_t timeout_ms)
 {
     struct pollfd *p = ftc__calloc((size_t)k, sizeof(*p));
-    ftc_deadline dl = ftc__deadline_in_ms(timeout_ms);
+    ftc__deadline dl = ftc__deadline_in_ms(timeout_ms);
     int rc = -1;
     while (p != NULL) {
         int n = 0, left = 0;

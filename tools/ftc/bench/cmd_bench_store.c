@@ -318,7 +318,7 @@ int bench_store_main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--worker") == 0) {
         return bench_worker_main(argc, argv);
     }
-    if (ftc_cmd_wants_help(argc, argv)) {
+    if (ftc__cmd_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
     }

@@ -133,13 +133,13 @@ static int run(const run_opts *o, const char *path)
     ftc__free(job);
     run_lighthouse_stop(lh);
     if (temporary) {
-        ftc_cmd_remove_tree(run_dir);
+        ftc__cmd_remove_tree(run_dir);
     }
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     return code;
 }
 
-int ftc_cmd_run(int argc, char **argv)
+int ftc__cmd_run(int argc, char **argv)
 {
     run_opts o;
     int rc = run_opts_parse(&o, argc, argv);
