@@ -198,7 +198,7 @@ int ftc__cmd_status(int argc, char **argv)
     o.token = getenv("FTC_TOKEN");
     ftc_lighthouse_client *c = NULL;
     int rc = ftc_lighthouse_client_create(
-        &c, addr != NULL ? addr : "127.0.0.1:29510", &o);
+        addr != NULL ? addr : "127.0.0.1:29510", &o, &c);
     char *text = NULL;
     if (rc == 0) {
         rc = ftc_lighthouse_client_status(c, job, timeout, &text);
