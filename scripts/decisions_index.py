@@ -4,8 +4,10 @@
 The index lies between the lines `<!-- index start -->` and
 `<!-- index end -->`; everything else in the file is left as it is. Each
 `## ` heading outside the index is an entry. Its layer is, in this order:
-  - a hint on the line right below the heading, `<!-- layer: KEY -->`
-    (KEY from LAYERS below), for titles whose first words do not say it;
+  - a hint on the first line below the heading that is not blank,
+    `Layer: NAME` (or `<!-- layer: NAME -->`), for titles whose first words
+    do not say it; NAME is a key or a heading of LAYERS below, in any case,
+    a part in parentheses ignored ("Layer: API (all layers)");
   - else the first entry of PREFIXES that starts the title (whole words,
     any case), e.g. "Store server: ..." or "pg: ...";
   - else "Other", and a warning names the heading.
@@ -25,6 +27,7 @@ import unicodedata
 
 # key, heading in the index, where the code is.
 LAYERS = [
+    ("api", "Public API (all layers)", "include/ftc/"),
     ("build", "Build and tooling", "CMakeLists.txt, cmake/, scripts/"),
     ("base", "Base", "src/base/"),
     ("store-server", "Store server", "src/store/server/"),
@@ -46,6 +49,7 @@ OTHER = "Other"
 
 # Title prefix -> layer key; the longest matching prefix wins.
 PREFIXES = {
+    "API": "api",
     "Build": "build",
     "Store server": "store-server",
     "Store waiters": "store-server",
@@ -70,7 +74,7 @@ PREFIXES = {
 
 START = "<!-- index start -->"
 END = "<!-- index end -->"
-HINT = re.compile(r"^<!--\s*layer:\s*([A-Za-z0-9_-]+)\s*-->\s*$", re.I)
+HINT = re.compile(r"^(?:<!--\s*)?layer:\s*(.*?)\s*(?:-->)?\s*$", re.I)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
@@ -90,6 +94,16 @@ def slug(title):
     return "".join(out)
 
 
+def layer_of_hint(name):
+    """The key NAME stands for (a key or a heading of LAYERS), or None."""
+    want = re.sub(r"\(.*?\)", "", name).strip().lower()
+    for key, label, _ in LAYERS:
+        if want in (key, label.lower(), re.sub(r"\(.*?\)", "",
+                                               label).strip().lower()):
+            return key
+    return None
+
+
 def layer_of_prefix(title):
     for prefix in sorted(PREFIXES, key=len, reverse=True):
         if re.match(re.escape(prefix) + r"\b", title, re.I):
@@ -99,7 +113,6 @@ def layer_of_prefix(title):
 
 def parse(lines, start, end):
     """Entries outside the index as (title, anchor, layer key or None, why)."""
-    keys = {k for k, _, _ in LAYERS}
     seen = {}
     entries = []
     fence = None
@@ -123,12 +136,14 @@ def parse(lines, start, end):
             continue
         why = None
         key = layer_of_prefix(title)
-        hint = HINT.match(lines[i + 1]) if i + 1 < len(lines) else None
+        j = i + 1
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        hint = HINT.match(lines[j]) if j < len(lines) else None
         if hint:
-            if hint.group(1).lower() in keys:
-                key = hint.group(1).lower()
-            else:
-                key, why = None, "unknown layer '%s'" % hint.group(1)
+            key = layer_of_hint(hint.group(1))
+            if key is None:
+                why = "unknown layer '%s'" % hint.group(1)
         if key is None and why is None:
             why = "no known title prefix and no layer hint"
         entries.append((title, anchor, key, why))
@@ -177,8 +192,8 @@ def main():
     entries = parse(lines, start, end)
     for title, _, _, why in entries:
         if why:
-            print("%s: '%s' goes under %s: %s (add a `<!-- layer: KEY -->` "
-                  "line below it; keys: %s)"
+            print("%s: '%s' goes under %s: %s (add a line 'Layer: KEY' "
+                  "below it; keys: %s)"
                   % (args.file, title, OTHER, why,
                      ", ".join(k for k, _, _ in LAYERS)), file=sys.stderr)
     new = "\n".join(lines[:start] + render(entries) + lines[end + 1:])
