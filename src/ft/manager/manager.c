@@ -109,14 +109,17 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
              : copy_str(m->store_prefix, sizeof(m->store_prefix),
                         o.store_prefix != NULL ? o.store_prefix : o.replica_id,
                         "store_prefix", true);
-    const char *host = o.advertise_host != NULL ? o.advertise_host
-                                                : getenv("FTC_ADVERTISE_HOST");
+    const char *env[FTC__MANAGER_ENV_COUNT];
+    ftc__manager_env_read(env);
+    const char *host = o.advertise_host != NULL
+                           ? o.advertise_host
+                           : env[FTC__MANAGER_ENV_ADVERTISE_HOST];
     rc = rc != 0
              ? rc
              : copy_str(m->host, sizeof(m->host),
                         host != NULL && host[0] != '\0' ? host : "127.0.0.1",
                         "advertise_host", true);
-    const char *token = o.token != NULL ? o.token : getenv("FTC_TOKEN");
+    const char *token = o.token != NULL ? o.token : env[FTC__MANAGER_ENV_TOKEN];
     rc = rc != 0 ? rc
                  : copy_str(m->token, sizeof(m->token), token, "token", false);
     if (rc != 0) {
