@@ -26,4 +26,6 @@ if grep -nE "$raw_alloc" $(printf '%s\n' "${files[@]}" | grep '^src/' | \
   echo "lint: raw allocation outside src/base (use ftc__malloc etc.)"
   status=1
 fi
+# The naming rule: ftc_ only for names declared in include/ftc/.
+python3 scripts/lint_names.py || status=1
 exit $status
