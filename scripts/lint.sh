@@ -28,4 +28,6 @@ if grep -nE "$raw_alloc" $(printf '%s\n' "${files[@]}" | grep '^src/' | \
 fi
 # The per-layer index of docs/decisions.md is written from its headings.
 python3 scripts/decisions_index.py --check || status=1
+# The naming rule: ftc_ only for names declared in include/ftc/.
+python3 scripts/lint_names.py || status=1
 exit $status

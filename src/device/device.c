@@ -1,5 +1,6 @@
 /* The public device API: checks arguments and capabilities, then calls the
- * kind's vtable. A missing capability is FTC_ENOTSUP, never a fallback. */
+ * kind's plugin table. A missing capability is FTC_ENOTSUP, never a fallback.
+ */
 #include <string.h>
 
 #include "base/base_int.h"
@@ -13,7 +14,7 @@
 typedef struct handle {
     uint32_t magic;
     int index;
-    const ftc__device_ops *ops;
+    const ftc__device *dev;
     void *impl;
 } handle;
 
@@ -55,48 +56,48 @@ int ftc_device_kind_parse(const char *name, int *kind)
 int ftc_device_available(int kind)
 {
     ftc__clearerr();
-    const ftc__device_ops *ops;
-    return ftc__device_get(kind, &ops);
+    const ftc__device *dev;
+    return ftc__device_get(kind, &dev);
 }
 
 int ftc_device_caps(int kind, uint32_t *caps)
 {
     ftc__clearerr();
-    const ftc__device_ops *ops;
-    int rc = ftc__device_get(kind, &ops);
+    const ftc__device *dev;
+    int rc = ftc__device_get(kind, &dev);
     if (rc == 0) {
-        *caps = ops->caps;
+        *caps = dev->caps;
     }
     return rc;
 }
 
 /* Capability check shared by the public calls: 0 or FTC_ENOTSUP naming
  * the first missing capability. */
-static int require(const ftc__device_ops *ops, uint32_t caps)
+static int require(const ftc__device *dev, uint32_t caps)
 {
-    uint32_t missing = caps & ~ops->caps;
+    uint32_t missing = caps & ~dev->caps;
     if (missing == 0) {
         return 0;
     }
     uint32_t first = missing & -missing;
     return ftc__seterr(FTC_ENOTSUP, "device '%s' lacks capability '%s'",
-                       ops->name, ftc_device_cap_name(first));
+                       dev->table.name, ftc_device_cap_name(first));
 }
 
 int ftc_device_require(int kind, uint32_t caps)
 {
     ftc__clearerr();
-    const ftc__device_ops *ops;
-    int rc = ftc__device_get(kind, &ops);
-    return rc != 0 ? rc : require(ops, caps);
+    const ftc__device *dev;
+    int rc = ftc__device_get(kind, &dev);
+    return rc != 0 ? rc : require(dev, caps);
 }
 
 int ftc_device_count(int kind, int *count)
 {
     ftc__clearerr();
-    const ftc__device_ops *ops;
-    int rc = ftc__device_get(kind, &ops);
-    return rc != 0 ? rc : ops->count(count);
+    const ftc__device *dev;
+    int rc = ftc__device_get(kind, &dev);
+    return rc != 0 ? rc : dev->table.count(count);
 }
 
 int ftc_device_memory_kind(int kind, const void *ptr, int *memory_kind)
@@ -105,28 +106,27 @@ int ftc_device_memory_kind(int kind, const void *ptr, int *memory_kind)
     if (ptr == NULL || memory_kind == NULL) {
         return ftc__seterr(FTC_EINVAL, "memory_kind: NULL argument");
     }
-    const ftc__device_ops *ops;
-    int rc = ftc__device_get(kind, &ops);
-    return rc != 0 ? rc : ops->memory_kind(ptr, memory_kind);
+    const ftc__device *dev;
+    int rc = ftc__device_get(kind, &dev);
+    return rc != 0 ? rc : dev->table.memory_kind(ptr, memory_kind);
 }
 
 /* Looks up kind, checks cap and that index names an existing device. */
-static int prepare(int kind, int index, uint32_t cap,
-                   const ftc__device_ops **ops)
+static int prepare(int kind, int index, uint32_t cap, const ftc__device **dev)
 {
-    int rc = ftc__device_get(kind, ops);
+    int rc = ftc__device_get(kind, dev);
     if (rc == 0) {
-        rc = require(*ops, cap);
+        rc = require(*dev, cap);
     }
     int n = 0;
     if (rc == 0) {
-        rc = (*ops)->count(&n);
+        rc = (*dev)->table.count(&n);
     }
     if (rc == 0 && (index < 0 || index >= n)) {
         rc = ftc__seterr(FTC_EINVAL,
                          "device '%s' index %d out of range "
                          "(%d devices)",
-                         (*ops)->name, index, n);
+                         (*dev)->table.name, index, n);
     }
     return rc;
 }
@@ -140,9 +140,9 @@ static int create_handle(int kind, int index, uint32_t magic, handle **out)
     }
     *out = NULL;
     int is_stream = magic == STREAM_MAGIC;
-    const ftc__device_ops *ops;
+    const ftc__device *dev;
     int rc = prepare(kind, index,
-                     is_stream ? FTC_DEVCAP_STREAMS : FTC_DEVCAP_EVENTS, &ops);
+                     is_stream ? FTC_DEVCAP_STREAMS : FTC_DEVCAP_EVENTS, &dev);
     if (rc != 0) {
         return rc;
     }
@@ -150,15 +150,15 @@ static int create_handle(int kind, int index, uint32_t magic, handle **out)
     if (h == NULL) {
         return ftc__seterr(FTC_ENOMEM, "device handle: out of memory");
     }
-    rc = is_stream ? ops->stream_create(index, &h->impl)
-                   : ops->event_create(index, &h->impl);
+    rc = is_stream ? dev->table.stream_create(index, &h->impl)
+                   : dev->table.event_create(index, &h->impl);
     if (rc != 0) {
         ftc__free(h);
         return rc;
     }
     h->magic = magic;
     h->index = index;
-    h->ops = ops;
+    h->dev = dev;
     *out = h;
     return 0;
 }
@@ -173,7 +173,7 @@ void ftc_device_stream_destroy(ftc_device_stream *s)
     if (s == NULL || s->h.magic != STREAM_MAGIC) {
         return;
     }
-    s->h.ops->stream_destroy(s->h.impl);
+    s->h.dev->table.stream_destroy(s->h.impl);
     s->h.magic = 0;
     ftc__free(s);
 }
@@ -201,19 +201,19 @@ int ftc_device_stream_synchronize(ftc_device_stream *s, int64_t timeout_ms)
     if (rc != 0) {
         return rc;
     }
-    return s->h.ops->stream_synchronize(s->h.impl,
-                                        ftc__deadline_in_ms(timeout_ms));
+    return s->h.dev->table.stream_synchronize(
+        s->h.impl, ftc__deadline_in_ms(timeout_ms).ns);
 }
 
 /* A stream and an event meet only on the same device. */
 static int same_device(const ftc_device_stream *s, const ftc_device_event *e)
 {
-    if (s->h.ops != e->h.ops || s->h.index != e->h.index) {
+    if (s->h.dev != e->h.dev || s->h.index != e->h.index) {
         return ftc__seterr(FTC_EINVAL,
                            "stream (%s:%d) and event (%s:%d) are on "
                            "different devices",
-                           s->h.ops->name, s->h.index, e->h.ops->name,
-                           e->h.index);
+                           s->h.dev->table.name, s->h.index,
+                           e->h.dev->table.name, e->h.index);
     }
     return 0;
 }
@@ -228,7 +228,8 @@ int ftc_device_stream_wait_event(ftc_device_stream *s, ftc_device_event *e)
     if (rc == 0) {
         rc = same_device(s, e);
     }
-    return rc != 0 ? rc : s->h.ops->stream_wait_event(s->h.impl, e->h.impl);
+    return rc != 0 ? rc
+                   : s->h.dev->table.stream_wait_event(s->h.impl, e->h.impl);
 }
 
 int ftc_device_event_create(int kind, int index, ftc_device_event **out)
@@ -241,7 +242,7 @@ void ftc_device_event_destroy(ftc_device_event *e)
     if (e == NULL || e->h.magic != EVENT_MAGIC) {
         return;
     }
-    e->h.ops->event_destroy(e->h.impl);
+    e->h.dev->table.event_destroy(e->h.impl);
     e->h.magic = 0;
     ftc__free(e);
 }
@@ -256,7 +257,7 @@ int ftc_device_event_record(ftc_device_event *e, ftc_device_stream *s)
     if (rc == 0) {
         rc = same_device(s, e);
     }
-    return rc != 0 ? rc : e->h.ops->event_record(e->h.impl, s->h.impl);
+    return rc != 0 ? rc : e->h.dev->table.event_record(e->h.impl, s->h.impl);
 }
 
 int ftc_device_event_query(ftc_device_event *e, int *done)
@@ -266,7 +267,7 @@ int ftc_device_event_query(ftc_device_event *e, int *done)
     if (rc == 0 && done == NULL) {
         rc = ftc__seterr(FTC_EINVAL, "event_query: done is NULL");
     }
-    return rc != 0 ? rc : e->h.ops->event_query(e->h.impl, done);
+    return rc != 0 ? rc : e->h.dev->table.event_query(e->h.impl, done);
 }
 
 int ftc_device_event_synchronize(ftc_device_event *e, int64_t timeout_ms)
@@ -274,6 +275,6 @@ int ftc_device_event_synchronize(ftc_device_event *e, int64_t timeout_ms)
     ftc__clearerr();
     int rc = check_event(e);
     return rc != 0 ? rc
-                   : e->h.ops->event_synchronize(
-                         e->h.impl, ftc__deadline_in_ms(timeout_ms));
+                   : e->h.dev->table.event_synchronize(
+                         e->h.impl, ftc__deadline_in_ms(timeout_ms).ns);
 }

@@ -1,5 +1,5 @@
-/* The device vtable every device kind implements, and the registry that
- * maps a kind to its vtable (cpu built in, others loaded as plugins). */
+/* The registry that maps a device kind to its plugin table (cpu built in,
+ * others loaded from a shared library) and what it derives from it. */
 #ifndef FTC_DEVICE_INT_H
 #define FTC_DEVICE_INT_H
 
@@ -7,32 +7,19 @@
 
 #include "base/clock.h"
 #include "ftc/device.h"
+#include "ftc/plugin/device.h"
 
-/* Function pointers for a capability must be set when caps has the bit and
- * may be NULL otherwise; the registry refuses a vtable that breaks this,
- * and the public wrappers check caps before calling, so a missing
+/* A usable device kind: the known prefix of its plugin table (fields a
+ * smaller, older table lacks are NULL) and the capabilities derived from
+ * it. The public wrappers check caps before calling a slot, so a missing
  * capability is always FTC_ENOTSUP and never a NULL call. */
-typedef struct ftc__device_ops {
-    int kind;
-    const char *name;
+typedef struct ftc__device {
+    ftc_device_plugin table;
     uint32_t caps; /* FTC_DEVCAP_* */
-    int (*count)(int *out);
-    int (*memory_kind)(const void *ptr, int *out);
-    /* FTC_DEVCAP_STREAMS */
-    int (*stream_create)(int index, void **out);
-    void (*stream_destroy)(void *stream);
-    int (*stream_synchronize)(void *stream, ftc__deadline dl);
-    int (*stream_wait_event)(void *stream, void *event);
-    /* FTC_DEVCAP_EVENTS */
-    int (*event_create)(int index, void **out);
-    void (*event_destroy)(void *event);
-    int (*event_record)(void *event, void *stream);
-    int (*event_query)(void *event, int *done);
-    int (*event_synchronize)(void *event, ftc__deadline dl);
-} ftc__device_ops;
+} ftc__device;
 
-/* The built-in cpu device. */
-extern const ftc__device_ops ftc__device_cpu_ops;
+/* The built-in cpu device's table. */
+extern const ftc_device_plugin ftc__device_cpu_plugin;
 
 /* Every environment variable the device layer reads (docs/operations.md,
  * "Environment variables"), NULL when unset. ftc__device_env_read
@@ -44,15 +31,15 @@ typedef struct ftc__device_env {
 } ftc__device_env;
 void ftc__device_env_read(ftc__device_env *out);
 
-/* The vtable for kind, loading its plugin on first use. Returns 0 or
+/* The device for kind, loading its plugin on first use. Returns 0 or
  * FTC_ENOTSUP / FTC_EINVAL with a message. */
-int ftc__device_get(int kind, const ftc__device_ops **out);
+int ftc__device_get(int kind, const ftc__device **out);
 
-/* Installs a vtable for its kind (what a plugin loader does; tests use it
- * to install fakes). FTC_EINVAL if the vtable is inconsistent. Replaces a
- * previous entry; the vtable must outlive the process's use of it. */
-int ftc__device_register(const ftc__device_ops *ops);
-/* Forgets a registered vtable (the cpu kind cannot be removed). */
+/* Installs a plugin table for its kind, checked as a loaded one is (tests
+ * use it to install fakes): FTC_EINVAL naming what is wrong, or a cpu
+ * kind. Replaces a previous entry; the table is copied. */
+int ftc__device_register(const ftc_device_plugin *table);
+/* Forgets a registered kind (the cpu kind cannot be removed). */
 void ftc__device_unregister(int kind);
 
 #endif

@@ -1,21 +1,32 @@
-/* The device registry: kind -> vtable. cpu is built in; other kinds are
- * loaded from a plugin library on first use, once per process. */
+/* The device registry: kind -> plugin table. cpu is built in; other kinds
+ * are loaded from a plugin library on first use, once per process. Every
+ * table, the built-in one included, passes the same checks: ABI version,
+ * size, required slots, and capabilities whose slots are all set or all
+ * NULL. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base_int.h"
 #include "device/device_int.h"
 
+/* The size of the first version of the table (ABI 1.0): a plugin's table
+ * is never smaller. Fields added by later minors come after it. */
+#define FIRST_SIZE                                                             \
+    (offsetof(ftc_device_plugin, ipc_event_close) +                            \
+     sizeof(((ftc_device_plugin *)0)->ipc_event_close))
+
 /* Process-wide, like the device runtimes the plugins wrap: a device kind
- * is either usable in this process or not. Guarded by lock. */
+ * is either usable in this process or not. Guarded by lock; an entry is
+ * written before present is set and never changed while present. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static const ftc__device_ops *table[FTC_DEVICE_KIND_COUNT] = {
-    [FTC_DEVICE_CPU] = &ftc__device_cpu_ops,
-};
+static ftc__device devices[FTC_DEVICE_KIND_COUNT];
+static int present[FTC_DEVICE_KIND_COUNT];
 static int load_tried[FTC_DEVICE_KIND_COUNT];
-static char load_error[FTC_DEVICE_KIND_COUNT][256];
+static char load_error[FTC_DEVICE_KIND_COUNT][384];
 
 static const struct {
     uint32_t cap;
@@ -38,42 +49,117 @@ const char *ftc_device_cap_name(uint32_t cap)
     return "?";
 }
 
-static int consistent(const ftc__device_ops *o)
+/* One slot of a capability: its field name and whether it is set. */
+typedef struct slot {
+    const char *name;
+    int set;
+} slot;
+
+#define SLOT(t, field)                                                         \
+    {                                                                          \
+#field, (t)->field != NULL                                             \
+    }
+
+/* Adds cap to *caps when every slot is set; nothing when none is; -1 with
+ * why filled when only some are. */
+static int derive(uint32_t cap, const slot *slots, size_t n, uint32_t *caps,
+                  char *why, size_t why_size)
 {
-    if (o == NULL || o->kind <= FTC_DEVICE_CPU ||
-        o->kind >= FTC_DEVICE_KIND_COUNT || o->name == NULL ||
-        o->count == NULL || o->memory_kind == NULL) {
-        return 0;
+    size_t set = 0;
+    const char *missing = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i].set) {
+            set++;
+        } else {
+            missing = slots[i].name;
+        }
     }
-    if ((o->caps & FTC_DEVCAP_STREAMS) &&
-        (o->stream_create == NULL || o->stream_destroy == NULL ||
-         o->stream_synchronize == NULL)) {
-        return 0;
+    if (set > 0 && set < n) {
+        snprintf(why, why_size, "sets some slots of capability '%s' but not %s",
+                 ftc_device_cap_name(cap), missing);
+        return -1;
     }
-    if ((o->caps & FTC_DEVCAP_EVENTS) &&
-        (o->event_create == NULL || o->event_destroy == NULL ||
-         o->event_record == NULL || o->event_query == NULL ||
-         o->event_synchronize == NULL)) {
-        return 0;
+    if (set == n) {
+        *caps |= cap;
     }
-    /* Waiting on an event from a stream needs both. */
-    if ((o->caps & FTC_DEVCAP_STREAMS) && (o->caps & FTC_DEVCAP_EVENTS) &&
-        o->stream_wait_event == NULL) {
-        return 0;
-    }
-    return 1;
+    return 0;
 }
 
-int ftc__device_register(const ftc__device_ops *ops)
+#define DERIVE(cap, slots)                                                     \
+    derive(cap, slots, sizeof(slots) / sizeof(slots[0]), &dev->caps, why,      \
+           why_size)
+
+/* Checks t, a table for kind, and fills dev with its known prefix and
+ * capabilities. Returns -1 with why filled if it cannot be used. */
+static int adopt(const ftc_device_plugin *t, int kind, ftc__device *dev,
+                 char *why, size_t why_size)
 {
-    if (!consistent(ops)) {
-        return ftc__seterr(FTC_EINVAL,
-                           "device vtable rejected: bad kind, missing name, "
-                           "or a capability without its functions");
+    uint32_t major = FTC_PLUGIN_ABI_MAJOR(FTC_DEVICE_PLUGIN_ABI_VERSION);
+    if (FTC_PLUGIN_ABI_MAJOR(t->abi_version) != major ||
+        t->struct_size < FIRST_SIZE) {
+        snprintf(why, why_size,
+                 "has ABI version %u.%u with struct_size %u; this library "
+                 "needs ABI %u.x with struct_size >= %zu",
+                 FTC_PLUGIN_ABI_MAJOR(t->abi_version),
+                 FTC_PLUGIN_ABI_MINOR(t->abi_version), t->struct_size, major,
+                 FIRST_SIZE);
+        return -1;
+    }
+    memset(dev, 0, sizeof(*dev));
+    memcpy(&dev->table, t,
+           t->struct_size < sizeof(dev->table) ? t->struct_size
+                                               : sizeof(dev->table));
+    t = &dev->table;
+    if (t->kind != kind || t->name == NULL || t->count == NULL ||
+        t->memory_kind == NULL) {
+        snprintf(why, why_size,
+                 "is not a table for kind '%s' (kind %d, name, count and "
+                 "memory_kind are required)",
+                 ftc_device_kind_name(kind), t->kind);
+        return -1;
+    }
+    dev->caps = t->host_access ? FTC_DEVCAP_HOST_ACCESS : 0;
+    const slot streams[] = {SLOT(t, stream_create), SLOT(t, stream_destroy),
+                            SLOT(t, stream_synchronize)};
+    const slot events[] = {SLOT(t, event_create), SLOT(t, event_destroy),
+                           SLOT(t, event_record), SLOT(t, event_query),
+                           SLOT(t, event_synchronize)};
+    const slot ipc_memory[] = {SLOT(t, ipc_memory_get),
+                               SLOT(t, ipc_memory_open),
+                               SLOT(t, ipc_memory_close)};
+    const slot ipc_events[] = {SLOT(t, ipc_event_get), SLOT(t, ipc_event_open),
+                               SLOT(t, ipc_event_close)};
+    if (DERIVE(FTC_DEVCAP_STREAMS, streams) != 0 ||
+        DERIVE(FTC_DEVCAP_EVENTS, events) != 0 ||
+        DERIVE(FTC_DEVCAP_IPC_MEMORY, ipc_memory) != 0 ||
+        DERIVE(FTC_DEVCAP_IPC_EVENTS, ipc_events) != 0) {
+        return -1;
+    }
+    uint32_t both = FTC_DEVCAP_STREAMS | FTC_DEVCAP_EVENTS;
+    if ((dev->caps & both) == both && t->stream_wait_event == NULL) {
+        snprintf(why, why_size,
+                 "offers streams and events but not stream_wait_event");
+        return -1;
+    }
+    return 0;
+}
+
+int ftc__device_register(const ftc_device_plugin *table)
+{
+    if (table == NULL || table->kind <= FTC_DEVICE_CPU ||
+        table->kind >= FTC_DEVICE_KIND_COUNT) {
+        return ftc__seterr(FTC_EINVAL, "device table rejected: no table or "
+                                       "not a plugin kind");
+    }
+    ftc__device dev;
+    char why[256];
+    if (adopt(table, table->kind, &dev, why, sizeof(why)) != 0) {
+        return ftc__seterr(FTC_EINVAL, "device table rejected: it %s", why);
     }
     pthread_mutex_lock(&lock);
-    table[ops->kind] = ops;
-    load_tried[ops->kind] = 1;
+    devices[dev.table.kind] = dev;
+    present[dev.table.kind] = 1;
+    load_tried[dev.table.kind] = 1;
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -84,19 +170,20 @@ void ftc__device_unregister(int kind)
         return;
     }
     pthread_mutex_lock(&lock);
-    table[kind] = NULL;
+    present[kind] = 0;
     load_tried[kind] = 0;
     load_error[kind][0] = '\0';
     pthread_mutex_unlock(&lock);
 }
 
 /* Loads the plugin for kind with lock held; records why it failed. The
- * library stays loaded for the life of the process (its vtable is used
- * without further locking). */
+ * library stays loaded for the life of the process (its functions are
+ * called without further locking). */
 static void load_plugin(int kind)
 {
     const char *name = ftc_device_kind_name(kind);
-    char env[64], lib[128];
+    const char *symbol = FTC_DEVICE_PLUGIN_ENTRY_SYMBOL;
+    char env[64], lib[128], why[256];
     snprintf(env, sizeof(env), "FTC_DEVICE_%s_PLUGIN",
              kind == FTC_DEVICE_CUDA ? "CUDA" : "XPU");
     ftc__device_env de;
@@ -115,40 +202,50 @@ static void load_plugin(int kind)
                  name, dlerror(), env);
         return;
     }
-    typedef const ftc__device_ops *(*entry_fn)(void);
+    typedef const ftc_device_plugin *(*entry_fn)(void);
     entry_fn entry;
-    *(void **)&entry = dlsym(h, "ftc_device_plugin_ops");
-    const ftc__device_ops *ops = entry != NULL ? entry() : NULL;
-    if (ops == NULL || ops->kind != kind || !consistent(ops)) {
+    *(void **)&entry = dlsym(h, symbol);
+    const ftc_device_plugin *table = entry != NULL ? entry() : NULL;
+    if (entry == NULL) {
+        snprintf(why, sizeof(why), "does not export it");
+    } else if (table == NULL) {
+        snprintf(why, sizeof(why),
+                 "returned no table (its device runtime "
+                 "is unusable in this process)");
+    }
+    if (table == NULL ||
+        adopt(table, kind, &devices[kind], why, sizeof(why)) != 0) {
         snprintf(load_error[kind], sizeof(load_error[kind]),
-                 "device kind '%s': plugin %s has no valid "
-                 "ftc_device_plugin_ops",
-                 name, path);
+                 "device kind '%s' is not available: plugin %s, symbol %s: "
+                 "%s",
+                 name, path, symbol, why);
         dlclose(h);
         return;
     }
-    table[kind] = ops;
+    present[kind] = 1;
 }
 
-int ftc__device_get(int kind, const ftc__device_ops **out)
+int ftc__device_get(int kind, const ftc__device **out)
 {
     if (kind < 0 || kind >= FTC_DEVICE_KIND_COUNT) {
         return ftc__seterr(FTC_EINVAL, "device kind %d out of range", kind);
     }
-    if (kind == FTC_DEVICE_CPU) {
-        *out = &ftc__device_cpu_ops;
-        return 0;
-    }
-    pthread_mutex_lock(&lock);
-    if (table[kind] == NULL && !load_tried[kind]) {
-        load_plugin(kind);
-    }
-    const ftc__device_ops *ops = table[kind];
     int rc = 0;
-    if (ops == NULL) {
+    pthread_mutex_lock(&lock);
+    if (!present[kind] && !load_tried[kind]) {
+        if (kind == FTC_DEVICE_CPU) {
+            load_tried[kind] = 1;
+            present[kind] =
+                adopt(&ftc__device_cpu_plugin, kind, &devices[kind],
+                      load_error[kind], sizeof(load_error[kind])) == 0;
+        } else {
+            load_plugin(kind);
+        }
+    }
+    if (!present[kind]) {
         rc = ftc__seterr(FTC_ENOTSUP, "%s", load_error[kind]);
     }
     pthread_mutex_unlock(&lock);
-    *out = ops;
+    *out = &devices[kind];
     return rc;
 }

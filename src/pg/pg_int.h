@@ -1,6 +1,7 @@
-/* The pg layer inside: the group handle over a backend vtable, validated
+/* The pg layer inside: the group handle over a backend table, validated
  * operation requests, and work items. Backends (tcp now; shared memory,
- * NCCL later) implement ftc__pg_backend_ops. */
+ * NCCL later) fill the published table ftc_pg_backend
+ * (include/ftc/plugin/backend.h). */
 #ifndef FTC_PG_INT_H
 #define FTC_PG_INT_H
 
@@ -12,6 +13,7 @@
 
 #include "base/base_int.h"
 #include "ftc/pg.h"
+#include "ftc/plugin/backend.h"
 
 /* Operation kinds; also the `op` byte of collective messages on the wire,
  * so a rank that called a different collective is told so. */
@@ -34,9 +36,10 @@ typedef enum ftc__coll {
 
 const char *ftc__coll_name(int coll);
 
-/* A validated request. Buffers are borrowed from the caller; the count
+/* A validated request; to backends it is the opaque
+ * ftc_pg_backend_request. Buffers are borrowed from the caller; the count
  * arrays of the v variants are copied (owned, freed with the op). */
-typedef struct ftc__op {
+typedef struct ftc_pg_backend_request {
     int coll;
     int dtype;
     size_t elem; /* bytes per element */
@@ -53,7 +56,7 @@ typedef struct ftc__op {
     int64_t timeout_ms; /* resolved, for messages */
     ftc__deadline deadline;
     ftc_work *work;
-    struct ftc__op *next;
+    struct ftc_pg_backend_request *next;
 } ftc__op;
 
 void ftc__op_free(ftc__op *op);
@@ -92,23 +95,7 @@ void ftc__work_unref(ftc_work *w);
 bool ftc__in_callback(void);
 void ftc__set_in_callback(bool on);
 
-/* ------------------------------------------------------------- backend */
-
-typedef struct ftc__pg_backend_ops {
-    const char *name;
-    /* 0 if the backend can move buffers of this device kind, else
-     * FTC_ENOTSUP with a message. */
-    int (*check_device)(void *impl, int device);
-    /* Takes ownership of op (on success and failure). Returns 0, or the
-     * group's failure code when it is unusable. */
-    int (*submit)(void *impl, ftc__op *op);
-    /* Blocks until w is done or dl passes, making progress meanwhile. */
-    int (*wait)(void *impl, ftc_work *w, ftc__deadline dl);
-    void (*abort)(void *impl);
-    /* 0 or the failure code, with its message set. */
-    int (*status)(void *impl);
-    void (*destroy)(void *impl);
-} ftc__pg_backend_ops;
+/* --------------------------------------------------------------- group */
 
 #define FTC__PG_MAGIC 0x50475250U /* "PGRP" */
 /* Longest TCP congestion control name, with its NUL (the kernel's
@@ -125,8 +112,8 @@ struct ftc_pg {
     /* opts.tcp_congestion (or FTC_PG_TCP_CONGESTION), which then points
      * here; opts.tcp_congestion NULL: automatic. */
     char congestion[FTC__CC_NAME_MAX];
-    int *parent_ranks; /* size entries */
-    const ftc__pg_backend_ops *ops;
+    int *parent_ranks;         /* size entries */
+    const ftc_pg_backend *ops; /* the backend's table */
     void *impl;
 };
 

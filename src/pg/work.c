@@ -90,7 +90,7 @@ int ftc_work_wait(ftc_work *w, int64_t timeout_ms)
     ftc_pg *pg = w->pg;
     rc = pg->ops->wait(
         pg->impl, w,
-        ftc__deadline_from_timeout(timeout_ms, FTC_TIMEOUT_INFINITE));
+        ftc__deadline_from_timeout(timeout_ms, FTC_TIMEOUT_INFINITE).ns);
     return rc != 0 ? rc : result(w);
 }
 

@@ -51,10 +51,10 @@ static void cpu_handle_destroy(void *h)
     ftc__free(h);
 }
 
-static int cpu_synchronize(void *h, ftc__deadline dl)
+static int cpu_synchronize(void *h, int64_t deadline_ns)
 {
     (void)h;
-    (void)dl;
+    (void)deadline_ns;
     return 0;
 }
 
@@ -72,10 +72,13 @@ static int cpu_event_query(void *event, int *done)
     return 0;
 }
 
-const ftc__device_ops ftc__device_cpu_ops = {
+/* Through the same table type and checks as a plugin; no IPC slots. */
+const ftc_device_plugin ftc__device_cpu_plugin = {
+    .abi_version = FTC_DEVICE_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(ftc_device_plugin),
     .kind = FTC_DEVICE_CPU,
     .name = "cpu",
-    .caps = FTC_DEVCAP_HOST_ACCESS | FTC_DEVCAP_STREAMS | FTC_DEVCAP_EVENTS,
+    .host_access = 1,
     .count = cpu_count,
     .memory_kind = cpu_memory_kind,
     .stream_create = cpu_handle_create,

@@ -1,4 +1,4 @@
-/* The tcp backend: building a group from peer addresses, its vtable, and
+/* The tcp backend: building a group from peer addresses, its table, and
  * tearing it down. */
 #include <netdb.h>
 #include <sched.h>
@@ -24,12 +24,14 @@ static int check_device(void *impl, int device)
 
 static void tcp_destroy(void *impl);
 
-static int tcp_wait(void *impl, ftc_work *w, ftc__deadline dl)
+static int tcp_wait(void *impl, ftc_work *w, int64_t deadline_ns)
 {
-    return ftc__tcp_wait(impl, w, dl);
+    return ftc__tcp_wait(impl, w, (ftc__deadline){deadline_ns});
 }
 
-static const ftc__pg_backend_ops tcp_ops = {
+static const ftc_pg_backend tcp_ops = {
+    .abi_version = FTC_PG_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(ftc_pg_backend),
     .name = "tcp",
     .check_device = check_device,
     .submit = ftc__tcp_submit,

@@ -487,11 +487,14 @@ static void host_accessible_device_is_accepted(void **state)
     (void)state;
     /* A (fake) device kind whose memory the CPU can address is moved like
      * cpu memory: the check is by capability, not by kind. */
-    static const ftc__device_ops fake = {.kind = FTC_DEVICE_XPU,
-                                         .name = "xpu",
-                                         .caps = FTC_DEVCAP_HOST_ACCESS,
-                                         .count = fake_count,
-                                         .memory_kind = fake_mem};
+    static const ftc_device_plugin fake = {
+        .abi_version = FTC_DEVICE_PLUGIN_ABI_VERSION,
+        .struct_size = sizeof(ftc_device_plugin),
+        .kind = FTC_DEVICE_XPU,
+        .name = "xpu",
+        .host_access = 1,
+        .count = fake_count,
+        .memory_kind = fake_mem};
     TK_OK(ftc__device_register(&fake));
     pgt_run_threads(2, NULL, host_device_case, NULL);
     ftc__device_unregister(FTC_DEVICE_XPU);
