@@ -70,18 +70,19 @@ struct ftc_manager_work {
 /* Locks (each guards the fields listed under it below):
  *   mu       the round: phase, stop, round, qo, arrival, round_dl,
  *            round_start_ns, out, first_round_done, leader_joined, voted,
- *            and replica_id; with cv.
+ *            replica_id, and state's list while registering; with cv.
  *   pg_mu    the process group slot: pg, pg_users, pg_quorum_id,
  *            pg_members, pg_n, rdv_store, lost, n_lost; with pg_cv.
  *   err_mu   the error latch: err_code, err_msg, err_quorum_id, killed.
  *   work_mu  the list of unwaited works (works).
  *   stats_mu stats.
- * Order: none is taken while another is held (each critical section
- * copies what it needs and unlocks), so there is no order to keep; a new
- * nesting would have to be mu, then pg_mu, then err_mu, work_mu,
- * stats_mu. No blocking call (network I/O, ftc_pg_abort, a thread join, a
- * work wait) runs under any of them; the one wait is pg_cv's, which
- * releases pg_mu. The atomics need no lock. Fields set in create and read
+ * Order: mu before err_mu (start_quorum clears the latch as it starts a
+ * round); pg_mu before a store client's fd_lock (join_quorum_thread
+ * cancels rdv_store: a flag and a shutdown(2), never blocking); no other
+ * nesting. A new one keeps mu, pg_mu, err_mu, work_mu, stats_mu. No
+ * blocking call (network I/O, ftc_pg_abort, a thread join, a work wait)
+ * runs under any of them; the one wait is pg_cv's, which releases pg_mu.
+ * The atomics need no lock. Fields set in create and read
  * only afterwards (o, the strings, the endpoints) need none either. */
 struct ftc_manager {
     uint32_t magic;
