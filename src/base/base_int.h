@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/bytes.h"
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/event.h"

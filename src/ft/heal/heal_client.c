@@ -16,22 +16,26 @@ int ftc__heal_client_create(ftc__heal_client **out)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         return ftc__seterr(FTC_ESYS, "heal client: curl init failed");
     }
+    int rc = 0;
     ftc__heal_client *c = ftc__calloc(1, sizeof(*c));
-    bool ok = c != NULL;
-    if (ok) {
-        c->abort_ev.fd = -1;
-        ok = ftc__event_open(&c->abort_ev) == 0;
+    if (c == NULL) {
+        FTC__FAIL(FTC_ENOMEM, "heal client");
     }
-    for (int i = 0; ok && i < FTC__HEAL_MAX_LANES; i++) {
+    c->abort_ev.fd = -1;
+    if (ftc__event_open(&c->abort_ev) != 0) {
+        FTC__FAIL(FTC_ENOMEM, "heal client");
+    }
+    for (int i = 0; i < FTC__HEAL_MAX_LANES; i++) {
         c->multi[i] = curl_multi_init();
-        ok = c->multi[i] != NULL;
-    }
-    if (!ok) {
-        ftc__heal_client_destroy(c);
-        return ftc__seterr(FTC_ENOMEM, "heal client");
+        if (c->multi[i] == NULL) {
+            FTC__FAIL(FTC_ENOMEM, "heal client");
+        }
     }
     *out = c;
     return 0;
+fail:
+    FTC__KEEP_MESSAGE(ftc__heal_client_destroy(c));
+    return rc;
 }
 
 void ftc__heal_client_destroy(ftc__heal_client *c)
@@ -383,35 +387,36 @@ int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
     for (unsigned i = 0; i < nx; i++) {
         xs[i].fd = -1;
     }
-    int rc = ftc__heal_auth_header(f->token, &ft.headers);
-    for (unsigned i = 0; rc == 0 && i < nx; i++) {
+    ftc__buf body;
+    ftc__buf_init(&body,
+                  f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
+    int rc = 0;
+    FTC__CHECK(ftc__heal_auth_header(f->token, &ft.headers));
+    for (unsigned i = 0; i < nx; i++) {
         xs[i].ctx = &ft;
         xs[i].easy = curl_easy_init();
         xs[i].hash = XXH3_createState();
         if (xs[i].easy == NULL || xs[i].hash == NULL) {
-            rc = ftc__seterr(FTC_ENOMEM, "heal client transfers");
+            FTC__FAIL(FTC_ENOMEM, "heal client transfers");
         }
     }
     ft.hashes = ftc__calloc(f->n_sources, sizeof(*ft.hashes));
-    if (rc == 0 && ft.hashes == NULL) {
-        rc = ftc__seterr(FTC_ENOMEM, "healing sources");
+    if (ft.hashes == NULL) {
+        FTC__FAIL(FTC_ENOMEM, "healing sources");
     }
-    ftc__buf body;
-    ftc__buf_init(&body,
-                  f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
-    rc = rc != 0 ? rc : get_meta(&ft, &xs[0], &body, dl);
-    rc = rc != 0 ? rc : peer_metas(&ft, &xs[0], &body, dl);
+    FTC__CHECK(get_meta(&ft, &xs[0], &body, dl));
+    FTC__CHECK(peer_metas(&ft, &xs[0], &body, dl));
+    ftc__buf_free(&body); /* before the chunks: it may be large */
+    FTC__CHECK(ftc__heal_chunks_prepare(&ft));
+    FTC__CHECK(ftc__heal_chunks_run(&ft, xs, nx, dl));
+    out->step = ft.meta.step;
+    out->batches_committed = ft.meta.batches_committed;
+    out->chunks = ft.meta.n_chunks;
+    for (size_t s = 0; s < f->n_sources; s++) {
+        out->sources += ft.hashes[s] != NULL;
+    }
+fail:
     ftc__buf_free(&body);
-    rc = rc != 0 ? rc : ftc__heal_chunks_prepare(&ft);
-    rc = rc != 0 ? rc : ftc__heal_chunks_run(&ft, xs, nx, dl);
-    if (rc == 0) {
-        out->step = ft.meta.step;
-        out->batches_committed = ft.meta.batches_committed;
-        out->chunks = ft.meta.n_chunks;
-        for (size_t s = 0; s < f->n_sources; s++) {
-            out->sources += ft.hashes[s] != NULL;
-        }
-    }
     fetch_free(&ft, xs, nx);
     return rc;
 }

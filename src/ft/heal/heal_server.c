@@ -425,24 +425,23 @@ int ftc__heal_server_start(ftc__heal_server **out,
         (unsigned)((o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000) +
                    999) /
         1000;
+    int rc = 0;
     int fd, port;
-    int rc = ftc__sock_listen(host, o->port, 1024, &fd, &port);
-    if (rc != 0) {
-        ftc__heal_server_stop(s);
-        return ftc__adderr(rc, "heal server on %s", host);
-    }
+    FTC__CHECK_ADDERR(ftc__sock_listen(host, o->port, 1024, &fd, &port),
+                      "heal server on %s", host);
     bool v6 = strchr(host, ':') != NULL;
     snprintf(s->address, sizeof(s->address), "%s%s%s:%d", v6 ? "[" : "", host,
              v6 ? "]" : "", port);
     s->mhd = start_daemon(s, fd);
     if (s->mhd == NULL) {
-        ftc__heal_server_stop(s);
-        return ftc__seterr(FTC_ESYS, "heal server: libmicrohttpd did not "
-                                     "start");
+        FTC__FAIL(FTC_ESYS, "heal server: libmicrohttpd did not start");
     }
     FTC_LOG_INFO("heal.serve", "serving state on %s", s->address);
     *out = s;
     return 0;
+fail:
+    FTC__KEEP_MESSAGE(ftc__heal_server_stop(s));
+    return rc;
 }
 
 void ftc__heal_server_restart(ftc__heal_server *s)

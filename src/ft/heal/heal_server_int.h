@@ -16,8 +16,13 @@ struct ftc__heal_server {
     char address[FTC_HOST_MAX + 16];
     bool has_token;
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
-    pthread_mutex_t mu; /* everything below but the counters */
-    pthread_cond_t cv;  /* a release came, an answer ended, closing */
+    /* mu guards everything below but the counters (atomics); the only
+     * lock of the server, nested with no other. Under it only memory
+     * changes and cv waits run: snapshots are unreferenced and the daemon
+     * stopped or restarted (MHD_stop_daemon joins its threads) after
+     * unlocking. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a release came, an answer ended, closing */
     ftc__heal_snapshot *current;
     /* While lending, current is the lent snapshot and these are the
      * healers expected to release it. */

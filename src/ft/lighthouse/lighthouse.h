@@ -142,7 +142,14 @@ struct ftc_lighthouse {
     char address[FTC_HOST_MAX + 16];
     int port;
     struct MHD_Daemon *mhd;
-    /* Registry: jobs, the requests to free, and the live long-polls. */
+    /* Registry: jobs, the requests to free, and the live long-polls.
+     * Locks: mu guards jobs, n_jobs, done (with cv); each job's mu guards
+     * that job (ftc__lighthouse_job). Order: lh->mu before a job's mu
+     * (job_get returns the job locked after dropping lh->mu; the clock
+     * thread walks the jobs under both); never two jobs' at once. Under
+     * either only memory changes run: a suspended request is resumed
+     * (MHD_resume_connection) after the job's lock is released, and the
+     * daemon writes answers on its own threads. */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* n_polls reached 0 (destroy) */
     ftc__lighthouse_job *jobs;

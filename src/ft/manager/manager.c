@@ -55,6 +55,7 @@ static int copy_str(char *dst, size_t cap, const char *src, const char *what,
 /* Zero fields take their defaults; then each is checked. */
 static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
 {
+    int rc = 0;
     ftc_manager_opts d;
     ftc_manager_opts_init(&d);
     ftc_manager_opts o = *in;
@@ -82,55 +83,44 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
         o.heal_sources < 1 || o.heal_sources > 16 || o.heal_streams < 1 ||
         o.heal_streams > 64 || o.heal_threads < 1 || o.heal_threads > 64 ||
         o.heal_port < 0 || o.heal_port > 65535 || o.heal_lend_ms < 1) {
-        return ftc__seterr(
-            FTC_EINVAL,
-            "manager: group_rank %d of group_size %d, "
-            "min_replica_size %lld, world_size_mode %d, "
-            "heartbeat_interval_ms %lld, max_retries %lld, "
-            "heal_sources %d (1..16), heal_streams %d "
-            "(1..64), heal_threads %d (1..64), heal_port "
-            "%d or heal_lend_ms %lld out of range",
-            o.group_rank, o.group_size, (long long)o.min_replica_size,
-            o.world_size_mode, (long long)o.heartbeat_interval_ms,
-            (long long)o.max_retries, o.heal_sources, o.heal_streams,
-            o.heal_threads, o.heal_port, (long long)o.heal_lend_ms);
+        FTC__FAIL(FTC_EINVAL,
+                  "manager: group_rank %d of group_size %d, "
+                  "min_replica_size %lld, world_size_mode %d, "
+                  "heartbeat_interval_ms %lld, max_retries %lld, "
+                  "heal_sources %d (1..16), heal_streams %d "
+                  "(1..64), heal_threads %d (1..64), heal_port "
+                  "%d or heal_lend_ms %lld out of range",
+                  o.group_rank, o.group_size, (long long)o.min_replica_size,
+                  o.world_size_mode, (long long)o.heartbeat_interval_ms,
+                  (long long)o.max_retries, o.heal_sources, o.heal_streams,
+                  o.heal_threads, o.heal_port, (long long)o.heal_lend_ms);
     }
-    int rc = copy_str(m->lighthouse, sizeof(m->lighthouse), o.lighthouse,
-                      "lighthouse", true);
-    rc = rc != 0 ? rc : copy_str(m->job, sizeof(m->job), o.job, "job", false);
-    rc = rc != 0 ? rc
-                 : copy_str(m->base_id, sizeof(m->base_id), o.replica_id,
-                            "replica_id", true);
-    rc = rc != 0 ? rc
-                 : copy_str(m->store_addr, sizeof(m->store_addr), o.store_addr,
-                            "store_addr", true);
-    rc = rc != 0
-             ? rc
-             : copy_str(m->store_prefix, sizeof(m->store_prefix),
-                        o.store_prefix != NULL ? o.store_prefix : o.replica_id,
-                        "store_prefix", true);
     const char *env[FTC__MANAGER_ENV_COUNT];
     ftc__manager_env_read(env);
     const char *host = o.advertise_host != NULL
                            ? o.advertise_host
                            : env[FTC__MANAGER_ENV_ADVERTISE_HOST];
-    rc = rc != 0
-             ? rc
-             : copy_str(m->host, sizeof(m->host),
-                        host != NULL && host[0] != '\0' ? host : "127.0.0.1",
-                        "advertise_host", true);
     const char *token = o.token != NULL ? o.token : env[FTC__MANAGER_ENV_TOKEN];
-    rc = rc != 0 ? rc
-                 : copy_str(m->token, sizeof(m->token), token, "token", false);
-    if (rc != 0) {
-        return rc;
-    }
+    FTC__CHECK(copy_str(m->lighthouse, sizeof(m->lighthouse), o.lighthouse,
+                        "lighthouse", true));
+    FTC__CHECK(copy_str(m->job, sizeof(m->job), o.job, "job", false));
+    FTC__CHECK(copy_str(m->base_id, sizeof(m->base_id), o.replica_id,
+                        "replica_id", true));
+    FTC__CHECK(copy_str(m->store_addr, sizeof(m->store_addr), o.store_addr,
+                        "store_addr", true));
+    FTC__CHECK(copy_str(m->store_prefix, sizeof(m->store_prefix),
+                        o.store_prefix != NULL ? o.store_prefix : o.replica_id,
+                        "store_prefix", true));
+    FTC__CHECK(copy_str(m->host, sizeof(m->host),
+                        host != NULL && host[0] != '\0' ? host : "127.0.0.1",
+                        "advertise_host", true));
+    FTC__CHECK(copy_str(m->token, sizeof(m->token), token, "token", false));
     if (strchr(m->base_id, ':') != NULL) {
-        return ftc__seterr(FTC_EINVAL,
-                           "manager: replica_id '%s' contains ':' "
-                           "(the manager appends ':' and a "
-                           "random suffix)",
-                           m->base_id);
+        FTC__FAIL(FTC_EINVAL,
+                  "manager: replica_id '%s' contains ':' "
+                  "(the manager appends ':' and a "
+                  "random suffix)",
+                  m->base_id);
     }
     o.lighthouse = m->lighthouse;
     o.job = m->job[0] != '\0' ? m->job : NULL;
@@ -153,7 +143,8 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     o.pg_opts = &m->pg_opts;
     m->init_sync = !o.skip_init_sync;
     m->o = o;
-    return 0;
+fail:
+    return rc;
 }
 
 /* Connections and servers: the group store, the lighthouse client, the
@@ -164,45 +155,39 @@ static int open_endpoints(ftc_manager *m)
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = m->o.connect_timeout_ms;
     so.timeout_ms = m->o.timeout_ms;
-    int rc = ftc_store_client_connect(m->store_addr, &so, &m->store_conn);
-    if (rc != 0) {
-        return ftc__adderr(rc, "manager: group store %s", m->store_addr);
-    }
-    rc = ftc_store_client_prefix(m->store_conn, m->store_prefix, &m->store);
-    if (rc != 0) {
-        return rc;
-    }
+    int rc = 0;
+    FTC__CHECK_ADDERR(
+        ftc_store_client_connect(m->store_addr, &so, &m->store_conn),
+        "manager: group store %s", m->store_addr);
+    FTC__CHECK(
+        ftc_store_client_prefix(m->store_conn, m->store_prefix, &m->store));
     ftc_lighthouse_client_opts lo;
     ftc_lighthouse_client_opts_init(&lo);
     lo.job = m->o.job;
     lo.token = m->o.token;
     lo.timeout_ms = m->o.quorum_timeout_ms;
-    rc = ftc_lighthouse_client_create(m->lighthouse, &lo, &m->lh);
-    if (rc != 0) {
-        return rc;
-    }
+    FTC__CHECK(ftc_lighthouse_client_create(m->lighthouse, &lo, &m->lh));
     ftc__heal_server_opts ho = {0};
     ho.host = m->host;
     ho.port = m->o.heal_port;
     ho.threads = (unsigned)m->o.heal_threads;
     ho.token = m->o.token;
-    rc = ftc__heal_server_start(&m->heal_srv, &ho);
-    if (rc != 0) {
-        return rc;
-    }
-    return ftc__heal_client_create(&m->heal_cli);
+    FTC__CHECK(ftc__heal_server_start(&m->heal_srv, &ho));
+    FTC__CHECK(ftc__heal_client_create(&m->heal_cli));
+fail:
+    return rc;
 }
 
 static int start_threads(ftc_manager *m)
 {
-    int rc = ftc__thread_start(&m->quorum_thr, "ftc-mgr-quorum",
-                               ftc__manager_quorum_main, m);
-    m->quorum_started = rc == 0;
-    if (rc == 0) {
-        rc = ftc__thread_start(&m->watch_thr, "ftc-mgr-watch",
-                               ftc__manager_watch_main, m);
-        m->watch_started = rc == 0;
-    }
+    int rc = 0;
+    FTC__CHECK(ftc__thread_start(&m->quorum_thr, "ftc-mgr-quorum",
+                                 ftc__manager_quorum_main, m));
+    m->quorum_started = true;
+    FTC__CHECK(ftc__thread_start(&m->watch_thr, "ftc-mgr-watch",
+                                 ftc__manager_watch_main, m));
+    m->watch_started = true;
+fail:
     return rc;
 }
 
@@ -212,6 +197,7 @@ static void init_sync_objects(ftc_manager *m)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&m->cv, &ca);
+    pthread_cond_init(&m->pg_cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->pg_mu, NULL);
@@ -237,19 +223,14 @@ int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
     m->pg_quorum_id = -1;
     atomic_init(&m->quorum_id, -1);
     atomic_init(&m->replica_rank, -1);
-    int rc = resolve_opts(m, opts);
-    if (rc == 0 && m->o.group_rank == 0) {
+    int rc = 0;
+    FTC__CHECK(resolve_opts(m, opts));
+    if (m->o.group_rank == 0) {
         snprintf(m->replica_id, sizeof(m->replica_id), "%s:%08x", m->base_id,
                  (unsigned)(ftc__rand_u64() & 0xffffffffu));
     }
-    rc = rc != 0 ? rc : open_endpoints(m);
-    rc = rc != 0 ? rc : start_threads(m);
-    if (rc != 0) {
-        char msg[FTC__MGR_MSG_MAX];
-        snprintf(msg, sizeof(msg), "%s", ftc_last_error());
-        ftc_manager_destroy(m);
-        return ftc__seterr(rc, "%s", msg);
-    }
+    FTC__CHECK(open_endpoints(m));
+    FTC__CHECK(start_threads(m));
     FTC_LOG_INFO("manager.start",
                  "%s rank %d/%d: store %s/%s, healing on %s, lighthouse %s",
                  m->base_id, m->o.group_rank, m->o.group_size, m->store_addr,
@@ -257,6 +238,10 @@ int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
                  m->lighthouse);
     *out = m;
     return 0;
+fail:
+    /* The message is the failure's, not one destroy leaves. */
+    FTC__KEEP_MESSAGE(ftc_manager_destroy(m));
+    return rc;
 }
 
 /* Joins the quorum thread, cancelling its store call until it returns: a
@@ -341,7 +326,13 @@ void ftc_manager_destroy(ftc_manager *m)
     }
     stop_threads(m);
     drop_works(m);
-    ftc_pg_destroy(m->pg);
+    /* The threads are joined; a borrower can still be a trainer thread
+     * that calls into the manager while destroying it (misuse), so the
+     * group is taken out as the quorum thread does it. */
+    pthread_mutex_lock(&m->pg_mu);
+    ftc_pg *pg = ftc__manager_pg_take_out_locked(m);
+    pthread_mutex_unlock(&m->pg_mu);
+    ftc_pg_destroy(pg);
     ftc__free(m->pg_members);
     ftc__heal_server_stop(m->heal_srv);
     ftc__heal_client_destroy(m->heal_cli);
@@ -351,6 +342,7 @@ void ftc_manager_destroy(ftc_manager *m)
     ftc__heal_state_fini(&m->state);
     ftc__free(m->staging);
     pthread_cond_destroy(&m->cv);
+    pthread_cond_destroy(&m->pg_cv);
     pthread_mutex_destroy(&m->mu);
     pthread_mutex_destroy(&m->pg_mu);
     pthread_mutex_destroy(&m->err_mu);
@@ -383,16 +375,19 @@ int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
     size_t n = (size_t)m->o.group_size;
     char(*keys)[64] = ftc__calloc(n, 64);
     const char **kp = ftc__calloc(n, sizeof(*kp));
-    int rc = keys == NULL || kp == NULL ? ftc__seterr(FTC_ENOMEM, "keys") : 0;
-    for (size_t g = 0; rc == 0 && g < n; g++) {
+    int rc = 0;
+    if (keys == NULL || kp == NULL) {
+        FTC__FAIL(FTC_ENOMEM, "keys");
+    }
+    for (size_t g = 0; g < n; g++) {
         ftc__manager_key(keys[g], 64, k, what, (int)g);
         kp[g] = keys[g];
     }
     ftc__deadline dl = ftc__deadline_in_ms(timeout_ms);
-    rc = rc != 0 ? rc : ftc_store_client_wait(m->store, kp, n, timeout_ms);
-    rc = rc != 0 ? rc
-                 : ftc_store_client_multi_get(m->store, kp, n, vals,
-                                              ftc__manager_left_ms(dl));
+    FTC__CHECK(ftc_store_client_wait(m->store, kp, n, timeout_ms));
+    FTC__CHECK(ftc_store_client_multi_get(m->store, kp, n, vals,
+                                          ftc__manager_left_ms(dl)));
+fail:
     ftc__free(kp);
     ftc__free(keys);
     return rc;
@@ -438,13 +433,57 @@ void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
     va_end(ap);
 }
 
+#ifdef FTC_TESTING
+void (*_Atomic ftc__manager_testing_before_abort)(void);
+#endif
+
+ftc_pg *ftc__manager_pg_borrow_locked(ftc_manager *m)
+{
+    if (m->pg != NULL) {
+        m->pg_users++;
+    }
+    return m->pg;
+}
+
+void ftc__manager_pg_give_back(ftc_manager *m)
+{
+    pthread_mutex_lock(&m->pg_mu);
+    if (--m->pg_users == 0) {
+        pthread_cond_broadcast(&m->pg_cv);
+    }
+    pthread_mutex_unlock(&m->pg_mu);
+}
+
+ftc_pg *ftc__manager_pg_take_out_locked(ftc_manager *m)
+{
+    ftc_pg *pg = m->pg;
+    m->pg = NULL;
+    while (m->pg_users > 0) {
+        pthread_cond_wait(&m->pg_cv, &m->pg_mu);
+    }
+    return pg;
+}
+
+void ftc__manager_pg_abort_unlocked(ftc_pg *pg)
+{
+#ifdef FTC_TESTING
+    void (*hook)(void) = atomic_load(&ftc__manager_testing_before_abort);
+    if (hook != NULL) {
+        hook();
+    }
+#endif
+    ftc_pg_abort(pg);
+}
+
 void ftc__manager_abort_pg(ftc_manager *m)
 {
     pthread_mutex_lock(&m->pg_mu);
-    if (m->pg != NULL) {
-        ftc_pg_abort(m->pg);
-    }
+    ftc_pg *pg = ftc__manager_pg_borrow_locked(m);
     pthread_mutex_unlock(&m->pg_mu);
+    if (pg != NULL) {
+        ftc__manager_pg_abort_unlocked(pg);
+        ftc__manager_pg_give_back(m);
+    }
 }
 
 bool ftc__manager_pause(ftc_manager *m, ftc__deadline until)

@@ -67,6 +67,23 @@ struct ftc_manager_work {
     struct ftc_manager_work *next, *prev; /* m->works while unwaited */
 };
 
+/* Locks (each guards the fields listed under it below):
+ *   mu       the round: phase, stop, round, qo, arrival, round_dl,
+ *            round_start_ns, out, first_round_done, leader_joined, voted,
+ *            replica_id, and state's list while registering; with cv.
+ *   pg_mu    the process group slot: pg, pg_users, pg_quorum_id,
+ *            pg_members, pg_n, rdv_store, lost, n_lost; with pg_cv.
+ *   err_mu   the error latch: err_code, err_msg, err_quorum_id, killed.
+ *   work_mu  the list of unwaited works (works).
+ *   stats_mu stats.
+ * Order: mu before err_mu (start_quorum clears the latch as it starts a
+ * round); pg_mu before a store client's fd_lock (join_quorum_thread
+ * cancels rdv_store: a flag and a shutdown(2), never blocking); no other
+ * nesting. A new one keeps mu, pg_mu, err_mu, work_mu, stats_mu. No
+ * blocking call (network I/O, ftc_pg_abort, a thread join, a work wait)
+ * runs under any of them; the one wait is pg_cv's, which releases pg_mu.
+ * The atomics need no lock. Fields set in create and read
+ * only afterwards (o, the strings, the endpoints) need none either. */
 struct ftc_manager {
     uint32_t magic;
     ftc_manager_opts o; /* strings point at the copies below */
@@ -89,8 +106,24 @@ struct ftc_manager {
      * ranks' from their first round. Under mu. */
     char replica_id[FTC__QUORUM_STR_MAX];
 
-    /* The cross-replica process group, reachable by pushed aborts. */
+    /* The cross-replica process group, reachable by pushed aborts.
+     *
+     * A group is used outside pg_mu (ftc_pg_abort may block up to 1 s,
+     * so it must not run under the lock) only while borrowed: the
+     * borrower takes it from the slot and counts itself in pg_users
+     * under pg_mu, unlocks, uses it, and gives it back (pg_give_back:
+     * pg_users--, pg_cv broadcast at 0). A group is destroyed only after
+     * ftc__manager_pg_take_out: under pg_mu it empties the slot (no new
+     * borrower can find the group) and waits on pg_cv until pg_users is
+     * 0 (every earlier borrower has returned it). pg_users counts borrows
+     * of the group in the slot, or of the one being taken out: the slot
+     * is refilled only by the thread that took the old group out, after
+     * that wait. So no group is destroyed while a borrower uses it. The
+     * quorum thread, the only one that replaces the group, uses its own
+     * new group without borrowing it. */
     pthread_mutex_t pg_mu;
+    pthread_cond_t pg_cv;
+    int pg_users;
     ftc_pg *pg;
     int64_t pg_quorum_id;
     char (*pg_members)[FTC__QUORUM_STR_MAX];
@@ -208,8 +241,26 @@ int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
  * buffer), and frees the staging. */
 int ftc__manager_heal_apply(ftc_manager *m, bool heal_in_place);
 
-/* Aborts the process group (if any), any thread. */
+/* Aborts the process group (if any), any thread: borrowed, so the abort
+ * runs without pg_mu held. */
 void ftc__manager_abort_pg(ftc_manager *m);
+/* Borrows the group in the slot (NULL when none; then nothing to give
+ * back). Called with pg_mu held; use the group after unlocking. */
+ftc_pg *ftc__manager_pg_borrow_locked(ftc_manager *m);
+/* Gives a borrowed group back (takes pg_mu). */
+void ftc__manager_pg_give_back(ftc_manager *m);
+/* Aborts a group borrowed (or owned) by the caller; pg_mu not held. */
+void ftc__manager_pg_abort_unlocked(ftc_pg *pg);
+/* Empties the slot and waits until no borrower uses the group that was
+ * in it; returns that group (the caller destroys it). Called with pg_mu
+ * held, returns with it held (it is released during the wait). */
+ftc_pg *ftc__manager_pg_take_out_locked(ftc_manager *m);
+
+#ifdef FTC_TESTING
+/* Called by ftc__manager_pg_abort_unlocked before each ftc_pg_abort
+ * (NULL: none). Tests make aborts slow with it. */
+extern void (*_Atomic ftc__manager_testing_before_abort)(void);
+#endif
 
 /* The quorum thread (manager_round.c). */
 void *ftc__manager_quorum_main(void *arg);

@@ -74,14 +74,15 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
     bool abort = m->pg != NULL && ftc__manager_event_aborts(
                                       ev->replica_id, ev->quorum_id,
                                       m->pg_quorum_id, m->pg_members, m->pg_n);
-    if (abort) {
-        ftc_pg_abort(m->pg);
-    }
+    /* Borrowed: the abort (up to 1 s) runs after unlocking. */
+    ftc_pg *pg = abort ? ftc__manager_pg_borrow_locked(m) : NULL;
     int64_t qid = m->pg_quorum_id;
     pthread_mutex_unlock(&m->pg_mu);
     if (!abort) {
         return;
     }
+    ftc__manager_pg_abort_unlocked(pg);
+    ftc__manager_pg_give_back(m);
     static const char *const causes[] = {"?", "its connection dropped",
                                          "its heartbeat timed out"};
     int c = ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0;

@@ -217,22 +217,28 @@ static int read_answer(round *r)
 /* Rebuilds the cross-replica process group when the quorum id changed:
  * this group rank's peers meet on the primary's store under
  * torchft/<quorum_id>/<group_rank>. A failure is latched (the step votes
- * no); the next quorum then has a new id. */
+ * no); the next quorum then has a new id.
+ *
+ * This (quorum) thread is the only one that changes m->pg (destroy runs
+ * after joining it): it reads m->pg and uses the groups it installs
+ * without pg_mu or a borrow, and writes m->pg under pg_mu. */
 static void reconfigure(round *r)
 {
     ftc_manager *m = r->m;
     const ftc__quorum_result *res = &r->res;
     pthread_mutex_lock(&m->pg_mu);
     bool same = m->pg_quorum_id == res->quorum_id;
-    int status = same && m->pg != NULL ? ftc_pg_status(m->pg) : 0;
-    ftc_pg *old = same ? NULL : m->pg;
+    ftc_pg *old = NULL;
     if (!same) {
-        m->pg = NULL;
+        /* Waits until no borrower (a pushed abort, an allreduce being
+         * issued) still uses the old group. */
+        old = ftc__manager_pg_take_out_locked(m);
         m->pg_quorum_id = res->quorum_id;
         m->pg_n = 0;
     }
     pthread_mutex_unlock(&m->pg_mu);
     if (same) {
+        int status = m->pg != NULL ? ftc_pg_status(m->pg) : 0;
         /* A broken group is not rebuilt under the same id (its store
          * prefix holds the old addresses): vote no, get a new id. */
         if (m->pg == NULL || status != 0) {
@@ -282,16 +288,22 @@ static void reconfigure(round *r)
     ftc__free(m->pg_members);
     m->pg_members = ids;
     m->pg_n = ids != NULL ? (size_t)res->replica_world_size : 0;
-    /* A member lost while the group was being built. */
+    /* A member lost while the group was being built (copied: the ring
+     * may be overwritten once pg_mu is released). */
+    char lost_id[FTC__QUORUM_STR_MAX];
     const char *lost = NULL;
     for (size_t i = 0; i < m->n_lost && lost == NULL; i++) {
         if (ftc__manager_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
                                       res->quorum_id, m->pg_members, m->pg_n)) {
-            lost = m->lost[i].id;
-            ftc_pg_abort(pg);
+            memcpy(lost_id, m->lost[i].id, sizeof(lost_id));
+            lost = lost_id;
         }
     }
     pthread_mutex_unlock(&m->pg_mu);
+    if (lost != NULL) {
+        /* Not under pg_mu (it may block); this thread owns pg (above). */
+        ftc__manager_pg_abort_unlocked(pg);
+    }
     /* An abort pushed about the group just replaced does not concern this
      * step any more. */
     pthread_mutex_lock(&m->err_mu);

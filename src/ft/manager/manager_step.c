@@ -211,18 +211,19 @@ static int issue(ftc_manager *m, ftc_manager_work *w, int64_t timeout_ms)
         ftc__manager_abort_pg(m);
         return ftc__seterr(err, "%s", why);
     }
+    /* Borrowed (manager.h): issued without pg_mu held. */
     pthread_mutex_lock(&m->pg_mu);
-    int rc;
-    if (m->pg == NULL) {
-        rc = ftc__seterr(FTC_EPEER, "no process group for this step%s%s",
-                         err != 0 ? ": " : "", err != 0 ? why : "");
-    } else {
-        ftc_pg_op_opts oo;
-        ftc_pg_op_opts_init(&oo);
-        oo.timeout_ms = timeout_ms;
-        rc = ftc_pg_allreduce(m->pg, &w->t, &w->t, FTC_OP_SUM, &oo, &w->work);
-    }
+    ftc_pg *pg = ftc__manager_pg_borrow_locked(m);
     pthread_mutex_unlock(&m->pg_mu);
+    if (pg == NULL) {
+        return ftc__seterr(FTC_EPEER, "no process group for this step%s%s",
+                           err != 0 ? ": " : "", err != 0 ? why : "");
+    }
+    ftc_pg_op_opts oo;
+    ftc_pg_op_opts_init(&oo);
+    oo.timeout_ms = timeout_ms;
+    int rc = ftc_pg_allreduce(pg, &w->t, &w->t, FTC_OP_SUM, &oo, &w->work);
+    ftc__manager_pg_give_back(m);
     return rc;
 }
 

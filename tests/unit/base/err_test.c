@@ -1,21 +1,55 @@
 /* Error codes, names and the thread-local message. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "testkit.h"
 
+#define CODE_OF(code, text) code,
+static const int all_codes[] = {FTC__ERR_CODES(CODE_OF)};
+#undef CODE_OF
+#define N_CODES (sizeof(all_codes) / sizeof(all_codes[0]))
+
 static void every_code_has_a_name_and_text(void **state)
 {
     (void)state;
-    for (int code = 0; code >= FTC_ENOENT; code--) {
+    /* The table is the header's codes, 0 down to FTC_ENOENT, in order. */
+    assert_int_equal(N_CODES, 1 - FTC_ENOENT);
+    for (size_t i = 0; i < N_CODES; i++) {
+        int code = all_codes[i];
+        assert_int_equal(code, -(int)i);
         assert_string_not_equal(ftc_err_name(code), "FTC_E?");
         assert_string_not_equal(ftc_strerror(code), "unknown error");
+        assert_true(strncmp(ftc_err_name(code), "FTC_", 4) == 0);
+        assert_true(ftc_strerror(code)[0] != '\0');
     }
-    assert_string_equal(ftc_err_name(-999), "FTC_E?");
-    assert_string_equal(ftc_strerror(-999), "unknown error");
     assert_string_equal(ftc_err_name(FTC_ETIMEDOUT), "FTC_ETIMEDOUT");
+    assert_string_equal(ftc_strerror(FTC_ETIMEDOUT), "timed out");
+}
+
+static void names_and_texts_are_distinct(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_CODES; i++) {
+        for (size_t j = i + 1; j < N_CODES; j++) {
+            assert_string_not_equal(ftc_err_name(all_codes[i]),
+                                    ftc_err_name(all_codes[j]));
+            assert_string_not_equal(ftc_strerror(all_codes[i]),
+                                    ftc_strerror(all_codes[j]));
+        }
+    }
+}
+
+static void unknown_codes_say_so(void **state)
+{
+    (void)state;
+    const int unknown[] = {1, 42, FTC_ENOENT - 1, -999, INT_MIN, INT_MAX};
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+        assert_string_equal(ftc_err_name(unknown[i]), "FTC_E?");
+        assert_string_equal(ftc_strerror(unknown[i]), "unknown error");
+    }
 }
 
 static void seterr_returns_code_and_formats(void **state)
@@ -71,6 +105,8 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_code_has_a_name_and_text),
+        cmocka_unit_test(names_and_texts_are_distinct),
+        cmocka_unit_test(unknown_codes_say_so),
         cmocka_unit_test(seterr_returns_code_and_formats),
         cmocka_unit_test(errno_maps_by_meaning),
         cmocka_unit_test(message_is_per_thread),

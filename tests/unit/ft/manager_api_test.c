@@ -2,10 +2,13 @@
  * replica group of one rank): option checks, the call order each call
  * enforces, one step end to end, latched errors, max_retries, the
  * environment of `ftc run`, and the algo comm's table. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ft/manager/manager.h"
 #include "ftc/algo.h"
 #include "manager_fixture.h"
 #include "testkit.h"
@@ -343,6 +346,62 @@ static void algo_comm_table(void **state)
     mf_env_free(e);
 }
 
+/* How long the hook makes an abort of the process group take. */
+#define SLOW_ABORT_MS 3000
+
+static atomic_int slow_abort_entered, slow_abort_left;
+
+static void slow_abort(void)
+{
+    atomic_store(&slow_abort_entered, 1);
+    tk_pause_ms(SLOW_ABORT_MS);
+    atomic_store(&slow_abort_left, 1);
+}
+
+static void *abort_pg_main(void *arg)
+{
+    ftc__manager_abort_pg(arg);
+    return NULL;
+}
+
+/* An abort of the process group (which may block up to 1 s) runs without
+ * the group's lock: while one is slow (a test hook), an allreduce, which
+ * needs that lock, is issued at once instead of after the abort. */
+static void abort_runs_outside_the_group_lock(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "slow");
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    atomic_store(&ftc__manager_testing_before_abort, slow_abort);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, abort_pg_main, m), 0);
+    TK_WAIT_UNTIL(atomic_load(&slow_abort_entered), 10000);
+    double x[2] = {1.0, 2.0};
+    ftc_tensor ten = ftc_tensor_cpu(x, 2, FTC_DTYPE_F64);
+    ftc_manager_work *w = NULL;
+    int64_t t0 = tk_now_ms();
+    TK_OK(ftc_manager_allreduce(m, &ten, FTC_OP_SUM, &w, FTC_TIMEOUT_DEFAULT));
+    int64_t took = tk_now_ms() - t0;
+    /* Generous: the lock held through the abort would take the whole
+     * delay. */
+    assert_true(took < SLOW_ABORT_MS / 2);
+    assert_false(atomic_load(&slow_abort_left));
+    pthread_join(t, NULL);
+    atomic_store(&ftc__manager_testing_before_abort, NULL);
+    /* Done before the abort, or cancelled by it. */
+    int rc = ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT);
+    assert_true(rc == 0 || rc == FTC_ECANCELED || rc == FTC_EPEER);
+    ftc_manager_work_release(w);
+    int commit = 1;
+    ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +412,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(group_step_mismatch),
         cmocka_unit_test(options_from_env),
         cmocka_unit_test(algo_comm_table),
+        cmocka_unit_test(abort_runs_outside_the_group_lock),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
