@@ -13,7 +13,7 @@ int main(void)
     float w[4] = {0}, grad[4];
     int64_t shape[1] = {4};
     if (ftc_manager_opts_from_env(&o) != 0 || /* set by `ftc run` */
-        ftc_manager_create(&m, &o) != 0 ||
+        ftc_manager_create(&o, &m) != 0 ||
         ftc_manager_register(m, "w", FTC_DTYPE_F32, shape, 1, w) != 0) {
         fprintf(stderr, "ft_minimal: %s\n", ftc_last_error());
         return 1;
@@ -29,8 +29,8 @@ int main(void)
         }
         ftc_tensor t = ftc_tensor_cpu(grad, 4, FTC_DTYPE_F32);
         ftc_manager_work *work = NULL;
-        if (ftc_manager_allreduce(m, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT,
-                                  &work) == 0) {
+        if (ftc_manager_allreduce(m, &t, FTC_OP_AVG, &work,
+                                  FTC_TIMEOUT_DEFAULT) == 0) {
             ftc_manager_work_wait(work, FTC_TIMEOUT_DEFAULT); /* errors latch */
             ftc_manager_work_release(work);
         }

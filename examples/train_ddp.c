@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     ftc_algo_comm comm;
     ftc_ddp *ddp = NULL;
     if (rc == 0 && (ftc_manager_algo_comm(t.manager, &comm) != 0 ||
-                    ftc_ddp_create(&ddp, &comm, NULL) != 0)) {
+                    ftc_ddp_create(&comm, NULL, &ddp) != 0)) {
         fprintf(stderr, "train_ddp: %s\n", ftc_last_error());
         rc = 1;
     }

@@ -50,8 +50,8 @@ int main(int argc, char **argv)
         o.outer_lr = t.cfg.outer_lr;
         o.outer_momentum = t.cfg.outer_momentum;
         if (ftc_manager_algo_comm(t.manager, &comm) != 0 ||
-            ftc_diloco_create(&dl, &comm, trainer_own_params(&t), t.shard,
-                              &o) != 0 ||
+            ftc_diloco_create(&comm, trainer_own_params(&t), t.shard, &o,
+                              &dl) != 0 ||
             register_diloco(&t, dl) != 0) {
             fprintf(stderr, "train_diloco: %s\n", ftc_last_error());
             rc = 1;

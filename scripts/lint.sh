@@ -26,4 +26,6 @@ if grep -nE "$raw_alloc" $(printf '%s\n' "${files[@]}" | grep '^src/' | \
   echo "lint: raw allocation outside src/base (use ftc__malloc etc.)"
   status=1
 fi
+# The per-layer index of docs/decisions.md is written from its headings.
+python3 scripts/decisions_index.py --check || status=1
 exit $status

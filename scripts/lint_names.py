@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The naming rule (docs/decisions.md, "One naming rule"): a name with the
-public prefix `ftc_` is declared in include/ftc/; everything internal to the
-library, the CLI, the tests and the benches is `ftc__`. Prints each
+"""The naming rule (docs/decisions.md, "API: one naming rule, one teardown
+family, outputs before the timeout"): a name with the public prefix `ftc_`
+is declared in include/ftc/; everything internal to the library, the CLI,
+the tests and the benches is `ftc__`. Prints each
 violation as file:line: name and exits 1 if there is any.
 
 String literals are skipped: they carry wire names (Prometheus metrics such

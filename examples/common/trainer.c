@@ -158,14 +158,14 @@ static int connect_group(trainer *t, const ftc_manager_opts *mo)
     ftc_store_client_opts so;
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = TIMEOUT_MS;
-    if (ftc_store_client_connect(&t->store, mo->store_addr, &so) != 0) {
+    if (ftc_store_client_connect(mo->store_addr, &so, &t->store) != 0) {
         return fail("connecting to the group store");
     }
     ftc_pg_opts po;
     ftc_pg_opts_init(&po);
     po.timeout_ms = TIMEOUT_MS;
-    if (ftc_pg_create(&t->intra, t->store, prefix, t->group_rank, t->group_size,
-                      &po) != 0) {
+    if (ftc_pg_create(t->store, prefix, t->group_rank, t->group_size, &po,
+                      &t->intra) != 0) {
         return fail("creating the in-group process group");
     }
     return 0;
@@ -223,7 +223,7 @@ int trainer_init(trainer *t, int argc, char **argv, const char *name)
     if (alloc_model(t) != 0 || connect_group(t, &mo) != 0) {
         return 1;
     }
-    if (ftc_manager_create(&t->manager, &mo) != 0) {
+    if (ftc_manager_create(&mo, &t->manager) != 0) {
         return fail("creating the manager");
     }
     int64_t shape[1] = {(int64_t)t->shard};

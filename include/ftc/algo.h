@@ -143,8 +143,8 @@ FTC_API void ftc_ddp_opts_init(ftc_ddp_opts *opts);
 /* Creates a handle using *comm (the table is copied; comm->ctx is
  * borrowed). opts may be NULL. Errors: FTC_EINVAL (a NULL comm function),
  * FTC_ENOMEM. On failure *out is NULL. */
-FTC_API int ftc_ddp_create(ftc_ddp **out, const ftc_algo_comm *comm,
-                           const ftc_ddp_opts *opts);
+FTC_API int ftc_ddp_create(const ftc_algo_comm *comm, const ftc_ddp_opts *opts,
+                           ftc_ddp **out);
 /* NULL is a no-op. Must not be called while a step is open elsewhere. */
 FTC_API void ftc_ddp_destroy(ftc_ddp *ddp);
 
@@ -192,9 +192,9 @@ FTC_API void ftc_localsgd_opts_init(ftc_localsgd_opts *opts);
 /* params[0..n) (n >= 1) is borrowed for the handle's lifetime and written
  * only inside ftc_localsgd_step(). The handle allocates n floats. Errors:
  * FTC_EINVAL (message names the bad field), FTC_ENOMEM. */
-FTC_API int ftc_localsgd_create(ftc_localsgd **out, const ftc_algo_comm *comm,
-                                float *params, size_t n,
-                                const ftc_localsgd_opts *opts);
+FTC_API int ftc_localsgd_create(const ftc_algo_comm *comm, float *params,
+                                size_t n, const ftc_localsgd_opts *opts,
+                                ftc_localsgd **out);
 FTC_API void ftc_localsgd_destroy(ftc_localsgd *sgd);
 
 /* Counts one inner step; on every sync_every-th it runs start_quorum,
@@ -271,9 +271,9 @@ FTC_API void ftc_diloco_opts_init(ftc_diloco_opts *opts);
  * now become the first global copy. The handle allocates 2n floats plus
  * two more of the largest fragment's size. Errors: FTC_EINVAL with a
  * message naming the violated constraint, FTC_ENOMEM. */
-FTC_API int ftc_diloco_create(ftc_diloco **out, const ftc_algo_comm *comm,
-                              float *params, size_t n,
-                              const ftc_diloco_opts *opts);
+FTC_API int ftc_diloco_create(const ftc_algo_comm *comm, float *params,
+                              size_t n, const ftc_diloco_opts *opts,
+                              ftc_diloco **out);
 /* An average still in flight is released with wait(timeout 0). */
 FTC_API void ftc_diloco_destroy(ftc_diloco *dl);
 

@@ -48,10 +48,9 @@ FTC_API void ftc_control_opts_init(ftc_control_opts *opts);
  * store is borrowed and must outlive the group; several groups may share
  * one store. Blocks for one store round trip (bounded by timeout_ms).
  * Errors: FTC_EINVAL, FTC_ESTALE (see generation), store errors. */
-FTC_API int ftc_control_create(ftc_control **out, ftc_store_client *store,
-                               int rank, int world_size,
-                               const ftc_control_opts *opts,
-                               int64_t timeout_ms);
+FTC_API int ftc_control_create(ftc_store_client *store, int rank,
+                               int world_size, const ftc_control_opts *opts,
+                               ftc_control **out, int64_t timeout_ms);
 FTC_API void ftc_control_destroy(ftc_control *group);
 
 /* The generation in use (useful when it was agreed at create time). */

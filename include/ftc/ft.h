@@ -79,8 +79,8 @@ FTC_API void ftc_lighthouse_opts_init(ftc_lighthouse_opts *opts);
  * clock thread). opts may be NULL (all defaults) and is copied. Errors:
  * FTC_EINVAL (an option out of range, a bad bind address), FTC_ESYS (the
  * port is in use, ...), FTC_ENOMEM. On failure *out is NULL. */
-FTC_API int ftc_lighthouse_create(ftc_lighthouse **out,
-                                  const ftc_lighthouse_opts *opts);
+FTC_API int ftc_lighthouse_create(const ftc_lighthouse_opts *opts,
+                                  ftc_lighthouse **out);
 
 /* Writes "host:port" as bound (the real port when 0 was asked) into buf.
  * FTC_EMSGSIZE if cap is too small (buf then holds ""). */
@@ -133,9 +133,9 @@ FTC_API void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *opts);
  * Every call takes timeout_ms (>= 0, FTC_TIMEOUT_DEFAULT or
  * FTC_TIMEOUT_INFINITE) and returns by then; while the lighthouse is
  * unreachable (restarting) a call retries with backoff until then. */
-FTC_API int
-ftc_lighthouse_client_create(ftc_lighthouse_client **out, const char *addr,
-                             const ftc_lighthouse_client_opts *opts);
+FTC_API int ftc_lighthouse_client_create(const char *addr,
+                                         const ftc_lighthouse_client_opts *opts,
+                                         ftc_lighthouse_client **out);
 
 /* Closes every connection and frees the client. NULL is a no-op. Not safe
  * while another thread uses the client. */
@@ -290,7 +290,7 @@ FTC_API void ftc_lighthouse_quorum_fini(ftc_lighthouse_quorum *q);
  *
  *   ftc_manager_start_quorum(m, NULL);    returns at once; the quorum runs
  *   ... forward pass ...                  on the manager's thread
- *   ftc_manager_allreduce(m, &grads, FTC_OP_AVG, &w);  (waits the quorum)
+ *   ftc_manager_allreduce(m, &grads, FTC_OP_AVG, &w, t);  (waits the quorum)
  *   ftc_manager_work_wait(w, t); ftc_manager_work_release(w);
  *   ftc_manager_should_commit(m, &commit, t);
  *   if (commit) optimizer_step();
@@ -434,7 +434,7 @@ FTC_API int ftc_manager_opts_from_env(ftc_manager_opts *opts);
  * (the first start_quorum does). Errors: FTC_EINVAL (an option, message
  * names it), FTC_ETIMEDOUT (store unreachable), FTC_ESYS (healing
  * address), FTC_ENOMEM. On failure *out is NULL. */
-FTC_API int ftc_manager_create(ftc_manager **out, const ftc_manager_opts *opts);
+FTC_API int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out);
 
 /* Stops the threads (a quorum in progress is abandoned), tells the
  * lighthouse this replica leaves (the leader, bounded by 1 s), destroys
@@ -569,7 +569,7 @@ FTC_API int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms);
  * FTC_EINVAL (dtype, op, count), FTC_EMISUSE (no round started),
  * FTC_ENOMEM; then *out is NULL. */
 FTC_API int ftc_manager_allreduce(ftc_manager *m, const ftc_tensor *buf, int op,
-                                  int64_t timeout_ms, ftc_manager_work **out);
+                                  ftc_manager_work **out, int64_t timeout_ms);
 
 /* Waits for the allreduce (FTC_TIMEOUT_DEFAULT: timeout_ms of the
  * manager) and, for AVG, divides. 0: buf holds the result. On failure
@@ -646,7 +646,7 @@ typedef struct ftc_manager_stats {
     double last_lend_ms;
 } ftc_manager_stats;
 
-FTC_API int ftc_manager_get_stats(const ftc_manager *m, ftc_manager_stats *out);
+FTC_API int ftc_manager_stats_get(const ftc_manager *m, ftc_manager_stats *out);
 
 /* The algo layer's comm over this manager (include/ftc/algo.h): its
  * start_quorum is start_quorum + wait_quorum with heal_in_place (healed

@@ -187,9 +187,8 @@ FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
  * (tokens differ), FTC_EPROTO (a peer refused: foreign group, other
  * epoch, other size), FTC_EPEER, FTC_ESYS, FTC_ENOMEM. On failure *out is
  * NULL. */
-FTC_API int ftc_pg_create(ftc_pg **out, ftc_store_client *store,
-                          const char *prefix, int rank, int size,
-                          const ftc_pg_opts *opts);
+FTC_API int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
+                          int size, const ftc_pg_opts *opts, ftc_pg **out);
 
 /* Fails every pending operation with FTC_ECANCELED, tells the peers
  * (their operations fail naming this rank), closes the connections and

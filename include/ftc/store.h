@@ -52,8 +52,8 @@ FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);
  * included. Returns once the server listens, so clients may connect at
  * once. Errors: FTC_EINVAL (a bad option), FTC_ESYS (e.g. the port is in
  * use), FTC_ENOMEM. On failure *out is NULL. */
-FTC_API int ftc_store_server_start(ftc_store_server **out,
-                                   const ftc_store_server_opts *opts);
+FTC_API int ftc_store_server_create(const ftc_store_server_opts *opts,
+                                    ftc_store_server **out);
 
 /* The port the server listens on (the real one when opts->port was 0). */
 FTC_API int ftc_store_server_port(const ftc_store_server *server);
@@ -77,7 +77,7 @@ FTC_API int ftc_store_server_stats_get(ftc_store_server *server,
 /* Closes every connection (pending waits end with it), stops the thread
  * and frees the server. Blocks until the loop has closed every handle.
  * NULL is a no-op. Not safe while another thread calls into server. */
-FTC_API void ftc_store_server_stop(ftc_store_server *server);
+FTC_API void ftc_store_server_destroy(ftc_store_server *server);
 
 /* ---------------------------------------------------------------- client */
 
@@ -125,14 +125,15 @@ FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);
  * FTC_EMSGSIZE (see max_value_bytes), FTC_ENOTSUP (append, queues and
  * ping in the V1 dialect), FTC_ENOMEM. set, append, multi_set and
  * queue_push get no reply (as in PyTorch): success means sent. */
-FTC_API int ftc_store_client_connect(ftc_store_client **out, const char *addr,
-                                     const ftc_store_client_opts *opts);
+FTC_API int ftc_store_client_connect(const char *addr,
+                                     const ftc_store_client_opts *opts,
+                                     ftc_store_client **out);
 
 /* A view whose keys are "<prefix>/<key>" (PyTorch PrefixStore). Views nest
  * and share the underlying connection, which must outlive them. Closing a
  * view does not close the connection. */
-FTC_API int ftc_store_client_prefix(ftc_store_client **out,
-                                    ftc_store_client *base, const char *prefix);
+FTC_API int ftc_store_client_prefix(ftc_store_client *base, const char *prefix,
+                                    ftc_store_client **out);
 
 /* Closes a connection (or releases a view). NULL is a no-op. Not safe while
  * another thread uses the client. */

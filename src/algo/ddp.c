@@ -20,8 +20,8 @@ void ftc_ddp_opts_init(ftc_ddp_opts *opts)
     }
 }
 
-int ftc_ddp_create(ftc_ddp **out, const ftc_algo_comm *comm,
-                   const ftc_ddp_opts *opts)
+int ftc_ddp_create(const ftc_algo_comm *comm, const ftc_ddp_opts *opts,
+                   ftc_ddp **out)
 {
     ftc__clearerr();
     if (out != NULL) {

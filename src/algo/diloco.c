@@ -143,8 +143,8 @@ static int alloc_state(ftc_diloco *dl)
     return 0;
 }
 
-int ftc_diloco_create(ftc_diloco **out, const ftc_algo_comm *comm,
-                      float *params, size_t n, const ftc_diloco_opts *opts)
+int ftc_diloco_create(const ftc_algo_comm *comm, float *params, size_t n,
+                      const ftc_diloco_opts *opts, ftc_diloco **out)
 {
     ftc__clearerr();
     if (out != NULL) {

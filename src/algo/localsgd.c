@@ -26,8 +26,8 @@ void ftc_localsgd_opts_init(ftc_localsgd_opts *opts)
     }
 }
 
-int ftc_localsgd_create(ftc_localsgd **out, const ftc_algo_comm *comm,
-                        float *params, size_t n, const ftc_localsgd_opts *opts)
+int ftc_localsgd_create(const ftc_algo_comm *comm, float *params, size_t n,
+                        const ftc_localsgd_opts *opts, ftc_localsgd **out)
 {
     ftc__clearerr();
     if (out != NULL) {

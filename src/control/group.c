@@ -77,8 +77,8 @@ static int join_generation(ftc_control *g, ftc__deadline dl)
     return 0;
 }
 
-int ftc_control_create(ftc_control **out, ftc_store_client *store, int rank,
-                       int world_size, const ftc_control_opts *opts,
+int ftc_control_create(ftc_store_client *store, int rank, int world_size,
+                       const ftc_control_opts *opts, ftc_control **out,
                        int64_t timeout_ms)
 {
     ftc__clearerr();

@@ -34,6 +34,16 @@ typedef struct ftc__device_ops {
 /* The built-in cpu device. */
 extern const ftc__device_ops ftc__device_cpu_ops;
 
+/* Every environment variable the device layer reads (docs/operations.md,
+ * "Environment variables"), NULL when unset. ftc__device_env_read
+ * (device_env.c) is the layer's only getenv: it reads them when called. */
+typedef struct ftc__device_env {
+    const char *cuda_plugin;      /* FTC_DEVICE_CUDA_PLUGIN */
+    const char *xpu_plugin;       /* FTC_DEVICE_XPU_PLUGIN */
+    const char *cpu_device_count; /* FTC_CPU_DEVICE_COUNT */
+} ftc__device_env;
+void ftc__device_env_read(ftc__device_env *out);
+
 /* The vtable for kind, loading its plugin on first use. Returns 0 or
  * FTC_ENOTSUP / FTC_EINVAL with a message. */
 int ftc__device_get(int kind, const ftc__device_ops **out);

@@ -99,7 +99,9 @@ static void load_plugin(int kind)
     char env[64], lib[128];
     snprintf(env, sizeof(env), "FTC_DEVICE_%s_PLUGIN",
              kind == FTC_DEVICE_CUDA ? "CUDA" : "XPU");
-    const char *path = getenv(env);
+    ftc__device_env de;
+    ftc__device_env_read(&de);
+    const char *path = kind == FTC_DEVICE_CUDA ? de.cuda_plugin : de.xpu_plugin;
     if (path == NULL || path[0] == '\0') {
         snprintf(lib, sizeof(lib), "libftc_device_%s.so", name);
         path = lib;

@@ -111,9 +111,10 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         snprintf(pg->host, sizeof(pg->host), "%s", pg->opts.host);
         pg->opts.host = pg->host;
     }
-    const char *cc = pg->opts.tcp_congestion != NULL
-                         ? pg->opts.tcp_congestion
-                         : getenv("FTC_PG_TCP_CONGESTION");
+    ftc__pg_env env;
+    ftc__pg_env_read(&env);
+    const char *cc = pg->opts.tcp_congestion != NULL ? pg->opts.tcp_congestion
+                                                     : env.tcp_congestion;
     pg->opts.tcp_congestion = NULL;
     if (cc != NULL) {
         if (strlen(cc) >= sizeof(pg->congestion)) {
@@ -124,8 +125,7 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         snprintf(pg->congestion, sizeof(pg->congestion), "%s", cc);
         pg->opts.tcp_congestion = pg->congestion;
     }
-    const char *token =
-        pg->opts.token != NULL ? pg->opts.token : getenv("FTC_TOKEN");
+    const char *token = pg->opts.token != NULL ? pg->opts.token : env.token;
     if (token != NULL && token[0] != '\0') {
         pg->token = ftc__strdup(token);
     }

@@ -130,6 +130,16 @@ struct ftc_pg {
     void *impl;
 };
 
+/* Every environment variable the pg layer reads (docs/operations.md,
+ * "Environment variables"), NULL when unset. ftc__pg_env_read (pg_env.c)
+ * is the layer's only getenv: it reads them when called. */
+typedef struct ftc__pg_env {
+    const char *host;           /* FTC_PG_HOST */
+    const char *tcp_congestion; /* FTC_PG_TCP_CONGESTION */
+    const char *token;          /* FTC_TOKEN */
+} ftc__pg_env;
+void ftc__pg_env_read(ftc__pg_env *out);
+
 /* Fills a new group's common fields: opts resolved (defaults, ranges),
  * parent ranks copied (NULL: identity). The backend sets ops and impl. */
 int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,

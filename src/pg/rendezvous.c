@@ -40,8 +40,8 @@ static void key_of(char *out, const char *prefix, int rank)
     snprintf(out, KEY_MAX, "%s/pg/rank/%d", prefix, rank);
 }
 
-int ftc_pg_create(ftc_pg **out, ftc_store_client *store, const char *prefix,
-                  int rank, int size, const ftc_pg_opts *opts)
+int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
+                  int size, const ftc_pg_opts *opts, ftc_pg **out)
 {
     ftc__clearerr();
     if (out == NULL) {

@@ -87,7 +87,7 @@ static void event(const trainer *t, bool all, const char *fmt, ...)
 static int64_t note_heal(trainer *t)
 {
     ftc_manager_stats st;
-    ftc_manager_get_stats(t->m, &st);
+    ftc_manager_stats_get(t->m, &st);
     if (st.heals == t->heals) {
         return -1;
     }
@@ -190,7 +190,7 @@ static int ddp_step(trainer *t, int64_t fail_at, int64_t fail_after,
         raise(SIGSTOP);
         say("cont %" PRId64, ftk_now_ns());
     }
-    rc = ftc_manager_allreduce(t->m, &ten, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT, &w);
+    rc = ftc_manager_allreduce(t->m, &ten, FTC_OP_AVG, &w, FTC_TIMEOUT_DEFAULT);
     if (rc == 0) {
         ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT);
         ftc_manager_work_release(w);
@@ -232,7 +232,7 @@ static int diloco_run(trainer *t)
     ftc_diloco_opts_init(&o);
     o.sync_every = 4;
     ftc_diloco *dl;
-    int rc = ftc_diloco_create(&dl, &comm, t->x, (size_t)t->n, &o);
+    int rc = ftc_diloco_create(&comm, t->x, (size_t)t->n, &o, &dl);
     const ftc_algo_buffer *bufs;
     size_t nb = 0;
     rc = rc != 0 ? rc : ftc_diloco_buffers(dl, &bufs, &nb);
@@ -291,7 +291,7 @@ static int make_manager(trainer *t)
     if (env_int("FTK_SPARES", 0) != 0) {
         o.world_size_mode = FTC_WORLD_FIXED_WITH_SPARES;
     }
-    rc = ftc_manager_create(&t->m, &o);
+    rc = ftc_manager_create(&o, &t->m);
     if (rc != 0) {
         say("error create %s %s", ftc_err_name(rc), ftc_last_error());
         return 3;
@@ -405,7 +405,7 @@ void ftk_start(ftk_job *j, int groups, int ranks, int steps,
         ftc_store_server_opts so;
         ftc_store_server_opts_init(&so);
         so.bind_host = "127.0.0.1";
-        TK_OK(ftc_store_server_start(&j->store[g], &so));
+        TK_OK(ftc_store_server_create(&so, &j->store[g]));
         j->inc[g] = -1;
     }
 }
@@ -422,7 +422,7 @@ void ftk_restart_lighthouse(ftk_job *j)
     lo.heartbeat_timeout_ms = 500;
     lo.join_timeout_ms = tk_ms(10000);
     lo.token = j->token;
-    TK_OK(ftc_lighthouse_create(&j->lh, &lo));
+    TK_OK(ftc_lighthouse_create(&lo, &j->lh));
     j->lh_port = ftc_lighthouse_port(j->lh);
     snprintf(j->lh_addr, sizeof(j->lh_addr), "127.0.0.1:%d", j->lh_port);
 }
@@ -521,7 +521,7 @@ static bool is_participant(ftk_job *j, int g)
     ftc_lighthouse_client_opts_init(&o);
     o.job = "ftk";
     ftc_lighthouse_client *c;
-    TK_OK(ftc_lighthouse_client_create(&c, j->lh_addr, &o));
+    TK_OK(ftc_lighthouse_client_create(j->lh_addr, &o, &c));
     char *text = NULL;
     bool found = false;
     if (ftc_lighthouse_client_status(c, "ftk", 5000, &text) == 0) {
@@ -899,7 +899,7 @@ void ftk_stop(ftk_job *j)
     ftc_lighthouse_destroy(j->lh);
     j->lh = NULL;
     for (int g = 0; g < j->groups; g++) {
-        ftc_store_server_stop(j->store[g]);
+        ftc_store_server_destroy(j->store[g]);
         j->store[g] = NULL;
     }
 }

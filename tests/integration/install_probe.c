@@ -12,11 +12,11 @@ int main(void)
     void *value = NULL;
     size_t len = 0;
     char addr[64];
-    int rc = ftc_store_server_start(&server, NULL);
+    int rc = ftc_store_server_create(NULL, &server);
     if (rc == 0) {
         snprintf(addr, sizeof addr, "127.0.0.1:%d",
                  ftc_store_server_port(server));
-        rc = ftc_store_client_connect(&client, addr, NULL);
+        rc = ftc_store_client_connect(addr, NULL, &client);
     }
     if (rc == 0) {
         rc = ftc_store_client_set(client, "probe", "installed", 9, 5000);
@@ -30,7 +30,7 @@ int main(void)
     }
     ftc_free(value);
     ftc_store_client_close(client);
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     printf("install_probe: ftc %s, %s\n", ftc_version(),
            same ? "round trip ok" : "round trip FAILED");
     return same ? 0 : 1;

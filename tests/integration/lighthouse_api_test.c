@@ -37,13 +37,13 @@ static ftc_lighthouse_client *client(const char *addr, const char *job,
     co.token = token;
     co.timeout_ms = tk_ms(20000);
     ftc_lighthouse_client *c;
-    TK_OK(ftc_lighthouse_client_create(&c, addr, &co));
+    TK_OK(ftc_lighthouse_client_create(addr, &co, &c));
     return c;
 }
 
 static void start(fixture *f, const ftc_lighthouse_opts *o)
 {
-    TK_OK(ftc_lighthouse_create(&f->lh, o));
+    TK_OK(ftc_lighthouse_create(o, &f->lh));
     TK_OK(ftc_lighthouse_address(f->lh, f->addr, sizeof(f->addr)));
     f->c = client(f->addr, NULL, o != NULL ? o->token : NULL);
 }

@@ -51,7 +51,7 @@ static int member_role(int argc, char **argv)
     ftc_lighthouse_client_opts_init(&o);
     o.job = argv[2];
     ftc_lighthouse_client *c;
-    if (log_fd < 0 || ftc_lighthouse_client_create(&c, addr, &o) != 0) {
+    if (log_fd < 0 || ftc_lighthouse_client_create(addr, &o, &c) != 0) {
         return 3;
     }
     beat b = {c, id};
@@ -258,9 +258,9 @@ static void scene_start(scene *sc, int64_t step_ms)
     /* The first quorum waits for all three, however late one starts;
      * then any survivor may go on alone. */
     o.min_replicas = 3;
-    TK_OK(ftc_lighthouse_create(&sc->lh, &o));
+    TK_OK(ftc_lighthouse_create(&o, &sc->lh));
     TK_OK(ftc_lighthouse_address(sc->lh, sc->addr, sizeof(sc->addr)));
-    TK_OK(ftc_lighthouse_client_create(&sc->c, sc->addr, NULL));
+    TK_OK(ftc_lighthouse_client_create(sc->addr, NULL, &sc->c));
     spawn_members(&sc->g, sc->addr, step_ms);
     TK_WAIT_UNTIL(quorum_is(sc->addr, " m0 m1 m2"), 20000);
     assert_int_equal(lt_http(sc->addr, "PUT", "/v1/jobs/default",
@@ -419,7 +419,7 @@ static void restart_on_the_same_port(void **state)
     const char *names[2] = {"s0", "s1"};
     for (int i = 0; i < 2; i++) {
         memset(&s[i], 0, sizeof(s[i]));
-        TK_OK(ftc_lighthouse_client_create(&s[i].c, addr, NULL));
+        TK_OK(ftc_lighthouse_client_create(addr, NULL, &s[i].c));
         s[i].id = names[i];
         assert_int_equal(pthread_create(&s[i].t, NULL, stepper_main, &s[i]), 0);
     }

@@ -21,7 +21,7 @@ static char addr[64];
 static int setup(void **state)
 {
     (void)state;
-    TK_OK(ftc_store_server_start(&server, NULL));
+    TK_OK(ftc_store_server_create(NULL, &server));
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", ftc_store_server_port(server));
     return 0;
 }
@@ -29,7 +29,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     server = NULL;
     return 0;
 }

@@ -14,7 +14,7 @@ ftc_store_client *sck_connect(const char *addr, int dialect)
     o.dialect = dialect;
     o.connect_timeout_ms = tk_ms(30000);
     ftc_store_client *c = NULL;
-    return ftc_store_client_connect(&c, addr, &o) == 0 ? c : NULL;
+    return ftc_store_client_connect(addr, &o, &c) == 0 ? c : NULL;
 }
 
 uint64_t sck_requests(ftc_store_server *srv)

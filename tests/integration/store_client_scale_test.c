@@ -39,7 +39,7 @@ static void *client(void *arg)
     ftc_store_client_opts_init(&o);
     o.connect_timeout_ms = tk_ms(60000);
     ftc_store_client *c = NULL;
-    int rc = ftc_store_client_connect(&c, addr, &o);
+    int rc = ftc_store_client_connect(addr, &o, &c);
     int64_t n = 0;
     if (rc == 0) {
         rc = ftc_store_client_add(c, "arrived", 1, &n, tk_ms(60000));
@@ -69,7 +69,7 @@ static void thousand_clients_park_and_wake(void **state)
     ftc_store_server_opts_init(&so);
     so.bind_host = "127.0.0.1";
     ftc_store_server *srv = NULL;
-    TK_OK(ftc_store_server_start(&srv, &so));
+    TK_OK(ftc_store_server_create(&so, &srv));
     port = ftc_store_server_port(srv);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -86,7 +86,7 @@ static void thousand_clients_park_and_wake(void **state)
     ftc_store_server_stats st;
     TK_OK(ftc_store_server_stats_get(srv, &st));
     assert_int_equal(st.protocol_errors, 0);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 int main(int argc, char **argv)

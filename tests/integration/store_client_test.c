@@ -21,7 +21,7 @@ static ftc_store_server *start_server(int port)
     o.bind_host = "127.0.0.1";
     o.port = port;
     ftc_store_server *s = NULL;
-    TK_OK(ftc_store_server_start(&s, &o));
+    TK_OK(ftc_store_server_create(&o, &s));
     return s;
 }
 
@@ -38,7 +38,7 @@ static ftc_store_client *connect_port(int port)
     ftc_store_client_opts_init(&o);
     o.connect_timeout_ms = T(30000);
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, addr, &o));
+    TK_OK(ftc_store_client_connect(addr, &o, &c));
     return c;
 }
 
@@ -70,7 +70,7 @@ static void get_is_one_round_trip(void **state)
     ftc_free(v);
     TK_OK(ftc_store_client_ping(c, T(10000)));
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* The 1.13 dialect against the ftc server: no handshake, gets in two
@@ -86,7 +86,7 @@ static void v1_dialect_against_the_ftc_server(void **state)
     ftc_store_client_opts_init(&o);
     o.dialect = FTC_STORE_DIALECT_V1;
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, addr, &o));
+    TK_OK(ftc_store_client_connect(addr, &o, &c));
     assert_int_equal(c->core->conn.server, FTC__STORE_SERVER_UNKNOWN);
     const char *ks[] = {"v1/a", "v1/b"};
     ftc_store_value in[] = {{"A", 1}, {"BB", 2}}, out[2];
@@ -112,7 +112,7 @@ static void v1_dialect_against_the_ftc_server(void **state)
     assert_int_equal(deleted, 1);
     ftc_store_client_close(other);
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* ---- waits woken by each kind of write */
@@ -202,7 +202,7 @@ static void waits_are_woken_by_every_write(void **state)
         ftc_store_client_close(w.c);
     }
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* ---- timeouts */
@@ -264,7 +264,7 @@ static void timeouts_keep_the_connection_in_step(void **state)
     pthread_join(t, NULL);
     ftc_store_client_close(other);
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 static void cancel_unblocks_a_parked_get(void **state)
@@ -273,7 +273,7 @@ static void cancel_unblocks_a_parked_get(void **state)
     ftc_store_server *srv = start_server(0);
     ftc_store_client *c = connect_port(ftc_store_server_port(srv));
     ftc_store_client *view = NULL;
-    TK_OK(ftc_store_client_prefix(&view, c, "v"));
+    TK_OK(ftc_store_client_prefix(c, "v", &view));
     sck_blocked b;
     sck_block_in_get(&b, view, "never");
     assert_int_equal(sck_cancel_and_join(&b, c), FTC_ECANCELED);
@@ -282,7 +282,7 @@ static void cancel_unblocks_a_parked_get(void **state)
     assert_int_equal(sck_connects(c), 2);
     ftc_store_client_close(view);
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* ---- many threads */
@@ -345,7 +345,7 @@ static void many_threads(void **state)
     TK_OK(ftc_store_client_add(shared, "thr/n", 0, &total, T(10000)));
     assert_int_equal(total, (OWN + SHARED) * 300);
     ftc_store_client_close(shared);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* ---- many processes */
@@ -409,7 +409,7 @@ static void many_processes(void **state)
     TK_OK(ftc_store_client_add(c, "proc/n", 0, &total, T(10000)));
     assert_int_equal(total, K * 200);
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 /* ---- the server restarts on the same port */
@@ -440,7 +440,7 @@ static void reconnects_after_a_server_restart(void **state)
     uint64_t w0 = sck_writes(c);
     sck_block_in_get(&b, c, "r/never");
     TK_WAIT_UNTIL(sck_writes(c) > w0, 10000); /* its WAIT + GET are sent */
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     TK_WAIT_UNTIL(atomic_load(&b.done), 10000);
     pthread_join(b.thread, NULL);
     assert_true(b.rc == FTC_ECLOSED || b.rc == FTC_EPEER);
@@ -455,7 +455,7 @@ static void reconnects_after_a_server_restart(void **state)
     assert_true(sck_connects(c) >= 2);
     /* A one-way set on a connection the restart closed must not be lost:
      * the idle check replaces the connection first. */
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     srv = start_server(port);
     uint64_t before = sck_connects(c);
     sck_set_str(c, "r/k2", "2", T(10000));
@@ -464,7 +464,7 @@ static void reconnects_after_a_server_restart(void **state)
     sck_expect_str(other, "r/k2", "2", T(10000));
     ftc_store_client_close(other);
     ftc_store_client_close(c);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
 }
 
 int main(int argc, char **argv)

@@ -13,23 +13,23 @@
 static void misuse_and_bad_options(void **state)
 {
     (void)state;
-    TK_EXPECT(ftc_store_server_start(NULL, NULL), FTC_EMISUSE);
+    TK_EXPECT(ftc_store_server_create(NULL, NULL), FTC_EMISUSE);
     ftc_store_server *srv = (ftc_store_server *)1;
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.port = 70000;
-    TK_EXPECT(ftc_store_server_start(&srv, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_store_server_create(&o, &srv), FTC_EINVAL);
     assert_null(srv);
     assert_non_null(strstr(ftc_last_error(), "70000"));
     ftc_store_server_opts_init(&o);
     o.max_value_bytes = 1 << 20;
     o.max_request_bytes = 1 << 10;
-    TK_EXPECT(ftc_store_server_start(&srv, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_store_server_create(&o, &srv), FTC_EINVAL);
     assert_non_null(strstr(ftc_last_error(), "max_request_bytes"));
     ftc_store_server_stats st;
     TK_EXPECT(ftc_store_server_stats_get(NULL, &st), FTC_EMISUSE);
     assert_true(ftc_store_server_port(NULL) < 0);
-    ftc_store_server_stop(NULL); /* a no-op */
+    ftc_store_server_destroy(NULL); /* a no-op */
 }
 
 /* Zero fields mean defaults, the documented ones. */
@@ -51,7 +51,7 @@ static void defaults(void **state)
     memset(&zero, 0, sizeof(zero));
     zero.bind_host = "127.0.0.1";
     ftc_store_server *srv;
-    TK_OK(ftc_store_server_start(&srv, &zero));
+    TK_OK(ftc_store_server_create(&zero, &srv));
     ssk_stop(srv);
 }
 
@@ -75,7 +75,7 @@ static void binding(void **state)
 {
     (void)state;
     ftc_store_server *srv;
-    TK_OK(ftc_store_server_start(&srv, NULL)); /* every interface */
+    TK_OK(ftc_store_server_create(NULL, &srv)); /* every interface */
     int port = ftc_store_server_port(srv);
     ping_at("127.0.0.1", port);
     ping_at("::1", port);
@@ -85,13 +85,13 @@ static void binding(void **state)
     ftc_store_server_opts_init(&o);
     o.port = port;
     ftc_store_server *second = (ftc_store_server *)1;
-    TK_EXPECT(ftc_store_server_start(&second, &o), FTC_ESYS);
+    TK_EXPECT(ftc_store_server_create(&o, &second), FTC_ESYS);
     assert_null(second);
     assert_non_null(strstr(ftc_last_error(), "in use"));
     ssk_stop(srv);
     o.bind_host = "::1";
     o.port = 0;
-    TK_OK(ftc_store_server_start(&srv, &o));
+    TK_OK(ftc_store_server_create(&o, &srv));
     ping_at("::1", ftc_store_server_port(srv));
     ssk_stop(srv);
 }
@@ -138,12 +138,12 @@ static void allocation_failures_at_start(void **state)
     for (long n = 0; n < 40; n++) {
         ftc_store_server *srv = NULL;
         ftc__alloc_fail_after(n);
-        int rc = ftc_store_server_start(&srv, &o);
+        int rc = ftc_store_server_create(&o, &srv);
         ftc__alloc_fail_after(-1);
         if (rc == 0) {
             started++;
             ping_at("127.0.0.1", ftc_store_server_port(srv));
-            ftc_store_server_stop(srv);
+            ftc_store_server_destroy(srv);
         } else {
             assert_int_equal(rc, FTC_ENOMEM);
             assert_null(srv);

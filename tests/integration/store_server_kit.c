@@ -59,7 +59,7 @@ ftc_store_server *ssk_start(const ftc_store_server_opts *opts)
     o.bind_host = "127.0.0.1";
     o.port = 0;
     ftc_store_server *srv = NULL;
-    TK_OK(ftc_store_server_start(&srv, &o));
+    TK_OK(ftc_store_server_create(&o, &srv));
     assert_true(ftc_store_server_port(srv) > 0);
     return srv;
 }
@@ -73,7 +73,7 @@ ftc_store_server_stats ssk_stats(ftc_store_server *srv)
 
 void ssk_stop(ftc_store_server *srv)
 {
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     assert_int_equal(ssk_logged("store.stop", NULL), 0);
     assert_int_equal(ssk_logged("base.never", NULL), 0);
 }

@@ -34,8 +34,8 @@ static int rank_on_ftc(int argc, char **argv)
     ftc_control_opts_init(&o);
     o.generation = 0; /* PyTorch ranks take no part in generation agreement */
     int bad = 0;
-    if (ftc_store_client_connect(&store, addr, NULL) != 0 ||
-        ftc_control_create(&g, store, rank, WORLD, &o, t) != 0 ||
+    if (ftc_store_client_connect(addr, NULL, &store) != 0 ||
+        ftc_control_create(store, rank, WORLD, &o, &g, t) != 0 ||
         ftc_control_barrier(g, "mixed/barrier", t) != 0) {
         fprintf(stderr, "ftc rank %d: %s\n", rank, ftc_last_error());
         return 1;
@@ -114,7 +114,7 @@ static void torch_and_ftc_ranks_share_collectives(void **state)
     assert_non_null(python);
     assert_non_null(script);
     ftc_store_server *server = NULL;
-    TK_OK(ftc_store_server_start(&server, NULL));
+    TK_OK(ftc_store_server_create(NULL, &server));
     char addr[64], timeout_s[16];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", ftc_store_server_port(server));
     snprintf(timeout_s, sizeof(timeout_s), "%lld",
@@ -138,7 +138,7 @@ static void torch_and_ftc_ranks_share_collectives(void **state)
         }
     }
     int killed = tk_reap(kids, WORLD, TIMEOUT_MS + 10000);
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     assert_int_equal(killed, 0);
     for (int r = 0; r < WORLD; r++) {
         if (tk_exit_code(&kids[r]) != 0) {

@@ -90,7 +90,7 @@ static ftc_store_client *connect_opts(const char *addr, size_t max_value)
     o.connect_timeout_ms = T(60000);
     o.max_value_bytes = max_value;
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, addr, &o));
+    TK_OK(ftc_store_client_connect(addr, &o, &c));
     return c;
 }
 
@@ -308,8 +308,8 @@ static void pytorch_and_ftc_clients_share_keys(void **state)
     assert_int_equal(py_add("mix/n", 0), 12);
     /* Views are PrefixStores. */
     ftc_store_client *grp = NULL, *sub = NULL;
-    TK_OK(ftc_store_client_prefix(&grp, store, "grp"));
-    TK_OK(ftc_store_client_prefix(&sub, grp, "sub"));
+    TK_OK(ftc_store_client_prefix(store, "grp", &grp));
+    TK_OK(ftc_store_client_prefix(grp, "sub", &sub));
     sck_set_str(grp, "k", "in-grp", T(10000));
     py_expect("grp", "k", "in-grp");
     py_set("grp/sub", "k2", "in-sub");
@@ -528,7 +528,7 @@ static void *connect_late(void *arg)
     ftc_store_client_opts_init(&o);
     o.dialect = dialect;
     o.connect_timeout_ms = T(120000);
-    l->rc = ftc_store_client_connect(&l->c, l->addr, &o);
+    l->rc = ftc_store_client_connect(l->addr, &o, &l->c);
     return NULL;
 }
 

@@ -148,7 +148,7 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     ftc_lighthouse *lh;
-    int rc = ftc_lighthouse_create(&lh, &a.o);
+    int rc = ftc_lighthouse_create(&a.o, &lh);
     if (rc != 0) {
         fprintf(stderr, "ftc lighthouse: %s: %s\n", ftc_strerror(rc),
                 ftc_last_error());

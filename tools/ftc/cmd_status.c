@@ -173,7 +173,7 @@ int ftc__cmd_status(int argc, char **argv)
     ftc_lighthouse_client_opts_init(&o);
     o.token = getenv("FTC_TOKEN");
     ftc_lighthouse_client *c = NULL;
-    rc = ftc_lighthouse_client_create(&c, a.addr, &o);
+    rc = ftc_lighthouse_client_create(a.addr, &o, &c);
     char *text = NULL;
     if (rc == 0) {
         rc = ftc_lighthouse_client_status(c, a.job, a.timeout_ms, &text);

@@ -231,7 +231,7 @@ static int self_check(void)
     ftc_store_server_opts_init(&o);
     o.bind_host = "127.0.0.1";
     ftc_store_server *srv;
-    int rc = ftc_store_server_start(&srv, &o);
+    int rc = ftc_store_server_create(&o, &srv);
     if (rc != 0) {
         fprintf(stderr, "ftc store: %s\n", ftc_last_error());
         return 1;
@@ -242,7 +242,7 @@ static int self_check(void)
     failures += check_v1(port);
     ftc_store_server_stats st;
     ftc_store_server_stats_get(srv, &st);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     printf("  server stopped cleanly; %llu requests, %llu protocol errors\n",
            (unsigned long long)st.requests,
            (unsigned long long)st.protocol_errors);
@@ -273,7 +273,7 @@ int ftc__cmd_store(int argc, char **argv)
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     ftc_store_server *srv;
-    rc = ftc_store_server_start(&srv, &o);
+    rc = ftc_store_server_create(&o, &srv);
     if (rc != 0) {
         fprintf(stderr, "ftc store: %s\n", ftc_last_error());
         return 1;
@@ -286,7 +286,7 @@ int ftc__cmd_store(int argc, char **argv)
     sigwait(&stop_signals, &sig);
     ftc_store_server_stats st;
     ftc_store_server_stats_get(srv, &st);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     printf("ftc store: %s, stopped (%llu requests served, %llu keys)\n",
            sig == SIGINT ? "SIGINT" : "SIGTERM",
            (unsigned long long)st.requests, (unsigned long long)st.keys);

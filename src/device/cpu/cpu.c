@@ -9,7 +9,9 @@ static int cpu_count(int *out)
 {
     /* One device per process unless the operator describes nodes with
      * several CPU ranks each (hybrid-shard layouts on CPU-only jobs). */
-    const char *env = getenv("FTC_CPU_DEVICE_COUNT");
+    ftc__device_env de;
+    ftc__device_env_read(&de);
+    const char *env = de.cpu_device_count;
     if (env == NULL || env[0] == '\0') {
         *out = 1;
         return 0;

@@ -444,7 +444,7 @@ static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
     return 0;
 }
 
-int ftc_lighthouse_create(ftc_lighthouse **out, const ftc_lighthouse_opts *in)
+int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
 {
     ftc__clearerr();
     if (out == NULL) {

@@ -92,8 +92,9 @@ static struct curl_slist *make_headers(const char *token)
     return h;
 }
 
-int ftc_lighthouse_client_create(ftc_lighthouse_client **out, const char *addr,
-                                 const ftc_lighthouse_client_opts *opts)
+int ftc_lighthouse_client_create(const char *addr,
+                                 const ftc_lighthouse_client_opts *opts,
+                                 ftc_lighthouse_client **out)
 {
     ftc__clearerr();
     if (out == NULL || addr == NULL) {

@@ -109,14 +109,17 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
              : copy_str(m->store_prefix, sizeof(m->store_prefix),
                         o.store_prefix != NULL ? o.store_prefix : o.replica_id,
                         "store_prefix", true);
-    const char *host = o.advertise_host != NULL ? o.advertise_host
-                                                : getenv("FTC_ADVERTISE_HOST");
+    const char *env[FTC__MANAGER_ENV_COUNT];
+    ftc__manager_env_read(env);
+    const char *host = o.advertise_host != NULL
+                           ? o.advertise_host
+                           : env[FTC__MANAGER_ENV_ADVERTISE_HOST];
     rc = rc != 0
              ? rc
              : copy_str(m->host, sizeof(m->host),
                         host != NULL && host[0] != '\0' ? host : "127.0.0.1",
                         "advertise_host", true);
-    const char *token = o.token != NULL ? o.token : getenv("FTC_TOKEN");
+    const char *token = o.token != NULL ? o.token : env[FTC__MANAGER_ENV_TOKEN];
     rc = rc != 0 ? rc
                  : copy_str(m->token, sizeof(m->token), token, "token", false);
     if (rc != 0) {
@@ -161,11 +164,11 @@ static int open_endpoints(ftc_manager *m)
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = m->o.connect_timeout_ms;
     so.timeout_ms = m->o.timeout_ms;
-    int rc = ftc_store_client_connect(&m->store_conn, m->store_addr, &so);
+    int rc = ftc_store_client_connect(m->store_addr, &so, &m->store_conn);
     if (rc != 0) {
         return ftc__adderr(rc, "manager: group store %s", m->store_addr);
     }
-    rc = ftc_store_client_prefix(&m->store, m->store_conn, m->store_prefix);
+    rc = ftc_store_client_prefix(m->store_conn, m->store_prefix, &m->store);
     if (rc != 0) {
         return rc;
     }
@@ -174,7 +177,7 @@ static int open_endpoints(ftc_manager *m)
     lo.job = m->o.job;
     lo.token = m->o.token;
     lo.timeout_ms = m->o.quorum_timeout_ms;
-    rc = ftc_lighthouse_client_create(&m->lh, m->lighthouse, &lo);
+    rc = ftc_lighthouse_client_create(m->lighthouse, &lo, &m->lh);
     if (rc != 0) {
         return rc;
     }
@@ -217,7 +220,7 @@ static void init_sync_objects(ftc_manager *m)
     pthread_mutex_init(&m->stats_mu, NULL);
 }
 
-int ftc_manager_create(ftc_manager **out, const ftc_manager_opts *opts)
+int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
 {
     ftc__clearerr();
     if (out == NULL || opts == NULL) {
@@ -543,7 +546,7 @@ int ftc_manager_heal_address(const ftc_manager *m, char *buf, size_t cap)
     return copy_out(buf, cap, ftc__heal_server_address(m->heal_srv));
 }
 
-int ftc_manager_get_stats(const ftc_manager *m, ftc_manager_stats *out)
+int ftc_manager_stats_get(const ftc_manager *m, ftc_manager_stats *out)
 {
     if (m == NULL || m->magic != FTC__MGR_MAGIC || out == NULL) {
         return ftc__seterr(FTC_EMISUSE, "manager stats: NULL argument");

@@ -154,6 +154,29 @@ struct ftc_manager {
     ftc_manager_stats stats;
 };
 
+/* Every environment variable the manager reads (docs/operations.md,
+ * "Environment variables"), an index into what ftc__manager_env_read
+ * (manager_env.c) fills. That function is the manager's only getenv: it
+ * reads them all when called, NULL for those unset, and names them (in
+ * this order) in one table. ftc_manager_opts_from_env parses them;
+ * resolve_opts (manager.c) falls back to ADVERTISE_HOST and TOKEN. */
+enum {
+    FTC__MANAGER_ENV_LIGHTHOUSE,
+    FTC__MANAGER_ENV_REPLICA_ID,
+    FTC__MANAGER_ENV_STORE_ADDR,
+    FTC__MANAGER_ENV_GROUP_SIZE,
+    FTC__MANAGER_ENV_GROUP_RANK,
+    FTC__MANAGER_ENV_JOB,
+    FTC__MANAGER_ENV_STORE_PREFIX,
+    FTC__MANAGER_ENV_MIN_REPLICA_SIZE,
+    FTC__MANAGER_ENV_QUORUM_TIMEOUT_MS,
+    FTC__MANAGER_ENV_TIMEOUT_MS,
+    FTC__MANAGER_ENV_ADVERTISE_HOST,
+    FTC__MANAGER_ENV_TOKEN,
+    FTC__MANAGER_ENV_COUNT
+};
+void ftc__manager_env_read(const char *values[FTC__MANAGER_ENV_COUNT]);
+
 /* The error latch: keeps the first error of a step (any thread). */
 void ftc__manager_latch(ftc_manager *m, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

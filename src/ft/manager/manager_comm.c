@@ -22,7 +22,7 @@ static int comm_allreduce_avg(void *ctx, float *buf, size_t n,
     ftc_tensor t = ftc_tensor_cpu(buf, n, FTC_DTYPE_F32);
     ftc_manager_work *w = NULL;
     int rc =
-        ftc_manager_allreduce(ctx, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT, &w);
+        ftc_manager_allreduce(ctx, &t, FTC_OP_AVG, &w, FTC_TIMEOUT_DEFAULT);
     *out = (ftc_algo_work *)w;
     return rc;
 }

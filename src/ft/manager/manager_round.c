@@ -255,13 +255,13 @@ static void reconfigure(round *r)
     ftc_pg *pg = NULL;
     ftc_pg_opts po = m->pg_opts;
     po.epoch = (uint64_t)res->quorum_id;
-    int rc = ftc_store_client_connect(&sc, res->store_address, &so);
+    int rc = ftc_store_client_connect(res->store_address, &so, &sc);
     if (rc == 0) {
         pthread_mutex_lock(&m->pg_mu);
         m->rdv_store = sc;
         pthread_mutex_unlock(&m->pg_mu);
-        rc = ftc_pg_create(&pg, sc, prefix, (int)res->replica_rank,
-                           (int)res->replica_world_size, &po);
+        rc = ftc_pg_create(sc, prefix, (int)res->replica_rank,
+                           (int)res->replica_world_size, &po, &pg);
         pthread_mutex_lock(&m->pg_mu);
         m->rdv_store = NULL;
         pthread_mutex_unlock(&m->pg_mu);

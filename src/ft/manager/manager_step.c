@@ -227,7 +227,7 @@ static int issue(ftc_manager *m, ftc_manager_work *w, int64_t timeout_ms)
 }
 
 int ftc_manager_allreduce(ftc_manager *m, const ftc_tensor *buf, int op,
-                          int64_t timeout_ms, ftc_manager_work **out)
+                          ftc_manager_work **out, int64_t timeout_ms)
 {
     int rc = check(m, "allreduce");
     if (rc != 0 || out == NULL) {

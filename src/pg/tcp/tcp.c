@@ -44,9 +44,10 @@ static const ftc__pg_backend_ops tcp_ops = {
 /* The address peers should dial when the caller named none. */
 static void default_host(char *out, size_t cap)
 {
-    const char *env = getenv("FTC_PG_HOST");
-    if (env != NULL && env[0] != '\0') {
-        snprintf(out, cap, "%s", env);
+    ftc__pg_env env;
+    ftc__pg_env_read(&env);
+    if (env.host != NULL && env.host[0] != '\0') {
+        snprintf(out, cap, "%s", env.host);
         return;
     }
     snprintf(out, cap, "127.0.0.1");

@@ -58,8 +58,9 @@ static void core_free(ftc__store_core *core)
     ftc__free(core);
 }
 
-int ftc_store_client_connect(ftc_store_client **out, const char *addr,
-                             const ftc_store_client_opts *opts)
+int ftc_store_client_connect(const char *addr,
+                             const ftc_store_client_opts *opts,
+                             ftc_store_client **out)
 {
     ftc__clearerr();
     if (out == NULL) {
@@ -105,8 +106,8 @@ int ftc_store_client_connect(ftc_store_client **out, const char *addr,
     return 0;
 }
 
-int ftc_store_client_prefix(ftc_store_client **out, ftc_store_client *base,
-                            const char *prefix)
+int ftc_store_client_prefix(ftc_store_client *base, const char *prefix,
+                            ftc_store_client **out)
 {
     ftc__clearerr();
     if (out == NULL || !valid(base)) {

@@ -232,8 +232,8 @@ static int init_loop(ftc_store_server *srv)
     return listen_on(srv);
 }
 
-int ftc_store_server_start(ftc_store_server **out,
-                           const ftc_store_server_opts *opts)
+int ftc_store_server_create(const ftc_store_server_opts *opts,
+                            ftc_store_server **out)
 {
     ftc__clearerr();
     if (out == NULL) {
@@ -320,7 +320,7 @@ int ftc_store_server_stats_get(ftc_store_server *srv,
     return 0;
 }
 
-void ftc_store_server_stop(ftc_store_server *srv)
+void ftc_store_server_destroy(ftc_store_server *srv)
 {
     if (srv == NULL || FTC_NEVER(srv->magic != SERVER_MAGIC)) {
         return;

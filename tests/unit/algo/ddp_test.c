@@ -38,7 +38,7 @@ static void ddp_replica(int rank, void *arg)
     ftc_ddp_opts_init(&opts);
     opts.bucket_elems = run->bucket_elems;
     ftc_ddp *ddp = NULL;
-    int rc = ftc_ddp_create(&ddp, &comm, &opts);
+    int rc = ftc_ddp_create(&comm, &opts, &ddp);
     float *p = run->params[rank];
     float *g = run->grads[rank];
     for (int step = 0; step < run->steps && rc == 0; step++) {
@@ -228,7 +228,7 @@ static void misuse_is_reported(void **state)
     sim *s = sim_create(1);
     ftc_algo_comm comm = sim_comm(s, 0);
     ftc_ddp *ddp = NULL;
-    TK_OK(ftc_ddp_create(&ddp, &comm, NULL));
+    TK_OK(ftc_ddp_create(&comm, NULL, &ddp));
     float g[2] = {1, 2};
     int commit = 7;
     TK_EXPECT(ftc_ddp_sync_grads(ddp, g, 2, 1000), FTC_EMISUSE);
@@ -247,15 +247,15 @@ static void misuse_is_reported(void **state)
     TK_EXPECT(ftc_ddp_begin_step(NULL, 1000), FTC_EMISUSE);
 
     comm.wait = NULL;
-    TK_EXPECT(ftc_ddp_create(&ddp, &comm, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_ddp_create(&comm, NULL, &ddp), FTC_EINVAL);
     assert_null(ddp);
     assert_string_equal(ftc_last_error(), "comm->wait is NULL");
-    TK_EXPECT(ftc_ddp_create(&ddp, NULL, NULL), FTC_EINVAL);
-    TK_EXPECT(ftc_ddp_create(NULL, &comm, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_ddp_create(NULL, NULL, &ddp), FTC_EINVAL);
+    TK_EXPECT(ftc_ddp_create(&comm, NULL, NULL), FTC_EINVAL);
 
     comm = sim_comm(s, 0);
     ftc__alloc_fail_after(0);
-    TK_EXPECT(ftc_ddp_create(&ddp, &comm, NULL), FTC_ENOMEM);
+    TK_EXPECT(ftc_ddp_create(&comm, NULL, &ddp), FTC_ENOMEM);
     ftc__alloc_fail_after(-1);
     assert_null(ddp);
     sim_destroy(s);

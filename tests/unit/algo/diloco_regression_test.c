@@ -142,7 +142,7 @@ static ftc_diloco *make_diloco(run *rn, int rank, const ftc_algo_comm *comm,
     o.outer_lr = sc->outer_lr;
     o.outer_momentum = sc->outer_momentum;
     ftc_diloco *dl = NULL;
-    if (ftc_diloco_create(&dl, comm, p, sc->n, &o) != 0) {
+    if (ftc_diloco_create(comm, p, sc->n, &o, &dl) != 0) {
         return NULL;
     }
     const ftc_algo_buffer *bufs = NULL;

@@ -45,7 +45,7 @@ static void expect_rejected(solo *so, const ftc_diloco_opts *o, size_t n,
                             const char *message)
 {
     ftc_diloco *dl = (ftc_diloco *)1;
-    TK_EXPECT(ftc_diloco_create(&dl, &so->comm, so->p, n, o), FTC_EINVAL);
+    TK_EXPECT(ftc_diloco_create(&so->comm, so->p, n, o, &dl), FTC_EINVAL);
     assert_null(dl);
     assert_string_equal(ftc_last_error(), message);
 }
@@ -116,10 +116,10 @@ static void schedule_constraints_are_enforced(void **state)
     ftc_diloco *dl = NULL;
     o = opts_with(6, 2, 2);
     o.fragment_update_alpha = 1.0;
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     ftc_diloco_destroy(dl);
     o = opts_with(2, 2, 0);
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     ftc_diloco_destroy(dl);
     solo_free(&so);
 }
@@ -155,10 +155,10 @@ static void fragment_ranges_are_checked(void **state)
                     "params must be a non-empty array (params "
                     "set, n 0)");
     ftc_diloco *dl = NULL;
-    TK_EXPECT(ftc_diloco_create(&dl, &so.comm, NULL, N, &o), FTC_EINVAL);
-    TK_EXPECT(ftc_diloco_create(&dl, NULL, so.p, N, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_diloco_create(&so.comm, NULL, N, &o, &dl), FTC_EINVAL);
+    TK_EXPECT(ftc_diloco_create(NULL, so.p, N, &o, &dl), FTC_EINVAL);
     assert_string_equal(ftc_last_error(), "comm is NULL");
-    TK_EXPECT(ftc_diloco_create(NULL, &so.comm, so.p, N, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_diloco_create(&so.comm, so.p, N, &o, NULL), FTC_EINVAL);
     solo_free(&so);
 }
 
@@ -167,7 +167,7 @@ static void sync_sizes(solo *so, const ftc_diloco_opts *o, size_t n,
                        size_t *sizes)
 {
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &so->comm, so->p, n, o));
+    TK_OK(ftc_diloco_create(&so->comm, so->p, n, o, &dl));
     for (size_t f = 0; f < o->n_fragments; f++) {
         int outcome = -1;
         TK_OK(ftc_diloco_step(dl, &outcome, 1000));
@@ -205,7 +205,7 @@ static void elements_outside_fragments_are_never_synced(void **state)
     ftc_diloco_opts o = opts_with(2, 2, 0);
     o.fragments = frags;
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     for (int t = 0; t < 6; t++) {
         for (int i = 0; i < N; i++) {
             so.p[i] -= 0.25f;
@@ -232,7 +232,7 @@ static void healing_buffers_are_listed(void **state)
     solo so = solo_new();
     ftc_diloco_opts o = opts_with(4, 2, 1);
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     const ftc_algo_buffer *bufs = NULL;
     size_t count = 0;
     TK_OK(ftc_diloco_buffers(dl, &bufs, &count));
@@ -261,7 +261,7 @@ static void comm_errors_abandon_the_sync(void **state)
     memcpy(initial, so.p, sizeof(initial));
     ftc_diloco_opts o = opts_with(2, 1, 0);
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     int outcome = -1;
     so.p[0] += 1.0f;
     TK_OK(ftc_diloco_step(dl, &outcome, 1000));
@@ -309,7 +309,7 @@ static void destroy_releases_an_average_in_flight(void **state)
     solo so = solo_new();
     ftc_diloco_opts o = opts_with(4, 1, 2);
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &so.comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&so.comm, so.p, N, &o, &dl));
     int outcome = -1;
     TK_OK(ftc_diloco_step(dl, &outcome, 1000));
     TK_OK(ftc_diloco_step(dl, &outcome, 1000)); /* issues the average */
@@ -362,7 +362,7 @@ static void timeouts_reach_the_comm(void **state)
                           rec_wait, rec_commit, rec_step};
     ftc_diloco_opts o = opts_with(1, 1, 0);
     ftc_diloco *dl = NULL;
-    TK_OK(ftc_diloco_create(&dl, &comm, so.p, N, &o));
+    TK_OK(ftc_diloco_create(&comm, so.p, N, &o, &dl));
     int outcome = -1;
     TK_OK(ftc_diloco_step(dl, &outcome, FTC_TIMEOUT_DEFAULT));
     assert_int_equal(rec.quorum_ms, FTC_TIMEOUT_DEFAULT);
@@ -391,7 +391,7 @@ static void allocation_failures_leave_nothing(void **state)
     long k = 0;
     for (;; k++) {
         ftc__alloc_fail_after(k);
-        int rc = ftc_diloco_create(&dl, &so.comm, so.p, N, &o);
+        int rc = ftc_diloco_create(&so.comm, so.p, N, &o, &dl);
         ftc__alloc_fail_after(-1);
         if (rc == 0) {
             break;

@@ -37,7 +37,7 @@ static void sgd_replica(int rank, void *arg)
     opts.sync_every = SYNC_EVERY;
     opts.bucket_elems = 2;
     ftc_localsgd *sgd = NULL;
-    int rc = ftc_localsgd_create(&sgd, &comm, p, N, &opts);
+    int rc = ftc_localsgd_create(&comm, p, N, &opts, &sgd);
     for (int t = 0; t < STEPS && rc == 0; t++) {
         for (int i = 0; i < N; i++) {
             p[i] = p[i] - 0.1f * (float)(rank + 1) * (float)(i + 1);
@@ -138,7 +138,7 @@ static void comm_errors_are_returned(void **state)
     float p[2] = {1, 2};
     ftc_localsgd_opts opts = {.sync_every = 1};
     ftc_localsgd *sgd = NULL;
-    TK_OK(ftc_localsgd_create(&sgd, &comm, p, 2, &opts));
+    TK_OK(ftc_localsgd_create(&comm, p, 2, &opts, &sgd));
     int outcome = -1;
     sim_fail_next_quorum(s, 0, FTC_ETIMEDOUT);
     TK_EXPECT(ftc_localsgd_step(sgd, &outcome, 1000), FTC_ETIMEDOUT);
@@ -166,25 +166,25 @@ static void bad_configuration_is_rejected(void **state)
     ftc_localsgd_opts_init(&opts);
     assert_int_equal(opts.sync_every, FTC_ALGO_DEFAULT_SYNC_EVERY);
     opts.sync_every = -1;
-    TK_EXPECT(ftc_localsgd_create(&sgd, &comm, p, 3, &opts), FTC_EINVAL);
+    TK_EXPECT(ftc_localsgd_create(&comm, p, 3, &opts, &sgd), FTC_EINVAL);
     assert_string_equal(ftc_last_error(), "sync_every -1 must be >= 1");
     assert_null(sgd);
-    TK_EXPECT(ftc_localsgd_create(&sgd, &comm, NULL, 3, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_localsgd_create(&comm, NULL, 3, NULL, &sgd), FTC_EINVAL);
     assert_non_null(strstr(ftc_last_error(), "params"));
-    TK_EXPECT(ftc_localsgd_create(&sgd, &comm, p, 0, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_localsgd_create(&comm, p, 0, NULL, &sgd), FTC_EINVAL);
     comm.current_step = NULL;
-    TK_EXPECT(ftc_localsgd_create(&sgd, &comm, p, 3, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_localsgd_create(&comm, p, 3, NULL, &sgd), FTC_EINVAL);
     assert_string_equal(ftc_last_error(), "comm->current_step is NULL");
     comm = sim_comm(s, 0);
     for (long k = 0; k < 2; k++) {
         ftc__alloc_fail_after(k);
-        TK_EXPECT(ftc_localsgd_create(&sgd, &comm, p, 3, NULL), FTC_ENOMEM);
+        TK_EXPECT(ftc_localsgd_create(&comm, p, 3, NULL, &sgd), FTC_ENOMEM);
         ftc__alloc_fail_after(-1);
         assert_null(sgd);
     }
 
     /* NULL opts: the default period of 100 steps. */
-    TK_OK(ftc_localsgd_create(&sgd, &comm, p, 3, NULL));
+    TK_OK(ftc_localsgd_create(&comm, p, 3, NULL, &sgd));
     int outcome = -1;
     for (int t = 1; t < FTC_ALGO_DEFAULT_SYNC_EVERY; t++) {
         TK_OK(ftc_localsgd_step(sgd, &outcome, 1000));

@@ -25,12 +25,12 @@ static void join(member *m, const char *prefix, int rank, int world)
 {
     memset(m, 0, sizeof(*m));
     m->rank = rank;
-    TK_OK(ftc_store_client_connect(&m->base, control_kit_addr(), NULL));
-    TK_OK(ftc_store_client_prefix(&m->store, m->base, prefix));
+    TK_OK(ftc_store_client_connect(control_kit_addr(), NULL, &m->base));
+    TK_OK(ftc_store_client_prefix(m->base, prefix, &m->store));
     ftc_control_opts o;
     ftc_control_opts_init(&o);
     o.generation = 0;
-    TK_OK(ftc_control_create(&m->group, m->store, rank, world, &o, 5000));
+    TK_OK(ftc_control_create(m->store, rank, world, &o, &m->group, 5000));
 }
 
 static void *barrier_thread(void *arg)
@@ -192,7 +192,7 @@ static void call_timeout_does_not_change_store_timeout(void **state)
     /* The stimulus: the key appears well after 30 ms. */
     tk_pause_ms(150);
     ftc_store_client *other = NULL;
-    TK_OK(ftc_store_client_connect(&other, control_kit_addr(), NULL));
+    TK_OK(ftc_store_client_connect(control_kit_addr(), NULL, &other));
     TK_OK(ftc_store_client_set(other, "tmo/later", "v", 1, 1000));
     pthread_join(t, NULL);
     assert_int_equal(g.rc, 0);
@@ -217,9 +217,9 @@ static void *auto_keys_rank(void *arg)
     auto_rank *a = arg;
     ftc_store_client *c = NULL;
     ftc_control *g = NULL;
-    a->rc = ftc_store_client_connect(&c, control_kit_addr(), NULL);
+    a->rc = ftc_store_client_connect(control_kit_addr(), NULL, &c);
     if (a->rc == 0) {
-        a->rc = ftc_control_create(&g, c, a->rank, a->world, NULL, 5000);
+        a->rc = ftc_control_create(c, a->rank, a->world, NULL, &g, 5000);
     }
     if (a->rc == 0) {
         a->generation = ftc_control_generation(g);
@@ -276,18 +276,18 @@ static void restarted_member_cannot_rejoin_generation(void **state)
 {
     (void)state;
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, control_kit_addr(), NULL));
+    TK_OK(ftc_store_client_connect(control_kit_addr(), NULL, &c));
     ftc_control_opts o;
     ftc_control_opts_init(&o);
     o.auto_prefix = "rejoin";
     o.generation = 7;
     ftc_control *g1 = NULL, *g2 = NULL;
-    TK_OK(ftc_control_create(&g1, c, 1, 2, &o, 5000));
-    TK_EXPECT(ftc_control_create(&g2, c, 1, 2, &o, 5000), FTC_ESTALE);
+    TK_OK(ftc_control_create(c, 1, 2, &o, &g1, 5000));
+    TK_EXPECT(ftc_control_create(c, 1, 2, &o, &g2, 5000), FTC_ESTALE);
     assert_null(g2);
     assert_non_null(strstr(ftc_last_error(), "already joined generation 7"));
     o.generation = 8;
-    TK_OK(ftc_control_create(&g2, c, 1, 2, &o, 5000));
+    TK_OK(ftc_control_create(c, 1, 2, &o, &g2, 5000));
     ftc_control_destroy(g1);
     ftc_control_destroy(g2);
     ftc_store_client_close(c);
@@ -307,12 +307,12 @@ static void *group_stream(void *arg)
     stream *x = arg;
     ftc_store_client *c = NULL, *v = NULL;
     ftc_control *g = NULL;
-    x->rc = ftc_store_client_connect(&c, control_kit_addr(), NULL);
+    x->rc = ftc_store_client_connect(control_kit_addr(), NULL, &c);
     if (x->rc == 0) {
-        x->rc = ftc_store_client_prefix(&v, c, x->prefix);
+        x->rc = ftc_store_client_prefix(c, x->prefix, &v);
     }
     if (x->rc == 0) {
-        x->rc = ftc_control_create(&g, v, x->rank, 3, NULL, 5000);
+        x->rc = ftc_control_create(v, x->rank, 3, NULL, &g, 5000);
     }
     for (int i = 0; x->rc == 0 && i < 20; i++) {
         char key[32];

@@ -38,13 +38,13 @@ static void *rank_main(void *arg)
     rank_ctx *r = arg;
     ftc_store_client *base = NULL, *view = NULL;
     ftc_control *g = NULL;
-    r->rc = ftc_store_client_connect(&base, r->addr, NULL);
+    r->rc = ftc_store_client_connect(r->addr, NULL, &base);
     if (r->rc == 0) {
-        r->rc = ftc_store_client_prefix(&view, base, r->prefix);
+        r->rc = ftc_store_client_prefix(base, r->prefix, &view);
     }
     if (r->rc == 0) {
         r->rc =
-            ftc_control_create(&g, view, r->rank, r->world, NULL, tk_ms(10000));
+            ftc_control_create(view, r->rank, r->world, NULL, &g, tk_ms(10000));
     }
     if (r->rc == 0) {
         int64_t t0 = tk_now_ms();

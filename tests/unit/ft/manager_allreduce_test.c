@@ -50,7 +50,7 @@ static void reduce(group *g, const void *src, void *out, int dtype, int op)
     memcpy(out, src, bytes);
     ftc_tensor t = ftc_tensor_cpu(out, N, dtype);
     ftc_manager_work *w;
-    int rc = ftc_manager_allreduce(g->m, &t, op, FTC_TIMEOUT_DEFAULT, &w);
+    int rc = ftc_manager_allreduce(g->m, &t, op, &w, FTC_TIMEOUT_DEFAULT);
     if (rc == 0) {
         rc = ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT);
         ftc_manager_work_release(w);
@@ -111,7 +111,7 @@ static job *job_new(bool spares)
             o.world_size_mode = FTC_WORLD_FIXED_WITH_SPARES;
             o.min_replica_size = 2;
         }
-        TK_OK(ftc_manager_create(&g->m, &o));
+        TK_OK(ftc_manager_create(&o, &g->m));
         for (int i = 0; i < N; i++) {
             g->state[i] = (float)(k * 10 + i);
         }

@@ -17,27 +17,27 @@ static void bad_options(void **state)
     ftc_manager *m = (ftc_manager *)1;
     ftc_manager_opts o = mf_opts(e, "r");
     o.lighthouse = NULL;
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_EINVAL);
     assert_null(m);
     assert_non_null(strstr(ftc_last_error(), "lighthouse is required"));
     o = mf_opts(e, "has:colon");
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_EINVAL);
     assert_non_null(strstr(ftc_last_error(), "':'"));
     o = mf_opts(e, "r");
     o.group_size = 2;
     o.group_rank = 2;
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_EINVAL);
     o = mf_opts(e, "r");
     o.heal_sources = 17;
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_EINVAL);
     o = mf_opts(e, "r");
     o.world_size_mode = 7;
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_EINVAL);
     o = mf_opts(e, "r");
     o.store_addr = "127.0.0.1:1";
     o.connect_timeout_ms = 200;
-    TK_EXPECT(ftc_manager_create(&m, &o), FTC_ETIMEDOUT);
-    TK_EXPECT(ftc_manager_create(NULL, &o), FTC_EMISUSE);
+    TK_EXPECT(ftc_manager_create(&o, &m), FTC_ETIMEDOUT);
+    TK_EXPECT(ftc_manager_create(&o, NULL), FTC_EMISUSE);
     ftc_manager_destroy(NULL);
     mf_env_free(e);
 }
@@ -67,7 +67,7 @@ static void call_order(void **state)
     mf_env *e = mf_env_new();
     ftc_manager_opts o = mf_opts(e, "solo");
     ftc_manager *m;
-    TK_OK(ftc_manager_create(&m, &o));
+    TK_OK(ftc_manager_create(&o, &m));
     int commit = 7;
     TK_EXPECT(ftc_manager_wait_quorum(m, 0), FTC_EMISUSE);
     TK_EXPECT(ftc_manager_should_commit(m, &commit, 1000), FTC_EMISUSE);
@@ -75,7 +75,7 @@ static void call_order(void **state)
     float x[4] = {1, 2, 3, 4};
     ftc_tensor t = ftc_tensor_cpu(x, 4, FTC_DTYPE_F32);
     ftc_manager_work *w = (ftc_manager_work *)1;
-    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_AVG, 1000, &w), FTC_EMISUSE);
+    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_AVG, &w, 1000), FTC_EMISUSE);
     int64_t shape[1] = {4};
     TK_OK(ftc_manager_register(m, "x", FTC_DTYPE_F32, shape, 1, x));
     TK_EXPECT(ftc_manager_register(m, "x", FTC_DTYPE_F32, shape, 1, x),
@@ -104,9 +104,9 @@ static void call_order(void **state)
     TK_EXPECT(ftc_manager_start_quorum(m, NULL), FTC_EMISUSE);
     int32_t ints[2] = {1, 2};
     ftc_tensor ti = ftc_tensor_cpu(ints, 2, FTC_DTYPE_I32);
-    TK_EXPECT(ftc_manager_allreduce(m, &ti, FTC_OP_AVG, 1000, &w), FTC_EINVAL);
-    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_MAX, 1000, &w), FTC_EINVAL);
-    TK_OK(ftc_manager_allreduce(m, &ti, FTC_OP_SUM, 1000, &w));
+    TK_EXPECT(ftc_manager_allreduce(m, &ti, FTC_OP_AVG, &w, 1000), FTC_EINVAL);
+    TK_EXPECT(ftc_manager_allreduce(m, &t, FTC_OP_MAX, &w, 1000), FTC_EINVAL);
+    TK_OK(ftc_manager_allreduce(m, &ti, FTC_OP_SUM, &w, 1000));
     TK_OK(ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT));
     TK_EXPECT(ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT), FTC_EMISUSE);
     ftc_manager_work_release(w);
@@ -128,14 +128,14 @@ static void steps_and_errors(void **state)
     ftc_manager_opts o = mf_opts(e, "solo");
     o.max_retries = 2;
     ftc_manager *m;
-    TK_OK(ftc_manager_create(&m, &o));
+    TK_OK(ftc_manager_create(&o, &m));
     double x[3] = {1.5, -2.0, 8.0};
     for (int s = 0; s < 3; s++) {
         TK_OK(ftc_manager_start_quorum(m, NULL));
         ftc_tensor t = ftc_tensor_cpu(x, 3, FTC_DTYPE_F64);
         ftc_manager_work *w;
         TK_OK(
-            ftc_manager_allreduce(m, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT, &w));
+            ftc_manager_allreduce(m, &t, FTC_OP_AVG, &w, FTC_TIMEOUT_DEFAULT));
         /* Released unwaited: should_commit waits for it. */
         ftc_manager_work_release(w);
         int commit;
@@ -178,7 +178,7 @@ static void steps_and_errors(void **state)
     }
     assert_non_null(strstr(ftc_last_error(), "max_retries 2"));
     ftc_manager_stats st;
-    TK_OK(ftc_manager_get_stats(m, &st));
+    TK_OK(ftc_manager_stats_get(m, &st));
     assert_int_equal(st.commits, 3);
     assert_int_equal(st.failed_commits, 3);
     assert_int_equal(st.quorums, 6);
@@ -209,7 +209,7 @@ static void quorum_timeout(void **state)
      * machine 200 ms for that answer to arrive. */
     o.quorum_timeout_ms = tk_ms(2000);
     ftc_manager *m;
-    TK_OK(ftc_manager_create(&m, &o));
+    TK_OK(ftc_manager_create(&o, &m));
     for (int k = 0; k < 2; k++) {
         TK_OK(ftc_manager_start_quorum(m, NULL));
         TK_EXPECT(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT),
@@ -224,7 +224,7 @@ static void quorum_timeout(void **state)
     float x[2] = {1, 2};
     ftc_tensor t = ftc_tensor_cpu(x, 2, FTC_DTYPE_F32);
     ftc_manager_work *w;
-    TK_OK(ftc_manager_allreduce(m, &t, FTC_OP_SUM, 1000, &w));
+    TK_OK(ftc_manager_allreduce(m, &t, FTC_OP_SUM, &w, 1000));
     ftc_manager_work_release(w);
     TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=1"));
     TK_OK(ftc_manager_start_quorum(m, NULL));
@@ -248,10 +248,10 @@ static void group_step_mismatch(void **state)
     o.group_size = 2;
     o.store_prefix = "pair/0";
     ftc_manager *m;
-    TK_OK(ftc_manager_create(&m, &o));
+    TK_OK(ftc_manager_create(&o, &m));
     ftc_store_client *c, *v;
-    TK_OK(ftc_store_client_connect(&c, e->store_addr, NULL));
-    TK_OK(ftc_store_client_prefix(&v, c, "pair/0"));
+    TK_OK(ftc_store_client_connect(e->store_addr, NULL, &c));
+    TK_OK(ftc_store_client_prefix(c, "pair/0", &v));
     const char *arrival = "{\"step\":5,\"commit_failures\":0,"
                           "\"shrink_only\":false,\"heal\":\"127.0.0.1:1\"}";
     TK_OK(
@@ -315,14 +315,14 @@ static void algo_comm_table(void **state)
     mf_env *e = mf_env_new();
     ftc_manager_opts o = mf_opts(e, "solo");
     ftc_manager *m;
-    TK_OK(ftc_manager_create(&m, &o));
+    TK_OK(ftc_manager_create(&o, &m));
     ftc_algo_comm c;
     TK_EXPECT(ftc_manager_algo_comm(NULL, &c), FTC_EMISUSE);
     TK_OK(ftc_manager_algo_comm(m, &c));
     assert_ptr_equal(c.ctx, m);
     /* DDP through it: one replica's average is its own gradient. */
     ftc_ddp *d;
-    TK_OK(ftc_ddp_create(&d, &c, NULL));
+    TK_OK(ftc_ddp_create(&c, NULL, &d));
     float g[5] = {1, 2, 3, 4, 5};
     for (int s = 0; s < 2; s++) {
         TK_OK(ftc_ddp_begin_step(d, FTC_TIMEOUT_DEFAULT));

@@ -12,12 +12,12 @@ mf_env *mf_env_new(void)
     ftc_lighthouse_opts lo;
     ftc_lighthouse_opts_init(&lo);
     lo.bind = "127.0.0.1:0";
-    TK_OK(ftc_lighthouse_create(&e->lh, &lo));
+    TK_OK(ftc_lighthouse_create(&lo, &e->lh));
     TK_OK(ftc_lighthouse_address(e->lh, e->lh_addr, sizeof(e->lh_addr)));
     ftc_store_server_opts so;
     ftc_store_server_opts_init(&so);
     so.bind_host = "127.0.0.1";
-    TK_OK(ftc_store_server_start(&e->store, &so));
+    TK_OK(ftc_store_server_create(&so, &e->store));
     snprintf(e->store_addr, sizeof(e->store_addr), "127.0.0.1:%d",
              ftc_store_server_port(e->store));
     return e;
@@ -26,7 +26,7 @@ mf_env *mf_env_new(void)
 void mf_env_free(mf_env *e)
 {
     ftc_lighthouse_destroy(e->lh);
-    ftc_store_server_stop(e->store);
+    ftc_store_server_destroy(e->store);
     free(e);
 }
 

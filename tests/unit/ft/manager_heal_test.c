@@ -91,7 +91,7 @@ static env *env_new(int64_t lend_ms, how reg)
         snprintf(id, sizeof(id), "replica_%d", k);
         ftc_manager_opts o = mf_opts(e->job, id);
         o.heal_lend_ms = lend_ms;
-        TK_OK(ftc_manager_create(&g->m, &o));
+        TK_OK(ftc_manager_create(&o, &g->m));
         int64_t sw[] = {(int64_t)NW}, sm[] = {NM};
         g->saved_off = g->loaded_on = true;
         g->cbs[0] = (cb_buf){g, g->w};
@@ -167,7 +167,7 @@ static void heal_one(env *e, uint64_t bytes)
         assert_memory_equal(e->g[0].mom, e->g[1].mom, sizeof(e->g[0].mom));
     }
     ftc_manager_stats st;
-    TK_OK(ftc_manager_get_stats(e->g[1].m, &st));
+    TK_OK(ftc_manager_stats_get(e->g[1].m, &st));
     assert_int_equal(st.heals, 1);
     assert_int_equal(st.heal_bytes, bytes);
     assert_int_equal(st.last_heal_step, 0);
@@ -179,7 +179,7 @@ static void source_lends_without_a_copy(void **state)
     env *e = env_new(tk_ms(20000), BORROWED);
     heal_one(e, STATE_BYTES);
     ftc_manager_stats st;
-    TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
+    TK_OK(ftc_manager_stats_get(e->g[0].m, &st));
     assert_int_equal(st.lends, 1);
     assert_int_equal(st.snapshots, 0);
     assert_true(st.last_lend_ms > 0);
@@ -200,7 +200,7 @@ static void lend_bound_falls_back_to_a_copy(void **state)
     env *e = env_new(1, BORROWED);
     heal_one(e, STATE_BYTES);
     ftc_manager_stats st;
-    TK_OK(ftc_manager_get_stats(e->g[0].m, &st));
+    TK_OK(ftc_manager_stats_get(e->g[0].m, &st));
     assert_int_equal(st.lends, 1);
     assert_int_equal(st.snapshots, 1);
     env_free(e);
@@ -222,7 +222,7 @@ static void callbacks_serve_a_copy(void **state)
     assert_true(dst->loaded_on);
     assert_int_equal(dst->saves, 0);
     ftc_manager_stats st;
-    TK_OK(ftc_manager_get_stats(src->m, &st));
+    TK_OK(ftc_manager_stats_get(src->m, &st));
     assert_int_equal(st.lends, 0);
     assert_int_equal(st.snapshots, 1);
     env_free(e);

@@ -73,7 +73,7 @@ static char server_addr[64];
 
 static void stop_store(void)
 {
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     server = NULL;
 }
 
@@ -83,7 +83,7 @@ const char *pgt_store(void)
         ftc_store_server_opts o;
         ftc_store_server_opts_init(&o);
         o.bind_host = "127.0.0.1";
-        TK_OK(ftc_store_server_start(&server, &o));
+        TK_OK(ftc_store_server_create(&o, &server));
         snprintf(server_addr, sizeof(server_addr), "127.0.0.1:%d",
                  ftc_store_server_port(server));
         atexit(stop_store);
@@ -95,9 +95,9 @@ int pgt_create(const char *store_addr, const char *name, int rank, int n,
                const ftc_pg_opts *opts, ftc_pg **out)
 {
     ftc_store_client *c = NULL;
-    int rc = ftc_store_client_connect(&c, store_addr, NULL);
+    int rc = ftc_store_client_connect(store_addr, NULL, &c);
     if (rc == 0) {
-        rc = ftc_pg_create(out, c, name, rank, n, opts);
+        rc = ftc_pg_create(c, name, rank, n, opts, out);
     }
     ftc_store_client_close(c);
     return rc;

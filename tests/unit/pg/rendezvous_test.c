@@ -86,7 +86,7 @@ static void a_malformed_address_is_refused(void **state)
 {
     (void)state;
     ftc_store_client *c;
-    TK_OK(ftc_store_client_connect(&c, pgt_store(), NULL));
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &c));
     TK_OK(ftc_store_client_set(c, "job/bad/pg/rank/1", "garbage", 7, 5000));
     member m = {
         .rank = 0, .n = 2, .prefix = "job/bad", .connect_ms = tk_ms(5000)};
@@ -94,10 +94,10 @@ static void a_malformed_address_is_refused(void **state)
     assert_int_equal(m.rc, FTC_EPROTO);
     assert_non_null(strstr(m.msg, "rank 1 published 'garbage'"));
     ftc_pg *pg = (ftc_pg *)&m;
-    TK_EXPECT(ftc_pg_create(&pg, NULL, "p", 0, 1, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_pg_create(NULL, "p", 0, 1, NULL, &pg), FTC_EINVAL);
     assert_null(pg);
-    TK_EXPECT(ftc_pg_create(&pg, c, "", 0, 1, NULL), FTC_EINVAL);
-    TK_EXPECT(ftc_pg_create(&pg, c, "p", 2, 2, NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_pg_create(c, "", 0, 1, NULL, &pg), FTC_EINVAL);
+    TK_EXPECT(ftc_pg_create(c, "p", 2, 2, NULL, &pg), FTC_EINVAL);
     ftc_store_client_close(c);
 }
 

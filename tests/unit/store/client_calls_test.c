@@ -26,7 +26,7 @@ static ftc_store_client *connect_to(fs_server *s, int dialect)
     o.dialect = dialect;
     o.connect_timeout_ms = tk_ms(10000);
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, s->addr, &o));
+    TK_OK(ftc_store_client_connect(s->addr, &o, &c));
     return c;
 }
 
@@ -105,7 +105,7 @@ static void probe_tells_ftc_from_pytorch(void **state)
     ftc_store_client_opts o;
     ftc_store_client_opts_init(&o);
     o.connect_timeout_ms = tk_ms(10000);
-    TK_EXPECT(ftc_store_client_connect(&c, s.addr, &o), FTC_EPROTO);
+    TK_EXPECT(ftc_store_client_connect(s.addr, &o, &c), FTC_EPROTO);
     assert_null(c);
     assert_non_null(strstr(ftc_last_error(), "not a TCPStore server"));
     fs_finish(&s);
@@ -144,7 +144,7 @@ static void connect_gives_up_at_its_deadline(void **state)
     o.connect_timeout_ms = 200;
     ftc_store_client *c = NULL;
     int64_t t0 = tk_now_ms();
-    TK_EXPECT(ftc_store_client_connect(&c, addr, &o), FTC_ETIMEDOUT);
+    TK_EXPECT(ftc_store_client_connect(addr, &o, &c), FTC_ETIMEDOUT);
     assert_true(tk_now_ms() - t0 >= 190);
     assert_non_null(strstr(ftc_last_error(), "attempts"));
     assert_null(c);
@@ -576,7 +576,7 @@ static void oversized_reply_is_refused_before_allocating(void **state)
     o.max_value_bytes = 16;
     o.connect_timeout_ms = tk_ms(10000);
     ftc_store_client *c = NULL;
-    TK_OK(ftc_store_client_connect(&c, s.addr, &o));
+    TK_OK(ftc_store_client_connect(s.addr, &o, &c));
     void *v = NULL;
     size_t n = 0;
     /* Were the length trusted, this allocation would be 1 TiB. */
@@ -611,7 +611,7 @@ static void cancel_from_another_thread(void **state)
     fs_start(&s, script_cancel, NULL);
     ftc_store_client *c = connect_to(&s, V2);
     ftc_store_client *view = NULL;
-    TK_OK(ftc_store_client_prefix(&view, c, "p"));
+    TK_OK(ftc_store_client_prefix(c, "p", &view));
     /* A cancel with no call in progress does not stop the next call. */
     ftc_store_client_cancel(view);
     sck_blocked g;
@@ -707,8 +707,8 @@ static void views_prefix_keys_and_share_the_connection(void **state)
     fs_start(&s, script_views, NULL);
     ftc_store_client *c = connect_to(&s, V2);
     ftc_store_client *a = NULL, *ab = NULL;
-    TK_OK(ftc_store_client_prefix(&a, c, "a"));
-    TK_OK(ftc_store_client_prefix(&ab, a, "b"));
+    TK_OK(ftc_store_client_prefix(c, "a", &a));
+    TK_OK(ftc_store_client_prefix(a, "b", &ab));
     TK_OK(ftc_store_client_set(ab, "k", "v", 1, tk_ms(5000)));
     int64_t nk = 0;
     TK_OK(ftc_store_client_num_keys(ab, &nk, tk_ms(5000))); /* unprefixed */
@@ -839,14 +839,14 @@ static void misuse_is_reported_not_crashed(void **state)
     int64_t i;
     TK_EXPECT(ftc_store_client_get(NULL, "k", &v, &n, 0), FTC_EMISUSE);
     TK_EXPECT(ftc_store_client_add(NULL, "k", 1, &i, 0), FTC_EMISUSE);
-    TK_EXPECT(ftc_store_client_connect(NULL, "x:1", NULL), FTC_EMISUSE);
+    TK_EXPECT(ftc_store_client_connect("x:1", NULL, NULL), FTC_EMISUSE);
     ftc_store_client *c = (ftc_store_client *)1;
-    TK_EXPECT(ftc_store_client_connect(&c, "no-port", NULL), FTC_EINVAL);
+    TK_EXPECT(ftc_store_client_connect("no-port", NULL, &c), FTC_EINVAL);
     assert_null(c);
     ftc_store_client_opts o;
     ftc_store_client_opts_init(&o);
     o.dialect = 7;
-    TK_EXPECT(ftc_store_client_connect(&c, "127.0.0.1:1", &o), FTC_EINVAL);
+    TK_EXPECT(ftc_store_client_connect("127.0.0.1:1", &o, &c), FTC_EINVAL);
     ftc_store_client_close(NULL);
     ftc_store_client_cancel(NULL);
 }

@@ -67,7 +67,7 @@ int bench_ft_worker(int argc, char **argv)
     mo.store_prefix = prefix;
     ftc_manager *m = NULL;
     int64_t shape[1] = {(int64_t)floats};
-    int rc = w != NULL ? ftc_manager_create(&m, &mo) : FTC_ENOMEM;
+    int rc = w != NULL ? ftc_manager_create(&mo, &m) : FTC_ENOMEM;
     rc =
         rc != 0 ? rc : ftc_manager_register(m, "w", FTC_DTYPE_F32, shape, 1, w);
     if (rc != 0) {
@@ -81,8 +81,8 @@ int bench_ft_worker(int argc, char **argv)
         int commit = 0;
         if (ftc_manager_start_quorum(m, NULL) != 0 ||
             ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT) != 0 ||
-            ftc_manager_allreduce(m, &t, FTC_OP_AVG, FTC_TIMEOUT_DEFAULT,
-                                  &wk) != 0) {
+            ftc_manager_allreduce(m, &t, FTC_OP_AVG, &wk,
+                                  FTC_TIMEOUT_DEFAULT) != 0) {
             continue;
         }
         ftc_manager_work_wait(wk, FTC_TIMEOUT_DEFAULT);

@@ -156,7 +156,7 @@ static int make(replica *r)
     mo.store_addr = r->j->store_addr[r->g];
     mo.heal_sources = r->sources;
     int64_t shape[1] = {(int64_t)r->floats};
-    int rc = ftc_manager_create(&r->m, &mo);
+    int rc = ftc_manager_create(&mo, &r->m);
     return rc != 0 ? rc
                    : ftc_manager_register(r->m, "state", FTC_DTYPE_F32, shape,
                                           1, r->state);
@@ -211,7 +211,7 @@ static void *source_main(void *arg)
     }
     /* Leaving at once (goodbye): the others must not wait for it. */
     ftc_manager_stats st;
-    ftc_manager_get_stats(r->m, &st);
+    ftc_manager_stats_get(r->m, &st);
     r->lend_ms = st.last_lend_ms;
     ftc_manager_destroy(r->m);
     r->m = NULL;
@@ -300,7 +300,7 @@ static int heal_once(size_t mib, int sources, heal_result *out)
     memset(&hs, 0, sizeof(hs));
     char no_heal[256] = "no heal happened";
     if (rc == 0) {
-        ftc_manager_get_stats(h->m, &hs);
+        ftc_manager_stats_get(h->m, &hs);
         char latched[200];
         if (ftc_manager_errored(h->m, latched, sizeof(latched)) != 0) {
             snprintf(no_heal, sizeof(no_heal), "no heal: %s", latched);

@@ -33,7 +33,7 @@ static void id_of(const member *m, char *buf, size_t cap)
 static int open_member(void *arg)
 {
     member *m = arg;
-    return ftc_lighthouse_client_create(&m->cli, m->j->lh_addr, NULL);
+    return ftc_lighthouse_client_create(m->j->lh_addr, NULL, &m->cli);
 }
 
 /* One round: join and wait for the quorum; records its sample. */
@@ -115,7 +115,7 @@ static void *beat_main(void *arg)
 {
     beater *b = arg;
     ftc_lighthouse_client *cli = NULL;
-    ftc_lighthouse_client_create(&cli, b->lh_addr, NULL);
+    ftc_lighthouse_client_create(b->lh_addr, NULL, &cli);
     pthread_mutex_lock(&b->mu);
     while (cli != NULL && !b->done) {
         pthread_mutex_unlock(&b->mu);

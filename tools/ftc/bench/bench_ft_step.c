@@ -36,7 +36,7 @@ static int create(void *arg)
     mo.store_addr = gr->j->store_addr[gr->g];
     mo.store_prefix = prefix;
     int64_t shape[1] = {(int64_t)gr->c->o->floats};
-    int rc = ftc_manager_create(&gr->m, &mo);
+    int rc = ftc_manager_create(&mo, &gr->m);
     rc = rc != 0 ? rc
                  : ftc_manager_register(gr->m, "w", FTC_DTYPE_F32, shape, 1,
                                         gr->buf);
@@ -61,8 +61,8 @@ static int step(void *arg)
     ftc_manager_work *w = NULL;
     ftc_tensor t = ftc_tensor_cpu(gr->buf, c->o->floats, FTC_DTYPE_F32);
     rc = rc != 0 ? rc
-                 : ftc_manager_allreduce(gr->m, &t, FTC_OP_AVG,
-                                         FTC_TIMEOUT_DEFAULT, &w);
+                 : ftc_manager_allreduce(gr->m, &t, FTC_OP_AVG, &w,
+                                         FTC_TIMEOUT_DEFAULT);
     int commit = 0;
     if (rc == 0) {
         ftc_manager_work_wait(w, FTC_TIMEOUT_DEFAULT);

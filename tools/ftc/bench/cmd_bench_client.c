@@ -61,7 +61,7 @@ static int prepare(client *k, bench_result *r)
     o.dialect = cell->dialect;
     o.connect_timeout_ms = CALL_TIMEOUT_MS;
     o.max_value_bytes = cell->value_bytes + 1024;
-    int rc = ftc_store_client_connect(&k->c, cell->addr, &o);
+    int rc = ftc_store_client_connect(cell->addr, &o, &k->c);
     if (rc != 0) {
         return fail(r, rc, "connect");
     }

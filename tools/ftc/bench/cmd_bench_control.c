@@ -79,10 +79,10 @@ static int run_rank(rank_run *r)
     ftc_store_value *out = calloc((size_t)cfg->ranks, sizeof(*out));
     int rc = payload == NULL || out == NULL ? FTC_ENOMEM : 0;
     if (rc == 0) {
-        rc = ftc_store_client_connect(&store, cfg->addr, &co);
+        rc = ftc_store_client_connect(cfg->addr, &co, &store);
     }
     if (rc == 0) {
-        rc = ftc_control_create(&g, store, r->rank, cfg->ranks, &o, 60000);
+        rc = ftc_control_create(store, r->rank, cfg->ranks, &o, &g, 60000);
     }
     for (int i = 0; rc == 0 && i <= cfg->iters; i++) {
         rc = one_op(cfg, g, payload, out);
@@ -356,7 +356,7 @@ int ftc__cmd_bench_control(int argc, char **argv)
     char local[64];
     const char *addr = a.addr;
     if (addr == NULL) {
-        if (ftc_store_server_start(&server, NULL) != 0) {
+        if (ftc_store_server_create(NULL, &server) != 0) {
             fprintf(stderr, "bench control: %s\n", ftc_last_error());
             return 1;
         }
@@ -388,6 +388,6 @@ int ftc__cmd_bench_control(int argc, char **argv)
             }
         }
     }
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     return failed ? 1 : 0;
 }

@@ -38,7 +38,7 @@ int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas)
     j->stores = ftc__calloc((size_t)stores, sizeof(*j->stores));
     j->store_addr = ftc__calloc((size_t)stores, sizeof(*j->store_addr));
     int rc = j->stores == NULL || j->store_addr == NULL ? FTC_ENOMEM : 0;
-    rc = rc != 0 ? rc : ftc_lighthouse_create(&j->lh, &lo);
+    rc = rc != 0 ? rc : ftc_lighthouse_create(&lo, &j->lh);
     rc = rc != 0
              ? rc
              : ftc_lighthouse_address(j->lh, j->lh_addr, sizeof(j->lh_addr));
@@ -46,7 +46,7 @@ int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas)
         ftc_store_server_opts so;
         ftc_store_server_opts_init(&so);
         so.bind_host = "127.0.0.1";
-        rc = ftc_store_server_start(&j->stores[j->n_stores], &so);
+        rc = ftc_store_server_create(&so, &j->stores[j->n_stores]);
         if (rc == 0) {
             snprintf(j->store_addr[j->n_stores], sizeof(j->store_addr[0]),
                      "127.0.0.1:%d",
@@ -64,7 +64,7 @@ int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas)
 void bench_ft_job_stop(bench_ft_job *j)
 {
     for (int g = 0; g < j->n_stores; g++) {
-        ftc_store_server_stop(j->stores[g]);
+        ftc_store_server_destroy(j->stores[g]);
     }
     ftc_lighthouse_destroy(j->lh);
     ftc__free(j->stores);

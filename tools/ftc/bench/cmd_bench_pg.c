@@ -266,7 +266,7 @@ static int worker(const cfg *c)
 {
     ftc_store_client *store = NULL;
     ftc_pg *pg = NULL;
-    int rc = ftc_store_client_connect(&store, c->store, NULL);
+    int rc = ftc_store_client_connect(c->store, NULL, &store);
     ftc_pg_opts o;
     ftc_pg_opts_init(&o);
     o.host = "127.0.0.1";
@@ -280,7 +280,7 @@ static int worker(const cfg *c)
     o.broadcast_algo =
         c->algo == FTC_ALGO_TREE || c->algo == FTC_ALGO_CHAIN ? c->algo : 0;
     if (rc == 0) {
-        rc = ftc_pg_create(&pg, store, c->prefix, c->rank, c->ranks, &o);
+        rc = ftc_pg_create(store, c->prefix, c->rank, c->ranks, &o, &pg);
     }
     double *lat = calloc(1000000, sizeof(double));
     if (rc == 0 && c->rank == 0 && !c->json) {
@@ -332,7 +332,7 @@ static int launch(const cfg *c, int argc, char **argv)
     ftc_store_server_opts_init(&so);
     so.bind_host = "127.0.0.1";
     ftc_store_server *server = NULL;
-    if (ftc_store_server_start(&server, &so) != 0) {
+    if (ftc_store_server_create(&so, &server) != 0) {
         fprintf(stderr, "ftc bench pg: store: %s\n", ftc_last_error());
         return 1;
     }
@@ -370,7 +370,7 @@ static int launch(const cfg *c, int argc, char **argv)
             status = 1;
         }
     }
-    ftc_store_server_stop(server);
+    ftc_store_server_destroy(server);
     return status;
 }
 

@@ -272,7 +272,7 @@ int bench_store_main(int argc, char **argv)
         ftc_store_server_opts so;
         ftc_store_server_opts_init(&so);
         so.bind_host = "127.0.0.1";
-        if (ftc_store_server_start(&srv, &so) != 0) {
+        if (ftc_store_server_create(&so, &srv) != 0) {
             fprintf(stderr, "ftc bench store: %s\n", ftc_last_error());
             return 1;
         }
@@ -285,6 +285,6 @@ int bench_store_main(int argc, char **argv)
                (double)a.duration_ms / 1000.0);
     }
     rc = run_all(&a, addr);
-    ftc_store_server_stop(srv);
+    ftc_store_server_destroy(srv);
     return rc;
 }

@@ -31,7 +31,7 @@ int run_group_init(run_group *g, int index, int nranks)
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.bind_host = "127.0.0.1";
-    if (ftc_store_server_start(&g->store, &o) != 0) {
+    if (ftc_store_server_create(&o, &g->store) != 0) {
         fprintf(stderr, "ftc run: cannot start the store of %s: %s\n", g->id,
                 ftc_last_error());
         return -1;
@@ -43,7 +43,7 @@ int run_group_init(run_group *g, int index, int nranks)
 
 void run_group_free(run_group *g)
 {
-    ftc_store_server_stop(g->store);
+    ftc_store_server_destroy(g->store);
     ftc__free(g->ranks);
     memset(g, 0, sizeof(*g));
 }

@@ -31,7 +31,7 @@ static int start_embedded(run_lighthouse **out, const char *job,
     ftc_lighthouse *lh = NULL;
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:min_replicas=%d", job, min_replicas);
-    int rc = ftc_lighthouse_create(&lh, &o);
+    int rc = ftc_lighthouse_create(&o, &lh);
     if (rc == 0) {
         rc = ftc_lighthouse_configure_job(lh, spec);
     }
