@@ -16,5 +16,6 @@ set(RUN_PARTS event lines inject stats env opts)
 list(TRANSFORM RUN_PARTS REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/tools/ftc/run/run_\\1.c")
 ftc_add_test(run_parts_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_parts_test.c ${RUN_PARTS}
+                     ${PROJECT_SOURCE_DIR}/tools/ftc/cli_args.c
              LABELS unit TIMEOUT 60)
 target_include_directories(run_parts_test PRIVATE ${PROJECT_SOURCE_DIR}/tools/ftc)

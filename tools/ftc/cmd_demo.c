@@ -3,7 +3,6 @@
  * reference, then paced to about a minute while a replica group is killed
  * with SIGKILL every few seconds; prints the comparison (demo_report.c). */
 #include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,11 +15,12 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
+#include "cli_args.h"
 #include "cmd.h"
 #include "demo_report.h"
 
 typedef struct demo_opts {
-    const char *algo; /* "ddp" or "diloco" */
+    int algo; /* index in algos */
     int replicas, ranks;
     long steps;         /* committed steps (DiLoCo: fragment syncs) */
     int pace_ms;        /* added to every (inner) step of the faulted run */
@@ -33,114 +33,68 @@ typedef struct demo_opts {
     int show_ranks; /* rank output and warnings too */
 } demo_opts;
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc demo [options]\n\n"
-            "Trains the example MLP classifier with N replica groups x M "
-            "ranks, first\nwithout failures (the reference), then for about "
-            "a minute while a replica\ngroup is killed (SIGKILL) every few "
-            "seconds; prints the steps committed,\neach failure's recovery, "
-            "the final loss against the reference and whether\nevery "
-            "replica ended with bit-identical parameters.\n\n"
-            "  --algo ddp|diloco     FT-DDP (default) or streaming DiLoCo\n"
-            "  --replicas N          replica groups (3)\n"
-            "  --ranks M             ranks per group (2)\n"
-            "  --steps S             committed steps (DDP 2000; DiLoCo 200 "
-            "syncs\n"
-            "                        of 10 inner steps each)\n"
-            "  --pace-ms T           pretend each step computes T ms longer "
-            "(25)\n"
-            "  --kill-every SECONDS  a kill every SECONDS (10)\n"
-            "  --kills K             instead, K kills at steps drawn from "
-            "the seed\n"
-            "  --seed S              victims and kill steps (1)\n"
-            "  --tolerance F         final loss within F of the reference, "
-            "relative\n"
-            "                        (DDP 0.05, DiLoCo 0.15)\n"
-            "  --trainer PATH        the trainer (default: train_ddp or "
-            "train_diloco\n"
-            "                        next to ftc, or in the build tree)\n"
-            "  --summary-json FILE   write the result as JSON\n"
-            "  --show-ranks          show the ranks' own output and "
-            "warnings\n\n"
-            "Exit code 0 when every step committed, the replicas are "
-            "bit-identical and\nthe loss is within tolerance; 1 otherwise.\n");
-}
+static const char *const algos[] = {"ddp", "diloco", NULL};
 
+static const ftc__cli_option options[] = {
+    {"algo", FTC__CLI_ENUM, FTC__CLI_FIELD(demo_opts, algo), .names = algos,
+     .metavar = "ddp|diloco", .help = "FT-DDP or streaming DiLoCo"},
+    {"replicas", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, replicas), .min = 2,
+     .max = 256, .metavar = "N", .help = "replica groups"},
+    {"ranks", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, ranks), .min = 1,
+     .max = 256, .metavar = "M", .help = "ranks per group"},
+    {"steps", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, steps), .min = 10,
+     .max = 1000000000, .metavar = "S", .help = "committed steps",
+     .default_text = "DDP 2000; DiLoCo 200 syncs of 10 inner steps each"},
+    {"pace-ms", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, pace_ms), .min = 0,
+     .max = 1000000, .metavar = "T",
+     .help = "pretend each step computes T ms longer"},
+    {"kill-every", FTC__CLI_DOUBLE, FTC__CLI_FIELD(demo_opts, kill_every),
+     .real_min = 0, .real_max = 1e7, .metavar = "SECONDS",
+     .help = "a kill every SECONDS"},
+    {"kills", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, kills), .min = 0,
+     .max = 1000000, .metavar = "K",
+     .help = "instead, K kills at steps drawn from the seed"},
+    {"seed", FTC__CLI_INT, FTC__CLI_FIELD(demo_opts, seed), .min = 0,
+     .max = INT64_MAX, .metavar = "S", .help = "victims and kill steps"},
+    {"tolerance", FTC__CLI_DOUBLE, FTC__CLI_FIELD(demo_opts, tolerance),
+     .real_min = 1e-9, .real_max = 1e9, .metavar = "F",
+     .help = "final loss within F of the reference, relative",
+     .default_text = "DDP 0.05, DiLoCo 0.15"},
+    {"trainer", FTC__CLI_STRING, FTC__CLI_FIELD(demo_opts, trainer),
+     .metavar = "PATH", .help = "the trainer",
+     .default_text = "train_ddp or train_diloco next to ftc, or in the build "
+                     "tree"},
+    {"summary-json", FTC__CLI_STRING, FTC__CLI_FIELD(demo_opts, json),
+     .metavar = "FILE", .help = "write the result as JSON"},
+    {"show-ranks", FTC__CLI_FLAG, FTC__CLI_FIELD(demo_opts, show_ranks),
+     .help = "show the ranks' own output and warnings"},
+};
+
+static const ftc__cli_command command = {
+    .name = "demo",
+    .about = "Trains the example MLP classifier with N replica groups x M "
+             "ranks, first\nwithout failures (the reference), then for "
+             "about a minute while a replica\ngroup is killed (SIGKILL) "
+             "every few seconds; prints the steps committed,\neach "
+             "failure's recovery, the final loss against the reference and "
+             "whether\nevery replica ended with bit-identical "
+             "parameters.\n",
+    .notes = "Exit code 0 when every step committed, the replicas are "
+             "bit-identical and\nthe loss is within tolerance; 1 "
+             "otherwise.\n",
+    FTC__CLI_OPTIONS(options),
+};
+
+/* Parses argv into o; FTC__CLI_PARSED or the exit code (--help, usage). */
 static int parse(demo_opts *o, int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"algo", required_argument, NULL, 'a'},
-        {"replicas", required_argument, NULL, 'n'},
-        {"ranks", required_argument, NULL, 'm'},
-        {"steps", required_argument, NULL, 's'},
-        {"pace-ms", required_argument, NULL, 'p'},
-        {"kill-every", required_argument, NULL, 'k'},
-        {"kills", required_argument, NULL, 'K'},
-        {"seed", required_argument, NULL, 'S'},
-        {"tolerance", required_argument, NULL, 't'},
-        {"trainer", required_argument, NULL, 'T'},
-        {"summary-json", required_argument, NULL, 'j'},
-        {"show-ranks", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    *o = (demo_opts){.algo = "ddp",
-                     .replicas = 3,
-                     .ranks = 2,
-                     .pace_ms = 25,
-                     .kill_every = 10,
-                     .seed = 1};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        switch (ch) {
-        case 'a':
-            o->algo = optarg;
-            break;
-        case 'n':
-            o->replicas = (int)strtol(optarg, NULL, 10);
-            break;
-        case 'm':
-            o->ranks = (int)strtol(optarg, NULL, 10);
-            break;
-        case 's':
-            o->steps = strtol(optarg, NULL, 10);
-            break;
-        case 'p':
-            o->pace_ms = (int)strtol(optarg, NULL, 10);
-            break;
-        case 'k':
-            o->kill_every = strtod(optarg, NULL);
-            break;
-        case 'K':
-            o->kills = (int)strtol(optarg, NULL, 10);
-            break;
-        case 'S':
-            o->seed = strtoul(optarg, NULL, 10);
-            break;
-        case 't':
-            o->tolerance = strtod(optarg, NULL);
-            break;
-        case 'T':
-            o->trainer = optarg;
-            break;
-        case 'j':
-            o->json = optarg;
-            break;
-        case 'v':
-            o->show_ranks = 1;
-            break;
-        default:
-            usage(stderr);
-            return -1;
-        }
+    *o = (demo_opts){
+        .replicas = 3, .ranks = 2, .pace_ms = 25, .kill_every = 10, .seed = 1};
+    int rc = ftc__cli_parse(&command, o, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
+        return rc;
     }
-    int diloco = strcmp(o->algo, "diloco") == 0;
-    if (!diloco && strcmp(o->algo, "ddp") != 0) {
-        fprintf(stderr, "ftc demo: --algo is ddp or diloco, not %s\n", o->algo);
-        return -1;
-    }
+    int diloco = o->algo == 1;
     if (o->steps == 0) {
         o->steps = diloco ? 200 : 2000;
     }
@@ -151,15 +105,7 @@ static int parse(demo_opts *o, int argc, char **argv)
     if (o->tolerance == 0) {
         o->tolerance = diloco ? 0.15 : 0.05;
     }
-    if (o->replicas < 2 || o->ranks < 1 || o->steps < 10 || o->pace_ms < 0 ||
-        o->kill_every < 0 || o->kills < 0 || !(o->tolerance > 0) ||
-        optind != argc) {
-        fprintf(stderr, "ftc demo: needs --replicas >= 2, --ranks >= 1, "
-                        "--steps >= 10, a positive --tolerance and no other "
-                        "arguments\n");
-        return -1;
-    }
-    return 0;
+    return FTC__CLI_PARSED;
 }
 
 /* The trainer next to this ftc (installed together) or, in a build tree,
@@ -177,11 +123,11 @@ static int find_trainer(const demo_opts *o, char *path, size_t cap)
     }
     self[len] = '\0';
     const char *dir = dirname(self);
-    snprintf(path, cap, "%s/train_%s", dir, o->algo);
+    snprintf(path, cap, "%s/train_%s", dir, algos[o->algo]);
     if (access(path, X_OK) == 0) {
         return 0;
     }
-    snprintf(path, cap, "%s/../../examples/train_%s", dir, o->algo);
+    snprintf(path, cap, "%s/../../examples/train_%s", dir, algos[o->algo]);
     return access(path, X_OK) == 0 ? 0 : -1;
 }
 
@@ -339,8 +285,7 @@ static int demo(const demo_opts *o, const char *trainer, const char *dir)
     if (o->kills > 0) {
         kill_steps(o, kill_at, sizeof(kill_at));
     }
-    const char *title =
-        strcmp(o->algo, "ddp") == 0 ? "FT-DDP" : "streaming DiLoCo";
+    const char *title = o->algo == 0 ? "FT-DDP" : "streaming DiLoCo";
     printf("ftc demo: %s, %d replica groups x %d ranks, %ld steps of %s\n"
            "ftc demo: 1/2 the fault-free reference run (unpaced)\n",
            title, o->replicas, o->ranks, o->steps, trainer);
@@ -382,19 +327,16 @@ static int demo(const demo_opts *o, const char *trainer, const char *dir)
 int ftc__cmd_demo(int argc, char **argv)
 {
     demo_opts o;
-    if (ftc__cmd_wants_help(argc, argv)) {
-        usage(stdout);
-        return 0;
-    }
-    if (parse(&o, argc, argv) != 0) {
-        return 2;
+    int rc = parse(&o, argc, argv);
+    if (rc != FTC__CLI_PARSED) {
+        return rc;
     }
     char trainer[PATH_MAX];
     if (find_trainer(&o, trainer, sizeof(trainer)) != 0) {
         fprintf(stderr,
                 "ftc demo: cannot find the trainer train_%s (build "
                 "the examples, or give --trainer PATH)\n",
-                o.algo);
+                algos[o.algo]);
         return 2;
     }
     const char *tmp = getenv("TMPDIR");
@@ -410,7 +352,7 @@ int ftc__cmd_demo(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int rc = demo(&o, trainer, dir);
+    rc = demo(&o, trainer, dir);
     ftc__cmd_remove_tree(dir);
     return rc;
 }

@@ -9,73 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_args.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
 #define MAX_JOBS_ARGS 256
 #define TOKEN_MAX 4096
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc lighthouse [options]\n"
-            "\n"
-            "Decides which replica groups train each step together and "
-            "pushes\nmembership changes to their managers. Serves the HTTP "
-            "API, a dashboard\n(/) and Prometheus metrics (/metrics). Stops "
-            "cleanly on SIGINT/SIGTERM.\n"
-            "\n"
-            "options (defaults in brackets):\n"
-            "  --bind HOST:PORT               listen address [[::]:29510]\n"
-            "  --min-replicas N               per job [1]\n"
-            "  --join-timeout-ms MS           wait for stragglers [10000]\n"
-            "  --heartbeat-timeout-ms MS      a replica is dead after "
-            "[500]\n"
-            "  --strict-shrink-only           shrink_only counts only kept "
-            "members\n"
-            "  --max-jobs N                   [64], at most 4096\n"
-            "  --max-replicas N               per job [4096]\n"
-            "  --max-data-bytes N             member data [65536]\n"
-            "  --max-body-bytes N             request body [131072]\n"
-            "  --max-connections N            [8192]\n"
-            "  --max-connections-per-ip N     [256]\n"
-            "  --idle-connection-timeout-ms MS  [30000]\n"
-            "  --max-join-wait-ms MS          cap on a join's wait "
-            "[3600000]\n"
-            "  --event-ring N                 events kept per job [256]\n"
-            "  --job-idle-ms MS               delete unused jobs after "
-            "[600000]\n"
-            "  --job NAME[:key=value,...]     declare a job (repeatable), "
-            "e.g.\n"
-            "                                 train:min_replicas=2,"
-            "join_timeout_ms=60000\n"
-            "  --token-file PATH              shared secret (else "
-            "$FTC_TOKEN):\n"
-            "                                 required for writes, enables "
-            "kill\n"
-            "  --auth-reads                   status, metrics and page need "
-            "it too\n"
-            "  --drop-is-death on|off         a dropped long-poll is a death "
-            "[on]\n");
-}
-
-/* A whole-string integer in [min, max]. */
-static int parse_int(const char *flag, const char *v, long long min,
-                     long long max, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (v[0] == '\0' || *end != '\0' || errno != 0 || x < min || x > max) {
-        fprintf(stderr,
-                "ftc lighthouse: %s: '%s' is not an integer in "
-                "[%lld, %lld]\n",
-                flag, v, min, max);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
 
 /* Reads a token, without its trailing newline, into out. */
 static int read_token(const char *path, char *out, size_t cap)
@@ -109,107 +48,65 @@ typedef struct lh_args {
     const char *token_file;
 } lh_args;
 
-/* The numeric flags: each sets one field of ftc_lighthouse_opts. */
-#define FIELD(f)                                                               \
-    offsetof(ftc_lighthouse_opts, f), sizeof(((ftc_lighthouse_opts *)0)->f)
-static const struct {
-    const char *flag;
-    long long min, max;
-    size_t offset, size;
-} numeric_flags[] = {
-    {"--min-replicas", 1, 65536, FIELD(min_replicas)},
-    {"--join-timeout-ms", 1, INT64_MAX, FIELD(join_timeout_ms)},
-    {"--heartbeat-timeout-ms", 1, INT64_MAX, FIELD(heartbeat_timeout_ms)},
-    {"--max-jobs", 1, 4096, FIELD(max_jobs)},
-    {"--max-replicas", 1, 65536, FIELD(max_replicas)},
-    {"--max-data-bytes", 1, 1 << 20, FIELD(max_data_bytes)},
-    {"--max-body-bytes", 1, 2 << 20, FIELD(max_body_bytes)},
-    {"--max-connections", 1, 1 << 24, FIELD(max_connections)},
-    {"--max-connections-per-ip", 1, 1 << 24, FIELD(max_connections_per_ip)},
-    {"--idle-connection-timeout-ms", 1, INT64_MAX,
-     FIELD(idle_connection_timeout_ms)},
-    {"--max-join-wait-ms", 1, INT64_MAX, FIELD(max_join_wait_ms)},
-    {"--event-ring", 1, 65536, FIELD(event_ring)},
-    {"--job-idle-ms", 1, INT64_MAX, FIELD(job_idle_ms)},
+static const char *const on_off[] = {"on", "off", NULL};
+
+#define NUMBER(name, member, lo, hi, meta, text)                               \
+    {                                                                          \
+        name, FTC__CLI_INT, FTC__CLI_FIELD(lh_args, o.member),                 \
+            .min = lo, .max = hi, .metavar = meta, .help = text                \
+    }
+
+static const ftc__cli_option options[] = {
+    {"bind", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, o.bind),
+     .metavar = "HOST:PORT", .help = "listen address",
+     .default_text = "[::]:29510"},
+    NUMBER("min-replicas", min_replicas, 1, 65536, "N", "per job"),
+    NUMBER("join-timeout-ms", join_timeout_ms, 1, INT64_MAX, "MS",
+           "wait for stragglers"),
+    NUMBER("heartbeat-timeout-ms", heartbeat_timeout_ms, 1, INT64_MAX, "MS",
+           "a replica is dead after"),
+    {"strict-shrink-only", FTC__CLI_FLAG,
+     FTC__CLI_FIELD(lh_args, o.strict_shrink_only),
+     .help = "shrink_only counts only kept members"},
+    NUMBER("max-jobs", max_jobs, 1, 4096, "N", "jobs, at most 4096"),
+    NUMBER("max-replicas", max_replicas, 1, 65536, "N", "per job"),
+    NUMBER("max-data-bytes", max_data_bytes, 1, 1 << 20, "N", "member data"),
+    NUMBER("max-body-bytes", max_body_bytes, 1, 2 << 20, "N", "request body"),
+    NUMBER("max-connections", max_connections, 1, 1 << 24, "N",
+           "open connections"),
+    NUMBER("max-connections-per-ip", max_connections_per_ip, 1, 1 << 24, "N",
+           "open connections from one address"),
+    NUMBER("idle-connection-timeout-ms", idle_connection_timeout_ms, 1,
+           INT64_MAX, "MS", "close an idle connection after"),
+    NUMBER("max-join-wait-ms", max_join_wait_ms, 1, INT64_MAX, "MS",
+           "cap on a join's wait"),
+    NUMBER("event-ring", event_ring, 1, 65536, "N", "events kept per job"),
+    NUMBER("job-idle-ms", job_idle_ms, 1, INT64_MAX, "MS",
+           "delete unused jobs after"),
+    {"job", FTC__CLI_REPEAT, FTC__CLI_ARRAY(lh_args, jobs, n_jobs),
+     .metavar = "NAME[:key=value,...]",
+     .help = "declare a job (repeatable), e.g. "
+             "train:min_replicas=2,join_timeout_ms=60000"},
+    {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, token_file),
+     .metavar = "PATH",
+     .help = "shared secret (else $FTC_TOKEN): required for writes, enables "
+             "kill"},
+    {"auth-reads", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, o.auth_reads),
+     .help = "status, metrics and page need the token too"},
+    {"drop-is-death", FTC__CLI_ENUM, FTC__CLI_FIELD(lh_args, o.keep_dropped),
+     .names = on_off, .metavar = "on|off",
+     .help = "a dropped long-poll is a death"},
 };
-#undef FIELD
+#undef NUMBER
 
-/* 1 if flag is numeric and v was stored, 0 if flag is not numeric, -1 if v
- * is bad (said why). Fields are 64-bit or uint32_t, values non-negative. */
-static int numeric(lh_args *a, const char *flag, const char *v)
-{
-    for (size_t i = 0; i < sizeof(numeric_flags) / sizeof(numeric_flags[0]);
-         i++) {
-        if (strcmp(flag, numeric_flags[i].flag) != 0) {
-            continue;
-        }
-        long long x;
-        if (parse_int(flag, v, numeric_flags[i].min, numeric_flags[i].max,
-                      &x) != 0) {
-            return -1;
-        }
-        char *field = (char *)&a->o + numeric_flags[i].offset;
-        if (numeric_flags[i].size == sizeof(uint32_t)) {
-            uint32_t u = (uint32_t)x;
-            memcpy(field, &u, sizeof(u));
-        } else {
-            int64_t w = x;
-            memcpy(field, &w, sizeof(w));
-        }
-        return 1;
-    }
-    return 0;
-}
-
-/* Parses argv into a; 0, -1 (bad usage, said why) or 1 (--help). */
-static int parse_args(int argc, char **argv, lh_args *a)
-{
-    for (int i = 1; i < argc; i++) {
-        char flag[64];
-        const char *arg = argv[i];
-        const char *eq = strchr(arg, '=');
-        size_t n = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
-        snprintf(flag, sizeof(flag), "%.*s", (int)n, arg);
-        if (strcmp(flag, "-h") == 0 || strcmp(flag, "--help") == 0) {
-            return 1;
-        }
-        if (strcmp(flag, "--strict-shrink-only") == 0) {
-            a->o.strict_shrink_only = true;
-            continue;
-        }
-        if (strcmp(flag, "--auth-reads") == 0) {
-            a->o.auth_reads = true;
-            continue;
-        }
-        const char *v = eq != NULL ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (v == NULL) {
-            fprintf(stderr, "ftc lighthouse: %s needs a value\n", flag);
-            return -1;
-        }
-        int r = numeric(a, flag, v);
-        if (r < 0) {
-            return -1;
-        }
-        if (r > 0) {
-            continue;
-        }
-        if (strcmp(flag, "--bind") == 0) {
-            a->o.bind = v;
-        } else if (strcmp(flag, "--token-file") == 0) {
-            a->token_file = v;
-        } else if (strcmp(flag, "--job") == 0 && a->n_jobs < MAX_JOBS_ARGS) {
-            a->jobs[a->n_jobs++] = v;
-        } else if (strcmp(flag, "--drop-is-death") == 0 &&
-                   (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)) {
-            a->o.keep_dropped = strcmp(v, "off") == 0;
-        } else {
-            fprintf(stderr, "ftc lighthouse: unknown or bad option %s %s\n",
-                    flag, v);
-            return -1;
-        }
-    }
-    return 0;
-}
+static const ftc__cli_command command = {
+    .name = "lighthouse",
+    .about = "Decides which replica groups train each step together and "
+             "pushes\nmembership changes to their managers. Serves the "
+             "HTTP API, a dashboard\n(/) and Prometheus metrics (/metrics). "
+             "Stops cleanly on SIGINT/SIGTERM.\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 /* "http://HOST:PORT/" for people: the machine's name when bound to every
  * interface. */
@@ -230,10 +127,9 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     lh_args a;
     memset(&a, 0, sizeof(a));
     ftc_lighthouse_opts_init(&a.o);
-    int r = parse_args(argc, argv, &a);
-    if (r != 0) {
-        usage(r > 0 ? stdout : stderr);
-        return r > 0 ? 0 : 2;
+    int r = ftc__cli_parse(&command, &a, argc, argv, NULL);
+    if (r != FTC__CLI_PARSED) {
+        return r;
     }
     static char token[TOKEN_MAX + 1];
     if (a.token_file != NULL) {

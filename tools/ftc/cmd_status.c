@@ -1,31 +1,42 @@
 /* ftc status: reads a lighthouse's status API and prints the jobs, or one
  * job's quorum, members and recent changes, as a table or as JSON. */
-#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc status [--addr HOST:PORT] [--job NAME] [--json] "
-            "[--timeout-ms MS]\n"
-            "\n"
-            "Prints the jobs of a lighthouse, or with --job one job's "
-            "quorum,\nmembers, waiting replicas and recent quorum changes.\n"
-            "  --addr HOST:PORT   the lighthouse [$FTC_LIGHTHOUSE or "
-            "127.0.0.1:29510]\n"
-            "  --job NAME         one job in detail\n"
-            "  --json             the status API's JSON as is\n"
-            "  --timeout-ms MS    give up after [10000]\n"
-            "$FTC_TOKEN is sent when set (lighthouses run with "
-            "--auth-reads).\n");
-}
+typedef struct status_args {
+    const char *addr;
+    const char *job;
+    int json;
+    int64_t timeout_ms;
+} status_args;
+
+static const ftc__cli_option options[] = {
+    {"addr", FTC__CLI_STRING, FTC__CLI_FIELD(status_args, addr),
+     .env = "FTC_LIGHTHOUSE", .metavar = "HOST:PORT", .help = "the lighthouse"},
+    {"job", FTC__CLI_STRING, FTC__CLI_FIELD(status_args, job),
+     .metavar = "NAME", .help = "one job in detail"},
+    {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(status_args, json),
+     .help = "the status API's JSON as is"},
+    {"timeout-ms", FTC__CLI_INT, FTC__CLI_FIELD(status_args, timeout_ms),
+     .min = 0, .max = INT64_MAX, .metavar = "MS", .help = "give up after"},
+};
+
+static const ftc__cli_command command = {
+    .name = "status",
+    .about = "Prints the jobs of a lighthouse, or with --job one job's "
+             "quorum,\nmembers, waiting replicas and recent quorum "
+             "changes.\n",
+    .notes = "$FTC_TOKEN is sent when set (lighthouses run with "
+             "--auth-reads).\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 static long long num(const json_t *o, const char *key)
 {
@@ -151,57 +162,21 @@ static void print_job(const json_t *s)
     }
 }
 
-static bool parse_ms(const char *v, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (v[0] == '\0' || *end != '\0' || errno != 0 || x < 0) {
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
 int ftc__cmd_status(int argc, char **argv)
 {
-    const char *addr = getenv("FTC_LIGHTHOUSE");
-    const char *job = NULL;
-    bool as_json = false;
-    long long timeout = 10000;
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(f, "--json") == 0) {
-            as_json = true;
-            continue;
-        }
-        const char *v = i + 1 < argc ? argv[++i] : NULL;
-        if (v != NULL && strcmp(f, "--addr") == 0) {
-            addr = v;
-        } else if (v != NULL && strcmp(f, "--job") == 0) {
-            job = v;
-        } else if (v != NULL && strcmp(f, "--timeout-ms") == 0 &&
-                   parse_ms(v, &timeout)) {
-            continue;
-        } else {
-            fprintf(stderr, "ftc status: bad option %s\n", f);
-            usage(stderr);
-            return 2;
-        }
+    status_args a = {.addr = "127.0.0.1:29510", .timeout_ms = 10000};
+    int rc = ftc__cli_parse(&command, &a, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
+        return rc;
     }
     ftc_lighthouse_client_opts o;
     ftc_lighthouse_client_opts_init(&o);
     o.token = getenv("FTC_TOKEN");
     ftc_lighthouse_client *c = NULL;
-    int rc = ftc_lighthouse_client_create(
-        addr != NULL ? addr : "127.0.0.1:29510", &o, &c);
+    rc = ftc_lighthouse_client_create(a.addr, &o, &c);
     char *text = NULL;
     if (rc == 0) {
-        rc = ftc_lighthouse_client_status(c, job, timeout, &text);
+        rc = ftc_lighthouse_client_status(c, a.job, a.timeout_ms, &text);
     }
     if (rc != 0) {
         fprintf(stderr, "ftc status: %s: %s\n", ftc_strerror(rc),
@@ -210,9 +185,9 @@ int ftc__cmd_status(int argc, char **argv)
         return 1;
     }
     json_t *j = json_loads(text, 0, NULL);
-    if (as_json || j == NULL) {
+    if (a.json || j == NULL) {
         printf("%s\n", text);
-    } else if (job != NULL) {
+    } else if (a.job != NULL) {
         print_job(j);
     } else {
         print_jobs(j);

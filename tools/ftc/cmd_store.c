@@ -9,116 +9,57 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
+#include "cli_args.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc store [--port P] [--bind ADDR] [limits...]\n"
-            "       ftc store --self-check\n"
-            "\n"
-            "Serves PyTorch TCPStore clients (1.13 and 2.x dialects on one\n"
-            "port) and ftc clients until SIGINT or SIGTERM.\n"
-            "\n"
-            "  --port P                 port to listen on (default 29500;\n"
-            "                           0 picks a free one and prints it)\n"
-            "  --bind ADDR              address to bind (default: every\n"
-            "                           interface, IPv6 dual-stack)\n"
-            "  --backlog N              listen backlog (default: kernel max)\n"
-            "  --max-key-bytes N        longest key (default 64K)\n"
-            "  --max-value-bytes N      largest value (default 256M)\n"
-            "  --max-keys-per-request N keys in one CHECK/WAIT/MULTI_*\n"
-            "                           (default 128K)\n"
-            "  --max-request-bytes N    one whole request (default 512M)\n"
-            "  --max-total-bytes N      all keys, values, queues (default "
-            "4G)\n"
-            "  --max-connections N      open connections (default 100000)\n"
-            "  --max-output-bytes N     unsent replies per connection\n"
-            "                           before it is dropped (default 1G)\n"
-            "  --self-check             start a server on 127.0.0.1, run a\n"
-            "                           few requests of both dialects\n"
-            "                           against it, print them, exit\n"
-            "\n"
-            "Sizes take a K, M or G suffix (powers of 1024). FTC_LOG=info\n"
-            "logs connections refused and clients dropped; see\n"
-            "docs/operations.md for sizing (ulimit -n for big jobs).\n");
-}
+typedef struct store_args {
+    ftc_store_server_opts server;
+    int self_check;
+} store_args;
 
-static int parse_int(const char *text, int min, int max, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-        return -1;
+#define SIZE_OPTION(name, member, text)                                        \
+    {                                                                          \
+        name, FTC__CLI_SIZE, FTC__CLI_FIELD(store_args, server.member),        \
+            .min = 0, .max = INT64_MAX, .metavar = "N", .help = text           \
     }
-    *out = (int)v;
-    return 0;
-}
 
-/* Fills opts from argv; sets *self_check. Returns 0, or 2 (usage error)
- * after printing why. */
-static int parse_args(int argc, char **argv, ftc_store_server_opts *o,
-                      int *self_check)
-{
-    static const struct {
-        const char *flag;
-        size_t offset;
-    } sizes[] = {
-        {"--max-key-bytes", offsetof(ftc_store_server_opts, max_key_bytes)},
-        {"--max-value-bytes", offsetof(ftc_store_server_opts, max_value_bytes)},
-        {"--max-keys-per-request",
-         offsetof(ftc_store_server_opts, max_keys_per_request)},
-        {"--max-request-bytes",
-         offsetof(ftc_store_server_opts, max_request_bytes)},
-        {"--max-total-bytes", offsetof(ftc_store_server_opts, max_total_bytes)},
-        {"--max-connections", offsetof(ftc_store_server_opts, max_connections)},
-        {"--max-output-bytes",
-         offsetof(ftc_store_server_opts, max_output_bytes)},
-    };
-    o->port = 29500;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--self-check") == 0) {
-            *self_check = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "ftc store: unknown or incomplete option '%s'\n",
-                    a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        int known = 1;
-        if (strcmp(a, "--port") == 0) {
-            bad = parse_int(v, 0, 65535, &o->port);
-        } else if (strcmp(a, "--bind") == 0) {
-            o->bind_host = v;
-        } else if (strcmp(a, "--backlog") == 0) {
-            bad = parse_int(v, 1, 1 << 30, &o->backlog);
-        } else {
-            known = 0;
-            for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-                if (strcmp(a, sizes[k].flag) == 0) {
-                    bad = ftc__cmd_parse_size(
-                        v, (size_t *)((char *)o + sizes[k].offset));
-                    known = 1;
-                }
-            }
-        }
-        if (!known) {
-            fprintf(stderr, "ftc store: unknown option '%s'\n", a);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "ftc store: bad value for %s: '%s'\n", a, v);
-            return 2;
-        }
-    }
-    return 0;
-}
+static const ftc__cli_option options[] = {
+    {"port", FTC__CLI_INT, FTC__CLI_FIELD(store_args, server.port), .min = 0,
+     .max = 65535, .metavar = "P",
+     .help = "port to listen on; 0 picks a free one and prints it"},
+    {"bind", FTC__CLI_STRING, FTC__CLI_FIELD(store_args, server.bind_host),
+     .metavar = "ADDR", .help = "address to bind",
+     .default_text = "every interface, IPv6 dual-stack"},
+    {"backlog", FTC__CLI_INT, FTC__CLI_FIELD(store_args, server.backlog),
+     .min = 1, .max = 1 << 30, .metavar = "N", .help = "listen backlog",
+     .default_text = "the kernel's maximum"},
+    SIZE_OPTION("max-key-bytes", max_key_bytes, "longest key"),
+    SIZE_OPTION("max-value-bytes", max_value_bytes, "largest value"),
+    SIZE_OPTION("max-keys-per-request", max_keys_per_request,
+                "keys in one CHECK/WAIT/MULTI_*"),
+    SIZE_OPTION("max-request-bytes", max_request_bytes, "one whole request"),
+    SIZE_OPTION("max-total-bytes", max_total_bytes,
+                "all keys, values and queues"),
+    SIZE_OPTION("max-connections", max_connections, "open connections"),
+    SIZE_OPTION("max-output-bytes", max_output_bytes,
+                "unsent replies per connection before it is dropped"),
+    {"self-check", FTC__CLI_FLAG, FTC__CLI_FIELD(store_args, self_check),
+     .help = "start a server on 127.0.0.1, run a few requests of both "
+             "dialects against it, print them, exit"},
+};
+
+static const ftc__cli_command command = {
+    .name = "store",
+    .usage = "[--port P] [--bind ADDR] [limits...]\n"
+             "       ftc store --self-check",
+    .about = "Serves PyTorch TCPStore clients (1.13 and 2.x dialects on one\n"
+             "port) and ftc clients until SIGINT or SIGTERM.\n",
+    .notes = "Sizes take a K, M or G suffix (powers of 1024). FTC_LOG=info\n"
+             "logs connections refused and clients dropped; see\n"
+             "docs/operations.md for sizing (ulimit -n for big jobs).\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 /* ----------------------------------------------------------- self-check */
 
@@ -313,21 +254,17 @@ static int self_check(void)
 
 int ftc__cmd_store(int argc, char **argv)
 {
-    if (ftc__cmd_wants_help(argc, argv)) {
-        usage(stdout);
-        return 0;
-    }
-    ftc_store_server_opts o;
-    ftc_store_server_opts_init(&o);
-    int want_self_check = 0;
-    int rc = parse_args(argc, argv, &o, &want_self_check);
-    if (rc != 0) {
-        usage(stderr);
+    store_args a = {.self_check = 0};
+    ftc_store_server_opts_init(&a.server);
+    a.server.port = 29500;
+    int rc = ftc__cli_parse(&command, &a, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
         return rc;
     }
-    if (want_self_check) {
+    if (a.self_check) {
         return self_check();
     }
+    ftc_store_server_opts o = a.server;
     /* Signals are taken synchronously by this thread; the server's thread
      * has them blocked. */
     sigset_t stop_signals;

@@ -1,9 +1,6 @@
 /* ftc: the command-line tool. Dispatches to one handler per subcommand. */
-#include <errno.h>
 #include <ftw.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
@@ -33,32 +30,6 @@ static void usage(FILE *out)
     fprintf(out, "\n'ftc <command> --help' describes a command.\n");
 }
 
-int ftc__cmd_parse_size(const char *text, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-') {
-        return -1;
-    }
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k') {
-        shift = 10;
-    } else if (*end == 'M' || *end == 'm') {
-        shift = 20;
-    } else if (*end == 'G' || *end == 'g') {
-        shift = 30;
-    }
-    if (shift != 0) {
-        end++;
-    }
-    if (*end != '\0' || v > (SIZE_MAX >> shift)) {
-        return -1;
-    }
-    *out = (size_t)v << shift;
-    return 0;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int type,
                         struct FTW *ftw)
 {
@@ -72,16 +43,6 @@ static int remove_entry(const char *path, const struct stat *st, int type,
 void ftc__cmd_remove_tree(const char *dir)
 {
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-int ftc__cmd_wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 int ftc__cmd_version(int argc, char **argv)

@@ -18,6 +18,7 @@
 #define BENCH_FT_LIST_MAX 16
 
 typedef struct bench_ft_opts {
+    int what; /* which benchmarks: bit i is --what's name i */
     long quorum_groups[BENCH_FT_LIST_MAX]; /* lighthouse rounds */
     int n_quorum_groups;
     long step_groups[BENCH_FT_LIST_MAX]; /* manager steps */

@@ -15,6 +15,8 @@ typedef enum bench_op {
     BENCH_NOPS
 } bench_op;
 
+/* "set", "get", "add", "barrier", then NULL. */
+extern const char *const bench_op_names[BENCH_NOPS + 1];
 const char *bench_op_name(bench_op op);
 int bench_op_parse(const char *name); /* -1 if unknown */
 

@@ -12,18 +12,18 @@
 #define SMALL_KEYS 1000 /* distinct keys per client for small values */
 #define BIG_KEYS 8      /* ... and for values of 64 KiB and more */
 
-static const char *const op_names[BENCH_NOPS] = {"set", "get", "add",
-                                                 "barrier"};
+const char *const bench_op_names[BENCH_NOPS + 1] = {"set", "get", "add",
+                                                    "barrier", NULL};
 
 const char *bench_op_name(bench_op op)
 {
-    return op_names[op];
+    return bench_op_names[op];
 }
 
 int bench_op_parse(const char *name)
 {
     for (int i = 0; i < BENCH_NOPS; i++) {
-        if (strcmp(name, op_names[i]) == 0) {
+        if (strcmp(name, bench_op_names[i]) == 0) {
             return i;
         }
     }

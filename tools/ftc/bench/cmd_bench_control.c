@@ -1,7 +1,6 @@
 /* ftc bench control: latency of barrier, all_gather and all_sum over the
  * store, for 4 to 1024 ranks as threads of one process or as processes. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,11 +10,13 @@
 #include <unistd.h>
 
 #include "bench/bench_stats.h"
+#include "cli_args.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
 typedef enum { OP_BARRIER, OP_ALL_GATHER, OP_ALL_SUM } bench_op;
-static const char *op_names[] = {"barrier", "all_gather", "all_sum"};
+static const char *const op_names[] = {"barrier", "all_gather", "all_sum",
+                                       NULL};
 
 typedef struct bench_cfg {
     const char *addr;
@@ -262,21 +263,45 @@ static void report(const bench_cfg *cfg, rank_run *runs, int procs, int json)
     free(lat);
 }
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc bench control [--ranks N[,N...]] "
-            "[--op barrier|all_gather|all_sum[,...]]\n"
-            "                         [--procs] [--iters K] [--bytes B] "
-            "[--addr HOST:PORT] [--json]\n\n"
-            "Latency of control collectives over the store: p50 and p99 of\n"
-            "the time between successive collectives completing on every\n"
-            "rank. Ranks are threads (default) or processes (--procs), each\n"
-            "with its own store connection. Without --addr an embedded ftc\n"
-            "store serves the run. Defaults: --ranks 4,16,64,256,1024\n"
-            "--op barrier,all_gather,all_sum --bytes 16; --iters scales\n"
-            "down with the rank count.\n");
-}
+typedef struct control_args {
+    int ranks[32];
+    int n_ranks;
+    int ops; /* bit i: op_names[i] */
+    int procs;
+    int iters; /* 0: by the rank count */
+    size_t bytes;
+    const char *addr; /* NULL: an embedded store */
+    int json;
+} control_args;
+
+static const ftc__cli_option options[] = {
+    {"ranks", FTC__CLI_INT_LIST, FTC__CLI_ARRAY(control_args, ranks, n_ranks),
+     .min = 1, .max = 100000, .metavar = "N[,N...]",
+     .help = "rank counts, one case each"},
+    {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(control_args, ops),
+     .names = op_names, .metavar = "NAME[,...]", .help = "which collectives"},
+    {"procs", FTC__CLI_FLAG, FTC__CLI_FIELD(control_args, procs),
+     .help = "ranks are processes, not threads"},
+    {"iters", FTC__CLI_INT, FTC__CLI_FIELD(control_args, iters), .min = 1,
+     .max = 1000000, .metavar = "K", .help = "collectives per case",
+     .default_text = "200, 50 above 64 ranks, 20 above 256"},
+    {"bytes", FTC__CLI_SIZE, FTC__CLI_FIELD(control_args, bytes), .min = 0,
+     .max = 1 << 30, .metavar = "B", .help = "all_gather payload per rank"},
+    {"addr", FTC__CLI_STRING, FTC__CLI_FIELD(control_args, addr),
+     .metavar = "HOST:PORT", .help = "a running store",
+     .default_text = "an embedded ftc store"},
+    {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(control_args, json),
+     .help = "one JSON object per line instead of a table"},
+};
+
+static const ftc__cli_command command = {
+    .name = "bench control",
+    .about = "Latency of control collectives over the store: p50 and p99 of\n"
+             "the time between successive collectives completing on every\n"
+             "rank. Ranks are threads (default) or processes (--procs), each\n"
+             "with its own store connection.\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 /* Descriptors this process holds for a case: the embedded server's end
  * of every connection, and with threads the ranks' ends too. */
@@ -318,59 +343,18 @@ static int run_case(bench_cfg *cfg, int procs, int embedded, int json)
 
 int ftc__cmd_bench_control(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"ranks", required_argument, NULL, 'r'},
-        {"op", required_argument, NULL, 'o'},
-        {"procs", no_argument, NULL, 'p'},
-        {"iters", required_argument, NULL, 'i'},
-        {"bytes", required_argument, NULL, 'b'},
-        {"addr", required_argument, NULL, 'a'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
         return worker_main(argc, argv);
     }
-    char ranks_list[256] = "4,16,64,256,1024";
-    char ops_list[128] = "barrier,all_gather,all_sum";
-    const char *addr = NULL;
-    int procs = 0, json = 0, iters = 0;
-    size_t bytes = 16;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            snprintf(ranks_list, sizeof(ranks_list), "%s", optarg);
-            break;
-        case 'o':
-            snprintf(ops_list, sizeof(ops_list), "%s", optarg);
-            break;
-        case 'p':
-            procs = 1;
-            break;
-        case 'i':
-            iters = (int)strtol(optarg, NULL, 10);
-            break;
-        case 'b':
-            bytes = (size_t)strtoull(optarg, NULL, 10);
-            break;
-        case 'a':
-            addr = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    control_args a = {
+        .ranks = {4, 16, 64, 256, 1024}, .n_ranks = 5, .ops = 7, .bytes = 16};
+    int rc = ftc__cli_parse(&command, &a, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
+        return rc;
     }
     ftc_store_server *server = NULL;
     char local[64];
+    const char *addr = a.addr;
     if (addr == NULL) {
         if (ftc_store_server_create(NULL, &server) != 0) {
             fprintf(stderr, "bench control: %s\n", ftc_last_error());
@@ -380,36 +364,26 @@ int ftc__cmd_bench_control(int argc, char **argv)
                  ftc_store_server_port(server));
         addr = local;
     }
-    if (!json) {
+    if (!a.json) {
         printf("%-10s %6s %8s %-8s %6s %10s %10s\n", "op", "ranks", "bytes",
                "mode", "iters", "p50_us", "p99_us");
     }
     int failed = 0;
-    char *save_ops = NULL;
-    for (char *op = strtok_r(ops_list, ",", &save_ops); op != NULL;
-         op = strtok_r(NULL, ",", &save_ops)) {
-        bench_cfg cfg = {.addr = addr, .bytes = bytes};
-        if (parse_op(op, &cfg.op) != 0) {
-            fprintf(stderr, "bench control: unknown op '%s'\n", op);
-            failed = 1;
-            break;
-        }
-        char list[256];
-        snprintf(list, sizeof(list), "%s", ranks_list);
-        char *save_ranks = NULL;
-        for (char *n = strtok_r(list, ",", &save_ranks); n != NULL;
-             n = strtok_r(NULL, ",", &save_ranks)) {
-            cfg.ranks = (int)strtol(n, NULL, 10);
-            cfg.iters = iters > 0 ? iters
-                                  : (cfg.ranks <= 64    ? 200
-                                     : cfg.ranks <= 256 ? 50
-                                                        : 20);
+    for (int op = 0; op_names[op] != NULL; op++) {
+        for (int i = 0; (a.ops & (1 << op)) && i < a.n_ranks; i++) {
+            bench_cfg cfg = {.addr = addr,
+                             .bytes = a.bytes,
+                             .op = (bench_op)op,
+                             .ranks = a.ranks[i]};
+            cfg.iters = a.iters > 0 ? a.iters
+                                    : (cfg.ranks <= 64    ? 200
+                                       : cfg.ranks <= 256 ? 50
+                                                          : 20);
             char prefix[96];
-            snprintf(prefix, sizeof(prefix), "bench/%s/%d/%d/%" PRId64, op,
-                     cfg.ranks, (int)getpid(), (int64_t)now_ns());
+            snprintf(prefix, sizeof(prefix), "bench/%s/%d/%d/%" PRId64,
+                     op_names[op], cfg.ranks, (int)getpid(), (int64_t)now_ns());
             cfg.prefix = prefix;
-            if (cfg.ranks < 1 ||
-                run_case(&cfg, procs, server != NULL, json) != 0) {
+            if (run_case(&cfg, a.procs, server != NULL, a.json) != 0) {
                 failed = 1;
             }
         }

@@ -3,7 +3,6 @@
  * same membership and right after a change), recovery from kill -9 and
  * SIGSTOP with real processes, and healing throughput next to a loopback
  * TCP baseline measured in the same run. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "base/base_int.h"
 #include "bench/bench_ft.h"
 #include "bench/bench_stats.h"
+#include "cli_args.h"
 #include "cmd.h"
 
 int64_t bench_ft_now_ns(void)
@@ -124,15 +124,49 @@ void bench_ft_samples_free(bench_ft_samples *s)
 
 /* -------------------------------------------------------------- options */
 
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: ftc bench ft [--what quorum,step,fault,heal] [--json]\n"
-        "         [--quorum-groups 1,4,16,64,256] [--step-groups 1,4,16,64]\n"
-        "         [--steps N] [--changes N] [--floats N]\n"
-        "         [--fault-groups N] [--trials N]\n"
-        "         [--heal-mib 256] [--sources 1,2] [--reps N]\n\n"
+enum { W_QUORUM = 1, W_STEP = 2, W_FAULT = 4, W_HEAL = 8 };
+
+static const char *const what_names[] = {"quorum", "step", "fault", "heal",
+                                         NULL};
+
+#define LIST(name, member, counter, text)                                      \
+    {                                                                          \
+        name, FTC__CLI_INT_LIST,                                               \
+            FTC__CLI_ARRAY(bench_ft_opts, member, counter),                    \
+            .min = 1, .max = 1000000, .metavar = "N[,N...]", .help = text      \
+    }
+#define NUMBER(name, member, lo, text)                                         \
+    {                                                                          \
+        name, FTC__CLI_INT, FTC__CLI_FIELD(bench_ft_opts, member),             \
+            .min = lo, .max = 1000000, .metavar = "N", .help = text            \
+    }
+
+static const ftc__cli_option options[] = {
+    {"what", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(bench_ft_opts, what),
+     .names = what_names, .metavar = "LIST", .help = "which benchmarks"},
+    LIST("quorum-groups", quorum_groups, n_quorum_groups,
+         "replica groups of the quorum rounds"),
+    LIST("step-groups", step_groups, n_step_groups,
+         "replica groups of the manager steps"),
+    NUMBER("steps", steps, 1, "fast rounds or steps measured per count"),
+    NUMBER("changes", changes, 1, "leave-and-rejoin cycles per count"),
+    NUMBER("floats", floats, 1, "floats in each step's allreduce"),
+    NUMBER("fault-groups", fault_groups, 2,
+           "replica groups (processes) of the fault runs"),
+    NUMBER("trials", trials, 1, "kills and stops each"),
+    LIST("heal-mib", heal_mib, n_heal_mib, "MiB a replica heals"),
+    LIST("sources", heal_sources, n_heal_sources,
+         "up-to-date replicas it heals from"),
+    NUMBER("reps", reps, 1, "heal and baseline pairs per cell"),
+    {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_ft_opts, json),
+     .help = "one JSON object per line instead of a table"},
+};
+#undef LIST
+#undef NUMBER
+
+static const ftc__cli_command command = {
+    .name = "bench ft",
+    .about =
         "quorum  lighthouse rounds of --quorum-groups replica groups\n"
         "        (threads, one lighthouse client each): p50/p99 of the\n"
         "        time between two quorums, with the same membership\n"
@@ -149,147 +183,9 @@ static void usage(FILE *out)
         "        --sources up-to-date ones (in place, one process), and a\n"
         "        plain TCP stream between two threads moves as many bytes\n"
         "        just before (the baseline); --reps pairs, medians and\n"
-        "        the median of the per-pair ratios.\n"
-        "Defaults: --steps 30 --changes 3 --floats 1000 --fault-groups 3\n"
-        "--trials 3 --reps 7.\n");
-}
-
-/* Splits a "1,2,4" list into at most BENCH_FT_LIST_MAX positive numbers;
- * -1 if malformed. */
-static int parse_list(const char *text, long *out)
-{
-    int n = 0;
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", text);
-    for (char *p = buf; *p != '\0';) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (n == BENCH_FT_LIST_MAX || end == p || v <= 0 ||
-            (*end != ',' && *end != '\0')) {
-            return -1;
-        }
-        out[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
-static bool positive(const char *text, long *out)
-{
-    char *end;
-    *out = strtol(text, &end, 10);
-    return end != text && *end == '\0' && *out > 0;
-}
-
-enum { W_QUORUM = 1, W_STEP = 2, W_FAULT = 4, W_HEAL = 8 };
-
-static int parse_what(const char *text)
-{
-    static const char *const names[] = {"quorum", "step", "fault", "heal"};
-    int what = 0;
-    char buf[128];
-    snprintf(buf, sizeof(buf), "%s", text);
-    char *save = NULL;
-    for (char *w = strtok_r(buf, ",", &save); w != NULL;
-         w = strtok_r(NULL, ",", &save)) {
-        int bit = 0;
-        for (int i = 0; i < 4; i++) {
-            bit = strcmp(w, names[i]) == 0 ? 1 << i : bit;
-        }
-        if (bit == 0) {
-            return -1;
-        }
-        what |= bit;
-    }
-    return what;
-}
-
-/* Parses argv into o and *what; 0, or 2 after a usage message. */
-static int parse_args(int argc, char **argv, bench_ft_opts *o, int *what)
-{
-    static const struct option longopts[] = {
-        {"what", required_argument, NULL, 'w'},
-        {"quorum-groups", required_argument, NULL, 'q'},
-        {"step-groups", required_argument, NULL, 'g'},
-        {"steps", required_argument, NULL, 's'},
-        {"changes", required_argument, NULL, 'c'},
-        {"floats", required_argument, NULL, 'f'},
-        {"fault-groups", required_argument, NULL, 'F'},
-        {"trials", required_argument, NULL, 't'},
-        {"heal-mib", required_argument, NULL, 'm'},
-        {"sources", required_argument, NULL, 'o'},
-        {"reps", required_argument, NULL, 'r'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *lists[4] = {"1,4,16,64,256", "1,4,16,64", "256", "1,2"};
-    long *outs[4] = {o->quorum_groups, o->step_groups, o->heal_mib,
-                     o->heal_sources};
-    int *counts[4] = {&o->n_quorum_groups, &o->n_step_groups, &o->n_heal_mib,
-                      &o->n_heal_sources};
-    long steps = 30, changes = 3, floats = 1000, fgroups = 3, trials = 3,
-         reps = 7;
-    bool ok = true;
-    *what = W_QUORUM | W_STEP | W_FAULT | W_HEAL;
-    int c;
-    optind = 1;
-    while (ok && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            *what = parse_what(optarg);
-            ok = *what > 0;
-            break;
-        case 'q':
-        case 'g':
-        case 'm':
-        case 'o':
-            lists[c == 'q' ? 0 : c == 'g' ? 1 : c == 'm' ? 2 : 3] = optarg;
-            break;
-        case 's':
-            ok = positive(optarg, &steps);
-            break;
-        case 'c':
-            ok = positive(optarg, &changes);
-            break;
-        case 'f':
-            ok = positive(optarg, &floats);
-            break;
-        case 'F':
-            ok = positive(optarg, &fgroups) && fgroups >= 2;
-            break;
-        case 't':
-            ok = positive(optarg, &trials);
-            break;
-        case 'r':
-            ok = positive(optarg, &reps);
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            ok = false;
-        }
-    }
-    for (int i = 0; ok && i < 4; i++) {
-        *counts[i] = parse_list(lists[i], outs[i]);
-        ok = *counts[i] > 0;
-    }
-    if (!ok || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    o->steps = (int)steps;
-    o->changes = (int)changes;
-    o->floats = (size_t)floats;
-    o->fault_groups = (int)fgroups;
-    o->trials = (int)trials;
-    o->reps = (int)reps;
-    return 0;
-}
+        "        the median of the per-pair ratios.\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 int ftc__cmd_bench_ft(int argc, char **argv)
 {
@@ -301,27 +197,41 @@ int ftc__cmd_bench_ft(int argc, char **argv)
     if (getenv("FTC_LOG") == NULL) {
         setenv("FTC_LOG", "error", 0);
     }
-    bench_ft_opts o;
-    memset(&o, 0, sizeof(o));
-    int what;
-    int rc = parse_args(argc, argv, &o, &what);
-    if (rc != 0) {
-        return rc == 1 ? 0 : rc;
+    bench_ft_opts o = {
+        .what = W_QUORUM | W_STEP | W_FAULT | W_HEAL,
+        .quorum_groups = {1, 4, 16, 64, 256},
+        .n_quorum_groups = 5,
+        .step_groups = {1, 4, 16, 64},
+        .n_step_groups = 4,
+        .steps = 30,
+        .changes = 3,
+        .floats = 1000,
+        .fault_groups = 3,
+        .trials = 3,
+        .heal_mib = {256},
+        .n_heal_mib = 1,
+        .heal_sources = {1, 2},
+        .n_heal_sources = 2,
+        .reps = 7,
+    };
+    int rc = ftc__cli_parse(&command, &o, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
+        return rc;
     }
     /* Hundreds of replica groups in this process hold thousands of
      * sockets. */
     bench_fd_room(0);
     int failed = 0;
-    for (int i = 0; (what & W_QUORUM) && i < o.n_quorum_groups; i++) {
+    for (int i = 0; (o.what & W_QUORUM) && i < o.n_quorum_groups; i++) {
         failed += bench_ft_quorum(&o, (int)o.quorum_groups[i]);
     }
-    for (int i = 0; (what & W_STEP) && i < o.n_step_groups; i++) {
+    for (int i = 0; (o.what & W_STEP) && i < o.n_step_groups; i++) {
         failed += bench_ft_step(&o, (int)o.step_groups[i]);
     }
-    if (what & W_FAULT) {
+    if (o.what & W_FAULT) {
         failed += bench_ft_fault(&o);
     }
-    for (int i = 0; (what & W_HEAL) && i < o.n_heal_mib; i++) {
+    for (int i = 0; (o.what & W_HEAL) && i < o.n_heal_mib; i++) {
         for (int k = 0; k < o.n_heal_sources; k++) {
             failed += bench_ft_heal(&o, (size_t)o.heal_mib[i],
                                     (int)o.heal_sources[k]);

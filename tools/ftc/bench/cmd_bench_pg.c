@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "cmd.h"
+#include "cli_args.h"
 #include "bench/cmd_bench.h"
 #include "ftc/ftc.h"
 
@@ -29,12 +29,17 @@ enum {
     NOPS
 };
 
-static const char *const op_names[NOPS] = {
-    "allreduce", "broadcast", "allgather", "reduce_scatter", "alltoall"};
+/* "all" sets every bit. */
+static const char *const op_names[NOPS + 2] = {
+    "allreduce", "broadcast", "allgather", "reduce_scatter",
+    "alltoall",  "all",       NULL};
+
+static const char *const algo_names[] = {"auto", "ring",  "rdouble", "direct",
+                                         "tree", "chain", NULL};
 
 typedef struct cfg {
     int ranks;
-    bool ops[NOPS];
+    int ops; /* bit i: op_names[i] */
     size_t sizes[MAX_SIZES];
     int nsizes;
     bool json;
@@ -49,154 +54,55 @@ typedef struct cfg {
     const char *prefix;
 } cfg;
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: ftc bench pg [--ranks N] [--op NAME[,NAME...]]\n"
-            "                   [--sizes 4K,1M,64M] [--iters K] [--json]\n"
-            "\n"
-            "Times process-group collectives between N local ranks (each\n"
-            "a process started here, meeting through an embedded store),\n"
-            "nccl-tests style: for each op and size, the median over\n"
-            "iterations of the slowest rank's time (each iteration after a\n"
-            "barrier), and back-to-back time (iterations in a row).\n"
-            "algbw = size / time; busbw = algbw x 2(N-1)/N (allreduce),\n"
-            "x 1 (broadcast), x (N-1)/N (allgather, reduce_scatter,\n"
-            "alltoall). size is the per-rank buffer (allgather: output,\n"
-            "reduce_scatter: input), f32 elements.\n"
-            "\n"
-            "  --ranks N        ranks (default 2, at most 64)\n"
-            "  --op LIST        allreduce, broadcast, allgather,\n"
-            "                   reduce_scatter, alltoall or all (default)\n"
-            "  --sizes LIST     sizes with K/M/G suffixes (default\n"
-            "                   4K,64K,1M,16M,64M)\n"
-            "  --iters K        iterations per size (default: 500 at 4K\n"
-            "                   down to 12 at 64M, within --budget)\n"
-            "  --budget S       seconds per op and size (default 5)\n"
-            "  --json           one JSON object per line instead of a table\n"
-            "                   (op, ranks, bytes, count, p50_us, p10_us,\n"
-            "                   p90_us, algbw_gbps, busbw_gbps, b2b_us,\n"
-            "                   b2b_busbw_gbps)\n"
-            "  --spin US        ftc_pg_opts.spin_us (default 0 = auto)\n"
-            "  --algo NAME      ring, rdouble, direct, tree, chain (default:\n"
-            "                   by size)\n"
-            "  --streams K      connections per peer (default 1)\n"
-            "  --segment SIZE   pipelining segment, K/M suffixes (default\n"
-            "                   256K)\n");
-}
+static const ftc__cli_option options[] = {
+    {"ranks", FTC__CLI_INT, FTC__CLI_FIELD(cfg, ranks), .min = 1,
+     .max = MAX_RANKS, .metavar = "N", .help = "ranks"},
+    {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops), .names = op_names,
+     .metavar = "LIST", .help = "collectives", .default_text = "all"},
+    {"sizes", FTC__CLI_SIZE_LIST, FTC__CLI_ARRAY(cfg, sizes, nsizes), .min = 1,
+     .max = INT64_MAX, .metavar = "LIST",
+     .help = "per-rank buffer sizes with K/M/G suffixes"},
+    {"iters", FTC__CLI_INT, FTC__CLI_FIELD(cfg, iters), .min = 1,
+     .max = 1000000, .metavar = "K", .help = "iterations per size",
+     .default_text = "500 at 4K down to 12 at 64M, within --budget"},
+    {"budget", FTC__CLI_DOUBLE, FTC__CLI_FIELD(cfg, budget_s), .real_min = 1,
+     .real_max = 3600, .metavar = "S", .help = "seconds per op and size"},
+    {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(cfg, json),
+     .help = "one JSON object per line instead of a table (op, ranks, "
+             "bytes, count, p50_us, p10_us, p90_us, algbw_gbps, busbw_gbps, "
+             "b2b_us, b2b_busbw_gbps)"},
+    {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -1,
+     .max = 1000000, .metavar = "US", .help = "ftc_pg_opts.spin_us",
+     .default_text = "0 = auto"},
+    {"algo", FTC__CLI_ENUM, FTC__CLI_FIELD(cfg, algo), .names = algo_names,
+     .metavar = "NAME", .help = "the algorithm; auto: by size"},
+    {"streams", FTC__CLI_INT, FTC__CLI_FIELD(cfg, streams), .min = 1, .max = 8,
+     .metavar = "K", .help = "connections per peer", .default_text = "1"},
+    {"segment", FTC__CLI_SIZE, FTC__CLI_FIELD(cfg, segment), .min = 1,
+     .max = INT64_MAX, .metavar = "SIZE",
+     .help = "pipelining segment, K/M suffixes", .default_text = "256K"},
+    /* The launcher's arguments to its ranks (this program re-run). */
+    {"worker-store", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, store),
+     .metavar = "ADDR"},
+    {"worker-rank", FTC__CLI_INT, FTC__CLI_FIELD(cfg, rank), .min = 0,
+     .max = MAX_RANKS - 1, .metavar = "R"},
+    {"worker-prefix", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, prefix),
+     .metavar = "PREFIX"},
+};
 
-static bool parse_list(char *text, cfg *c, bool sizes)
-{
-    if (sizes) {
-        c->nsizes = 0;
-    } else {
-        memset(c->ops, 0, sizeof(c->ops));
-    }
-    for (char *save = NULL, *t = strtok_r(text, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        if (sizes) {
-            if (c->nsizes == MAX_SIZES ||
-                ftc__cmd_parse_size(t, &c->sizes[c->nsizes++]) != 0) {
-                return false;
-            }
-            continue;
-        }
-        bool found = false;
-        for (int i = 0; i < NOPS; i++) {
-            if (strcmp(t, op_names[i]) == 0 || strcmp(t, "all") == 0) {
-                c->ops[i] = found = true;
-            }
-        }
-        if (!found) {
-            return false;
-        }
-    }
-    return sizes ? c->nsizes > 0 : true;
-}
-
-static int parse_algo(const char *s)
-{
-    static const char *const names[] = {"auto",   "ring", "rdouble",
-                                        "direct", "tree", "chain"};
-    for (int i = 0; i < 6; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-static long parse_long(const char *s, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    return errno != 0 || end == s || *end != '\0' || v < min || v > max
-               ? LONG_MIN
-               : v;
-}
-
-static int parse_args(int argc, char **argv, cfg *c)
-{
-    static char all[] = "all", sizes[] = "4K,64K,1M,16M,64M";
-    *c = (cfg){.ranks = 2, .budget_s = 5, .rank = -1};
-    parse_list(all, c, false);
-    parse_list(sizes, c, true);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n = 0;
-        bool ok = true;
-        if (strcmp(a, "--json") == 0) {
-            c->json = true;
-            continue;
-        }
-        if (v == NULL) {
-            fprintf(stderr, "ftc bench pg: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (strcmp(a, "--ranks") == 0) {
-            ok = (n = parse_long(v, 1, MAX_RANKS)) != LONG_MIN;
-            c->ranks = (int)n;
-        } else if (strcmp(a, "--op") == 0 || strcmp(a, "--sizes") == 0) {
-            char buf[512];
-            snprintf(buf, sizeof(buf), "%s", v);
-            ok = parse_list(buf, c, a[2] == 's');
-        } else if (strcmp(a, "--iters") == 0) {
-            ok = (n = parse_long(v, 1, 1000000)) != LONG_MIN;
-            c->iters = (int)n;
-        } else if (strcmp(a, "--budget") == 0) {
-            ok = (n = parse_long(v, 1, 3600)) != LONG_MIN;
-            c->budget_s = (double)n;
-        } else if (strcmp(a, "--spin") == 0) {
-            ok = (n = parse_long(v, -1, 1000000)) != LONG_MIN;
-            c->spin_us = (int)n;
-        } else if (strcmp(a, "--algo") == 0) {
-            ok = (c->algo = parse_algo(v)) >= 0;
-        } else if (strcmp(a, "--streams") == 0) {
-            ok = (n = parse_long(v, 1, 8)) != LONG_MIN;
-            c->streams = (int)n;
-        } else if (strcmp(a, "--segment") == 0) {
-            ok = ftc__cmd_parse_size(v, &c->segment) == 0 && c->segment > 0;
-        } else if (strcmp(a, "--worker-store") == 0) {
-            c->store = v;
-        } else if (strcmp(a, "--worker-rank") == 0) {
-            ok = (n = parse_long(v, 0, MAX_RANKS - 1)) != LONG_MIN;
-            c->rank = (int)n;
-        } else if (strcmp(a, "--worker-prefix") == 0) {
-            c->prefix = v;
-        } else {
-            fprintf(stderr, "ftc bench pg: unknown option %s\n", a);
-            return 2;
-        }
-        if (!ok) {
-            fprintf(stderr, "ftc bench pg: bad value for %s: '%s'\n", a, v);
-            return 2;
-        }
-    }
-    return 0;
-}
+static const ftc__cli_command command = {
+    .name = "bench pg",
+    .about = "Times process-group collectives between N local ranks (each\n"
+             "a process started here, meeting through an embedded store),\n"
+             "nccl-tests style: for each op and size, the median over\n"
+             "iterations of the slowest rank's time (each iteration after a\n"
+             "barrier), and back-to-back time (iterations in a row).\n"
+             "algbw = size / time; busbw = algbw x 2(N-1)/N (allreduce),\n"
+             "x 1 (broadcast), x (N-1)/N (allgather, reduce_scatter,\n"
+             "alltoall). size is the per-rank buffer (allgather: output,\n"
+             "reduce_scatter: input), f32 elements.\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 /* ------------------------------------------------------------- worker */
 
@@ -387,7 +293,7 @@ static int worker(const cfg *c)
         fflush(stdout);
     }
     for (int op = 0; rc == 0 && op < NOPS; op++) {
-        for (int s = 0; rc == 0 && c->ops[op] && s < c->nsizes; s++) {
+        for (int s = 0; rc == 0 && (c->ops & (1 << op)) && s < c->nsizes; s++) {
             rc = bench_one(pg, c, op, c->sizes[s], lat);
         }
     }
@@ -470,15 +376,18 @@ static int launch(const cfg *c, int argc, char **argv)
 
 int bench_pg_main(int argc, char **argv)
 {
-    if (ftc__cmd_wants_help(argc, argv)) {
-        usage(stdout);
-        return 0;
-    }
-    cfg c;
-    int rc = parse_args(argc, argv, &c);
-    if (rc != 0) {
-        usage(stderr);
+    cfg c = {.ranks = 2,
+             .ops = (1 << NOPS) - 1,
+             .sizes = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20},
+             .nsizes = 5,
+             .budget_s = 5,
+             .rank = -1};
+    int rc = ftc__cli_parse(&command, &c, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
         return rc;
+    }
+    if (c.ops & (1 << NOPS)) { /* "all" */
+        c.ops = (1 << NOPS) - 1;
     }
     if (c.rank >= 0) {
         return worker(&c);

@@ -9,7 +9,7 @@
 
 #include "base/base_int.h"
 #include "bench/bench_stats.h"
-#include "cmd.h"
+#include "cli_args.h"
 #include "bench/cmd_bench.h"
 #include "ftc/ftc.h"
 
@@ -22,9 +22,9 @@ static const size_t default_sizes[] = {16, 1 << 20};
 #define PROCS_MAX 64
 
 typedef struct bench_args {
-    int ops[BENCH_NOPS]; /* which ops to run */
-    int clients;         /* 0: the default list */
-    size_t value_bytes;  /* 0: 16 B and 1 MiB */
+    int ops;            /* which ops to run: bit i is bench_op i */
+    int clients;        /* 0: the default list */
+    size_t value_bytes; /* 0: 16 B and 1 MiB */
     int64_t duration_ms;
     int rounds; /* 0: by clients */
     const char *addr;
@@ -33,112 +33,52 @@ typedef struct bench_args {
     int json;
 } bench_args;
 
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: ftc bench store [--clients K] [--value-bytes B]\n"
-        "                       [--ops set,get,add,barrier] [--duration S]\n"
-        "                       [--rounds R] [--addr HOST:PORT] [--v1]\n"
-        "                       [--procs | --threads] [--json]\n"
-        "\n"
+static const ftc__cli_option options[] = {
+    {"clients", FTC__CLI_INT, FTC__CLI_FIELD(bench_args, clients), .min = 1,
+     .max = 100000, .metavar = "K", .help = "only K clients",
+     .default_text = "the lists above"},
+    {"value-bytes", FTC__CLI_SIZE, FTC__CLI_FIELD(bench_args, value_bytes),
+     .min = 1, .max = 1 << 30, .metavar = "B", .help = "only B-byte values",
+     .default_text = "16 and 1048576"},
+    {"ops", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(bench_args, ops),
+     .names = bench_op_names, .metavar = "LIST", .help = "which ops"},
+    {"duration", FTC__CLI_SECONDS, FTC__CLI_FIELD(bench_args, duration_ms),
+     .min = 1, .max = 3600000, .metavar = "S",
+     .help = "seconds per throughput measurement"},
+    {"rounds", FTC__CLI_INT, FTC__CLI_FIELD(bench_args, rounds), .min = 2,
+     .max = 1000000, .metavar = "R", .help = "barrier rounds",
+     .default_text = "400 to 20 by K"},
+    {"addr", FTC__CLI_STRING, FTC__CLI_FIELD(bench_args, addr),
+     .metavar = "HOST:PORT",
+     .help = "a running server (ftc store, or PyTorch's TCPStore) instead "
+             "of an embedded one"},
+    {"v1", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_args, dialect),
+     .flag_value = FTC_STORE_DIALECT_V1,
+     .help = "speak the PyTorch 1.13 dialect (with --addr)"},
+    {"procs", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_args, mode), .flag_value = 1,
+     .help = "clients as processes (default: processes up to 64 clients, "
+             "threads above)"},
+    {"threads", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_args, mode),
+     .flag_value = 2, .help = "clients as threads"},
+    {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_args, json),
+     .help = "one JSON object per line: op, clients, value_bytes, "
+             "ops_per_s, p50_us, p99_us, mode"},
+};
+
+static const ftc__cli_command command = {
+    .name = "bench store",
+    .about =
         "Measures ftc's store client against ftc's store server: set, get\n"
         "and add ops/s with K = 1, 4, 16, 64 clients for 16 B and 1 MiB\n"
         "values (add: one shared counter), and barrier latency (K clients\n"
         "in c10d's store barrier, ftc_store_client_barrier: one request\n"
         "each on ftc's server) for K = 4, 16, 64, 256, 1024. Each client\n"
-        "has its own connection.\n"
-        "\n"
-        "  --clients K       only K clients (default: the lists above)\n"
-        "  --value-bytes B   only B-byte values (default 16 and 1048576)\n"
-        "  --ops LIST        which ops (default set,get,add,barrier)\n"
-        "  --duration S      seconds per throughput measurement (default 2)\n"
-        "  --rounds R        barrier rounds (default 400 to 20 by K)\n"
-        "  --addr HOST:PORT  a running server (ftc store, or PyTorch's\n"
-        "                    TCPStore) instead of an embedded one\n"
-        "  --v1              speak the PyTorch 1.13 dialect (with --addr)\n"
-        "  --procs/--threads clients as processes or threads (default:\n"
-        "                    processes up to 64 clients, threads above)\n"
-        "  --json            one JSON object per line: op, clients,\n"
-        "                    value_bytes, ops_per_s, p50_us, p99_us, mode\n"
-        "\n"
-        "Latencies are per call (set: until sent; barrier: per round,\n"
-        "as the last client leaves). Throughput is all clients' ops over\n"
-        "the span from the first start to the last end.\n");
-}
-
-static int parse_ops(const char *list, int *ops)
-{
-    char buf[128];
-    snprintf(buf, sizeof(buf), "%s", list);
-    memset(ops, 0, sizeof(int) * BENCH_NOPS);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        int op = bench_op_parse(t);
-        if (op < 0) {
-            return -1;
-        }
-        ops[op] = 1;
-    }
-    return 0;
-}
-
-static int parse_args(int argc, char **argv, bench_args *a)
-{
-    memset(a, 0, sizeof(*a));
-    for (int i = 0; i < BENCH_NOPS; i++) {
-        a->ops[i] = 1;
-    }
-    a->duration_ms = 2000;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (strcmp(o, "--json") == 0) {
-            a->json = 1;
-            continue;
-        }
-        if (strcmp(o, "--v1") == 0) {
-            a->dialect = FTC_STORE_DIALECT_V1;
-            continue;
-        }
-        if (strcmp(o, "--procs") == 0 || strcmp(o, "--threads") == 0) {
-            a->mode = o[2] == 'p' ? 1 : 2;
-            continue;
-        }
-        if (v == NULL) {
-            fprintf(stderr, "ftc bench store: unknown option '%s'\n", o);
-            return 2;
-        }
-        i++;
-        int bad = 0;
-        if (strcmp(o, "--clients") == 0) {
-            a->clients = (int)strtol(v, &end, 10);
-            bad = a->clients < 1 || a->clients > 100000;
-        } else if (strcmp(o, "--value-bytes") == 0) {
-            a->value_bytes = (size_t)strtoull(v, &end, 10);
-            bad = a->value_bytes < 1 || a->value_bytes > ((size_t)1 << 30);
-        } else if (strcmp(o, "--duration") == 0) {
-            a->duration_ms = (int64_t)(strtod(v, &end) * 1000);
-            bad = a->duration_ms < 1;
-        } else if (strcmp(o, "--rounds") == 0) {
-            a->rounds = (int)strtol(v, &end, 10);
-            bad = a->rounds < 2;
-        } else if (strcmp(o, "--addr") == 0) {
-            a->addr = v;
-        } else if (strcmp(o, "--ops") == 0) {
-            bad = parse_ops(v, a->ops);
-        } else {
-            fprintf(stderr, "ftc bench store: unknown option '%s'\n", o);
-            return 2;
-        }
-        if (bad || (end != NULL && *end != '\0')) {
-            fprintf(stderr, "ftc bench store: bad value for %s: '%s'\n", o, v);
-            return 2;
-        }
-    }
-    return 0;
-}
+        "has its own connection.\n",
+    .notes = "Latencies are per call (set: until sent; barrier: per round,\n"
+             "as the last client leaves). Throughput is all clients' ops over\n"
+             "the span from the first start to the last end.\n",
+    FTC__CLI_OPTIONS(options),
+};
 
 static int default_rounds(int clients)
 {
@@ -280,7 +220,7 @@ static int run_all(const bench_args *a, const char *addr)
                "value_bytes", "ops_per_s", "p50_us", "p99_us", "mode");
     }
     for (int op = 0; op < BENCH_NOPS; op++) {
-        if (!a->ops[op]) {
+        if (!(a->ops & (1 << op))) {
             continue;
         }
         int barrier = op == BENCH_BARRIER;
@@ -318,14 +258,9 @@ int bench_store_main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--worker") == 0) {
         return bench_worker_main(argc, argv);
     }
-    if (ftc__cmd_wants_help(argc, argv)) {
-        usage(stdout);
-        return 0;
-    }
-    bench_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc != 0) {
-        usage(stderr);
+    bench_args a = {.ops = (1 << BENCH_NOPS) - 1, .duration_ms = 2000};
+    int rc = ftc__cli_parse(&command, &a, argc, argv, NULL);
+    if (rc != FTC__CLI_PARSED) {
         return rc;
     }
     bench_fd_room(0);

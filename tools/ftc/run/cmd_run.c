@@ -143,12 +143,7 @@ int ftc__cmd_run(int argc, char **argv)
 {
     run_opts o;
     int rc = run_opts_parse(&o, argc, argv);
-    if (o.help) {
-        run_usage(stdout);
-        return 0;
-    }
-    if (rc != 0) {
-        fprintf(stderr, "(ftc run --help lists the options)\n");
+    if (o.help || rc != 0) {
         return rc;
     }
     char path[PATH_MAX];

@@ -1,5 +1,5 @@
 /* Options of `ftc run`: the command line parsed and checked into one
- * struct, and the --help text. */
+ * struct (--help is printed from the same option table). */
 #ifndef FTC_TOOLS_RUN_OPTS_H
 #define FTC_TOOLS_RUN_OPTS_H
 
@@ -32,7 +32,6 @@ typedef struct run_opts {
     run_kill_mode kill_mode;
     int64_t stop_ms; /* how long a SIGSTOPped group stays stopped */
     uint64_t seed;
-    int seed_given;
     int64_t duration_ms; /* 0: until the trainers finish */
     int64_t grace_ms;    /* SIGTERM to SIGKILL when stopping; default 5000 */
     int64_t progress_ms; /* plain progress line period (no TTY) */
@@ -42,16 +41,14 @@ typedef struct run_opts {
     int n_env;
     int quiet;
     int show_events;
-    int help;       /* --help or -h came before the command */
+    int help;       /* --help or -h came before the command (printed) */
     char **command; /* borrowed from argv, NULL-terminated */
 } run_opts;
 
 /* Fills o from argv (argv[0] is "run"); the strings stay in argv. Returns
  * 0, or 2 (the usage exit code) after printing why to stderr. A missing
  * --seed is drawn at random here, so the summary can print it. With
- * o->help set, the rest is unchecked. */
+ * o->help set the help was printed on stdout and the rest is unchecked. */
 int run_opts_parse(run_opts *o, int argc, char **argv);
-
-void run_usage(FILE *out);
 
 #endif
