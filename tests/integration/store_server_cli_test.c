@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "testkit.h"
 
 static const char *ftc__bin;

@@ -1,6 +1,6 @@
 /* store_client_torch_agent.py driver: a child process with pipes, line-based
  * JSON, and deadlines on every read so a stuck interpreter fails the test. */
-#include "store_client_torch_agent.h"
+#include "torch_kit.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ftc/algo.h"
-#include "manager_fixture.h"
+#include "manager_kit.h"
 #include "testkit.h"
 
 static void bad_options(void **state)
