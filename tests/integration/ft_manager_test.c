@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ft_kit.h"
-#include "lighthouse_util.h"
+#include "lighthouse_kit.h"
 
 static void healthy_3x2(void **state)
 {

@@ -2,5 +2,5 @@
 # (raw sockets and libcurl on loopback, in one process).
 ftc_add_test(heal_hostile_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/heal_hostile_test.c
-                     ${CMAKE_CURRENT_LIST_DIR}/lighthouse_util.c
+             KITS lighthouse
              LABELS integration threaded TIMEOUT 300)

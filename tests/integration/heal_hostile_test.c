@@ -13,7 +13,7 @@
 
 #include "base/base_int.h"
 #include "ft/heal/heal.h"
-#include "lighthouse_util.h"
+#include "lighthouse_kit.h"
 #include "testkit.h"
 
 #define NX ((size_t)1 << 20) /* floats: a 4 MiB state */

@@ -4,9 +4,8 @@ set(FTC_LH_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 foreach(t api chaos)
   ftc_add_test(lighthouse_${t}_test
                SOURCES ${FTC_LH_TEST_DIR}/lighthouse_${t}_test.c
-                       ${FTC_LH_TEST_DIR}/lighthouse_util.c
+               KITS lighthouse DEPENDS ftc_cli
                LABELS integration threaded TIMEOUT 300)
   target_compile_definitions(lighthouse_${t}_test PRIVATE
                              FTC_CLI_PATH="$<TARGET_FILE:ftc_cli>")
-  add_dependencies(lighthouse_${t}_test ftc_cli)
 endforeach()

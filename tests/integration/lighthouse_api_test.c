@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lighthouse_util.h"
+#include "lighthouse_kit.h"
 #include "testkit.h"
 
 typedef struct fixture {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lighthouse_util.h"
+#include "lighthouse_kit.h"
 #include "testkit.h"
 
 /* ------------------------------------------------------ the member role */

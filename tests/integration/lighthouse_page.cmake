@@ -5,8 +5,7 @@ find_program(FTC_NODE node)
 if(NOT FTC_NODE)
   set(FTC_NODE node)
 endif()
-add_test(NAME lighthouse_page_test
-         COMMAND ${FTC_NODE} ${CMAKE_CURRENT_LIST_DIR}/lighthouse_page_test.mjs
-                 $<TARGET_FILE:ftc_cli>)
-set_tests_properties(lighthouse_page_test PROPERTIES TIMEOUT 120
-                     LABELS "integration")
+ftc_add_test(lighthouse_page_test
+             COMMAND ${FTC_NODE} ${CMAKE_CURRENT_LIST_DIR}/lighthouse_page_test.mjs
+                     $<TARGET_FILE:ftc_cli>
+             TIMEOUT 120 LABELS integration)

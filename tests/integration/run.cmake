@@ -6,10 +6,9 @@ foreach(t run_cli_test run_restart_test run_inject_test run_signal_test)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
     ftc_add_test(${t}
                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c
-                         ${CMAKE_CURRENT_LIST_DIR}/run_kit.c
+                 KITS run DEPENDS ftc_cli run_fake_trainer
                  ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:run_fake_trainer>
                  LABELS integration TIMEOUT 120)
-    add_dependencies(${t} ftc_cli run_fake_trainer)
   endif()
 endforeach()
 set(RUN_PARTS event lines inject stats env opts)

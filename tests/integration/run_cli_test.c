@@ -316,6 +316,7 @@ static int run_on_terminal(char *const args[], char *out, size_t cap)
         execv(argv[0], argv);
         _exit(127);
     }
+    tk_adopt(pid); /* forkpty's child leads a session, so a group */
     size_t len = 0;
     int64_t end = tk_now_ms() + tk_ms(20000);
     for (;;) {
@@ -334,7 +335,7 @@ static int run_on_terminal(char *const args[], char *out, size_t cap)
     out[len] = '\0';
     close(master);
     int status;
-    waitpid(pid, &status, 0);
+    tk_waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -4,7 +4,7 @@ foreach(t store_client_test store_client_scale_test
           store_client_barrier_test)
   ftc_add_test(${t}
                SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c
-                       ${CMAKE_CURRENT_LIST_DIR}/store_client_kit.c
+               KITS store_client
                LABELS integration threaded TIMEOUT 300)
 endforeach()
 ftc_add_test(store_client_bench_test

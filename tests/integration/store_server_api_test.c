@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "store_server_kit.h"
 #include "testkit.h"
 

@@ -8,12 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "testkit.h"
 
 static const char *ftc__bin;
@@ -30,15 +29,8 @@ static void start(proc *p, char *const args[])
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     memset(p, 0, sizeof(*p));
-    fflush(NULL);
-    pid_t parent = getpid();
-    p->pid = fork();
-    assert_true(p->pid >= 0);
+    p->pid = tk_fork();
     if (p->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
         dup2(fds[1], 1);
         dup2(fds[1], 2);
         close(fds[0]);
@@ -76,10 +68,10 @@ static int finish(proc *p, int64_t timeout_ms)
 {
     int64_t end = tk_now_ms() + tk_ms(timeout_ms);
     int status = 0;
-    while (waitpid(p->pid, &status, WNOHANG) == 0) {
+    while (tk_waitpid(p->pid, &status, WNOHANG) == 0) {
         if (tk_now_ms() > end) {
             kill(p->pid, SIGKILL);
-            waitpid(p->pid, &status, 0);
+            tk_waitpid(p->pid, &status, 0);
             break;
         }
         read_until(p, "\x01never", 10);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "store_server_kit.h"
 #include "testkit.h"
 

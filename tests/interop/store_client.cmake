@@ -4,21 +4,16 @@
 set(agent ${CMAKE_CURRENT_LIST_DIR}/store_client_torch_agent.py)
 ftc_add_test(store_client_interop_torch2
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_client_interop_test.c
-          ${CMAKE_CURRENT_LIST_DIR}/store_client_torch_agent.c
-          ${PROJECT_SOURCE_DIR}/tests/integration/store_client_kit.c
+  KITS torch store_client
   ARGS ${FTC_TORCH2_PYTHON} ${agent} torch2
   LABELS interop threaded TIMEOUT 600)
-target_include_directories(store_client_interop_torch2
-                           PRIVATE ${PROJECT_SOURCE_DIR}/tests/integration)
 foreach(flavour torch2_legacy torch1)
   if(flavour STREQUAL torch1)
     set(py ${FTC_TORCH1_PYTHON})
   else()
     set(py ${FTC_TORCH2_PYTHON})
   endif()
-  add_test(NAME store_client_interop_${flavour}
-           COMMAND store_client_interop_torch2 ${py} ${agent} ${flavour})
-  set_tests_properties(store_client_interop_${flavour} PROPERTIES
-                       TIMEOUT 600 LABELS "interop;threaded"
-                       ENVIRONMENT "CMOCKA_MESSAGE_OUTPUT=stdout")
+  ftc_add_test(store_client_interop_${flavour}
+               COMMAND store_client_interop_torch2 ${py} ${agent} ${flavour}
+               LABELS interop threaded TIMEOUT 600)
 endforeach()

@@ -13,7 +13,7 @@
 #include "store/client/client_int.h"
 #include "store_client_kit.h"
 #include "testkit.h"
-#include "store_client_torch_agent.h"
+#include "torch_kit.h"
 
 static const char *python, *agent_py, *flavour;
 static int dialect;   /* FTC_STORE_DIALECT_* that the server speaks */

@@ -3,9 +3,7 @@
 # fails the test.
 ftc_add_test(store_server_interop_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_interop_test.c
-                     ${PROJECT_SOURCE_DIR}/tests/integration/store_server_kit.c
+             KITS store_server
              ARGS ${FTC_TORCH1_PYTHON} ${FTC_TORCH2_PYTHON}
                   ${CMAKE_CURRENT_LIST_DIR}
              LABELS interop threaded TIMEOUT 600)
-target_include_directories(store_server_interop_test PRIVATE
-                           ${PROJECT_SOURCE_DIR}/tests/integration)

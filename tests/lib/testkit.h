@@ -1,5 +1,6 @@
 /* Test kit shared by every test: scaled deadlines, polling waits instead of
- * sleeps, and child processes that can never outlive the test.
+ * sleeps, and child processes that can never outlive the test. The
+ * layers' kits (tests/lib/<layer>_kit) build on it.
  *
  * Child processes are the test binary itself re-executed with
  * "--tk-role NAME [args...]"; tk_main() dispatches to the role. */
@@ -52,6 +53,16 @@ int64_t tk_now_ms(void);
 /* A pause for the polling loop above; not for synchronisation. */
 void tk_pause_ms(int ms);
 
+/* Child processes. Every child starts in a process group of its own
+ * (pgid = its pid), is registered, and dies with the parent
+ * (PR_SET_PDEATHSIG). Reaping a child (tk_reap, tk_waitpid) also kills
+ * what is left of its group and unregisters it. Whatever is still
+ * registered when a test ends, passing or failing (cmocka's teardown,
+ * installed by tk_main and tk_run_group), or when the process exits
+ * (atexit: a failed assert outside a test exits), is killed as a group
+ * and reaped, so no child outlives its test. Children started during a
+ * group setup live until the group ends. */
+
 /* A child process running a role of this test binary. */
 typedef struct tk_child {
     pid_t pid;
@@ -60,22 +71,37 @@ typedef struct tk_child {
     char name[64];
 } tk_child;
 
-/* Starts "<self> --tk-role role args..." in this test's process group
- * (created on first use) with extra environment entries "K=V" (NULL-ended
- * list, may be NULL). The child dies with the parent (PR_SET_PDEATHSIG). */
+/* Starts "<self> --tk-role role args..." with extra environment entries
+ * "K=V" (NULL-ended list, may be NULL). */
 void tk_spawn(tk_child *c, const char *role, char *const args[],
               char *const env[]);
 
 /* Starts an arbitrary program (argv[0] is looked up in PATH when it has no
- * '/') the same way: it dies with the parent and is reaped by tk_reap. */
+ * '/') the same way. */
 void tk_spawn_cmd(tk_child *c, char *const argv[], char *const env[]);
 
+/* fork() for spawners that set up descriptors first: in the child (0
+ * returned) a new process group and PR_SET_PDEATHSIG are set, and only
+ * async-signal-safe calls may follow until exec; in the parent the child
+ * is registered. Fails the test if fork fails. */
+pid_t tk_fork(void);
+/* Registers a child this process started otherwise (forkpty: its own
+ * session, so its own group). */
+void tk_adopt(pid_t pid);
+/* waitpid() for registered children: when pid is reaped, kills what is
+ * left of its group and unregisters it. Retries on EINTR. */
+pid_t tk_waitpid(pid_t pid, int *status, int options);
+/* Kills every registered group and reaps its leader (the teardown's and
+ * atexit's cleanup; a test may call it too). Returns how many were left. */
+int tk_kill_children(void);
+
 /* Reaps children until all are done or tk_ms(timeout_ms) passed; then kills
- * and reaps the rest. Returns how many had to be killed. */
+ * the groups of the rest and reaps them. Returns how many had to be
+ * killed. */
 int tk_reap(tk_child *cs, int n, int64_t timeout_ms);
 /* Exit code of a reaped child, or 128+signal if it was killed. */
 int tk_exit_code(const tk_child *c);
-/* Sends a signal to one child. */
+/* Sends a signal to one child (not its group). */
 void tk_signal(tk_child *c, int sig);
 
 /* Appends one formatted line ('\n' added) to fd in a single write, so
@@ -100,6 +126,15 @@ typedef struct tk_role {
 int tk_main_impl(int argc, char **argv, const tk_role *roles, size_t nroles,
                  const char *group, const struct CMUnitTest *tests,
                  size_t ntests);
+
+/* cmocka_run_group_tests with the children's cleanup after every test
+ * (chained after the test's own teardown) and after the group. */
+#define tk_run_group(tests, setup, teardown)                                   \
+    tk_run_group_impl(#tests, tests, sizeof(tests) / sizeof(tests[0]), setup,  \
+                      teardown)
+int tk_run_group_impl(const char *group, const struct CMUnitTest *tests,
+                      size_t ntests, CMFixtureFunction setup,
+                      CMFixtureFunction teardown);
 
 /* The path of this test binary, for roles that need it. */
 const char *tk_self(void);

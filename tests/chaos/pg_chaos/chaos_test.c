@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "pg/tcp/tcp.h"
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 /* Exit codes of a member. */
 enum { OK = 0, WRONG_ERROR = 3, NO_ERROR = 4, REBUILD_FAILED = 5 };

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 typedef struct variant {
     int coll, algo;

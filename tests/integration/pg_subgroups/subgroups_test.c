@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 #define N 8
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_comm.h"
+#include "algo_kit.h"
 #include "testkit.h"
 
 #define MAX_REPLICAS 4

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "sim_comm.h"
+#include "algo_kit.h"
 #include "testkit.h"
 
 #define N 8

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "sim_comm.h"
+#include "algo_kit.h"
 #include "testkit.h"
 
 #define REPLICAS 3

@@ -376,6 +376,5 @@ int main(void)
         cmocka_unit_test(restarted_member_cannot_rejoin_generation),
         cmocka_unit_test(groups_interleave_on_one_store),
     };
-    return cmocka_run_group_tests(tests, control_kit_setup,
-                                  control_kit_teardown);
+    return tk_run_group(tests, control_kit_setup, control_kit_teardown);
 }

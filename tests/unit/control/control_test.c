@@ -514,6 +514,5 @@ int main(int argc, char **argv)
         return tk_main(argc, argv, roles, 1, tests);
     }
     use_procs = argc >= 2 && strcmp(argv[1], "--procs") == 0;
-    return cmocka_run_group_tests(tests, control_kit_setup,
-                                  control_kit_teardown);
+    return tk_run_group(tests, control_kit_setup, control_kit_teardown);
 }

@@ -110,5 +110,5 @@ int main(void)
         cmocka_unit_test(sgd_learns_the_task),
         cmocka_unit_test(batches_and_weights_are_deterministic),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tk_run_group(tests, NULL, NULL);
 }

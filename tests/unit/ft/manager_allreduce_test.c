@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lighthouse_util.h"
-#include "manager_fixture.h"
+#include "lighthouse_kit.h"
+#include "manager_kit.h"
 #include "testkit.h"
 
 #define N 4

@@ -10,7 +10,7 @@
 
 #include "ft/manager/manager.h"
 #include "ftc/algo.h"
-#include "manager_fixture.h"
+#include "manager_kit.h"
 #include "testkit.h"
 
 static void bad_options(void **state)

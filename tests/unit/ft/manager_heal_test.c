@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ft/manager/manager.h"
-#include "manager_fixture.h"
+#include "manager_kit.h"
 #include "testkit.h"
 
 #define NW ((size_t)3 << 20) /* floats in "w": 12 MiB, three chunks */

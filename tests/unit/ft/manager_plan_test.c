@@ -6,7 +6,7 @@
 
 #include "base/base_int.h"
 #include "ft/manager/manager_plan.h"
-#include "quorum_fixture.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 static const char *const ids5[] = {"r0", "r1", "r2", "r3", "r4"};

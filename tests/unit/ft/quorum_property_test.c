@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "quorum_fixture.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 #define POOL 12 /* replica ids r00..r11 */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "quorum_fixture.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 static ftc__quorum_result results(const ftc__quorum *q, const char *id,

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "quorum_fixture.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 static void opts_are_checked(void **state)

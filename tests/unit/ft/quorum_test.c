@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "quorum_fixture.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 #define HOUR_MS ((int64_t)60 * 60 * 1000)

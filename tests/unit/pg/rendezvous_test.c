@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 typedef struct member {
     pthread_t t;

@@ -10,7 +10,7 @@
 
 #include "device/device_int.h"
 #include "pg/tcp/tcp_int.h"
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 /* ------------------------------------------------------------------ abort */
 

@@ -2,7 +2,7 @@
  * group sizes 1..5, every algorithm, sizes 0/1/odd/not divisible and a
  * few thousand elements, a representative spread of dtypes and ops. The
  * full dtype x op matrix over processes is tests/integration/pg_matrix. */
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 typedef struct plan {
     int coll;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "pg/tcp/tcp_int.h"
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 static void congestion_of(int fd, char *out, size_t cap)
 {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
-#include "client_fake_server_helper.h"
+#include "store_fake_server_kit.h"
 #include "store/client/client_int.h"
 #include "store_client_kit.h"
 #include "testkit.h"

@@ -5,7 +5,7 @@
 
 #include "base/base_int.h"
 #include "store/client/client_codec.h"
-#include "client_fake_server_helper.h"
+#include "store_fake_server_kit.h"
 #include "testkit.h"
 
 static void expect_req(ftc__store_req *r, const char *want_hex)

@@ -6,7 +6,7 @@
 
 #include "base/base_int.h"
 #include "store/server/kv.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "testkit.h"
 
 /* What the hooks saw. */

@@ -5,7 +5,7 @@
 
 #include "base/base_int.h"
 #include "store/wire.h"
-#include "store_raw.h"
+#include "store_kit.h"
 #include "testkit.h"
 
 static const ftc__wire_limits limits = {

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,7 +156,7 @@ void rk_free(rk_run *p)
 {
     if (!p->done && p->pid > 0) {
         kill(p->pid, SIGKILL);
-        waitpid(p->pid, NULL, 0);
+        tk_waitpid(p->pid, NULL, 0);
     }
     free(p->text);
     p->text = NULL;

@@ -1,5 +1,5 @@
-/* Helpers of the lighthouse integration tests (see lighthouse_util.h). */
-#include "lighthouse_util.h"
+/* Helpers of the lighthouse integration tests (see lighthouse_kit.h). */
+#include "lighthouse_kit.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* Test harness for process groups (see pg_harness.h). */
-#include "pg_harness.h"
+/* Test harness for process groups (see pg_kit.h). */
+#include "pg_kit.h"
 
 #include <pthread.h>
 #include <stdio.h>

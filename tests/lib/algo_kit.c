@@ -1,6 +1,6 @@
 /* The simulated comm: replicas meet in rounds under one mutex; averages
  * are summed in rank order so every replica gets bit-identical results. */
-#include "sim_comm.h"
+#include "algo_kit.h"
 
 #include <errno.h>
 #include <pthread.h>

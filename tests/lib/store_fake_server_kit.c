@@ -1,6 +1,6 @@
 /* Scripted fake TCPStore server for the client unit tests: expectations
  * are checked on the server thread and reported when the test joins it. */
-#include "client_fake_server_helper.h"
+#include "store_fake_server_kit.h"
 
 #include <stdarg.h>
 #include <stdio.h>

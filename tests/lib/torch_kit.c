@@ -1,6 +1,6 @@
 /* store_client_torch_agent.py driver: a child process with pipes, line-based
  * JSON, and deadlines on every read so a stuck interpreter fails the test. */
-#include "store_client_torch_agent.h"
+#include "torch_kit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,15 +69,8 @@ int torch_agent_start(torch_agent *a, const char *python, const char *script,
         argv[n++] = (char *)args[i];
     }
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = tk_fork();
     if (pid == 0) {
-        /* Only async-signal-safe calls between fork and exec. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
         dup2(in[0], 0);
         dup2(out[1], 1);
         execv(python, argv);
@@ -89,10 +81,6 @@ int torch_agent_start(torch_agent *a, const char *python, const char *script,
     a->pid = pid;
     a->to_fd = in[1];
     a->from_fd = out[0];
-    if (pid < 0) {
-        snprintf(why, why_cap, "fork: %s", strerror(errno));
-        return -1;
-    }
     char line[256];
     if (read_line(a, timeout_ms, line, sizeof(line)) != 0 ||
         sscanf(line, "PORT %d %63s", &a->port, a->version) != 2) {
@@ -164,12 +152,12 @@ void torch_agent_stop(torch_agent *a)
     close(a->from_fd);
     int status;
     int64_t end = tk_now_ms() + tk_ms(10000);
-    while (waitpid(a->pid, &status, WNOHANG) == 0) {
+    while (tk_waitpid(a->pid, &status, WNOHANG) == 0) {
         if (tk_now_ms() > end) {
             fprintf(stderr, "torch agent %d did not exit; killing it\n",
                     (int)a->pid);
             kill(a->pid, SIGKILL);
-            waitpid(a->pid, &status, 0);
+            tk_waitpid(a->pid, &status, 0);
             break;
         }
         tk_pause_ms(10);

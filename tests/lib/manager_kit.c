@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "manager_fixture.h"
+#include "manager_kit.h"
 #include "testkit.h"
 
 mf_env *mf_env_new(void)

@@ -1,5 +1,5 @@
-/* Builders shared by the quorum core's tests (see quorum_fixture.h). */
-#include "quorum_fixture.h"
+/* Builders shared by the quorum core's tests (see quorum_kit.h). */
+#include "quorum_kit.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Raw TCPStore frames and blocking sockets for the store server's tests. */
-#include "store_raw.h"
+#include "store_kit.h"
 
 #include <poll.h>
 #include <stdlib.h>

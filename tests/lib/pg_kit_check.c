@@ -8,7 +8,7 @@
 
 #include "base/err.h"
 #include "pg/half.h"
-#include "pg_harness.h"
+#include "pg_kit.h"
 
 static const char *const names[PGT_END] = {
     [PGT_ALLREDUCE] = "allreduce",   [PGT_BROADCAST] = "broadcast",
