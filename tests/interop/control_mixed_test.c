@@ -1,6 +1,7 @@
 /* PyTorch ranks (torch's own _StoreCollectives, Python) and ftc ranks (C)
  * take part in the same control collectives on one ftc store: proof that
  * the key layout is c10d's. Ranks 0 and 1 are PyTorch, 2 and 3 are ftc. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,12 @@ static int rank_on_ftc(int argc, char **argv)
     return bad;
 }
 
+static bool python_ranks_connected(ftc_store_server *server)
+{
+    ftc_store_server_stats s;
+    return ftc_store_server_stats_get(server, &s) == 0 && s.connections >= 2;
+}
+
 static void torch_and_ftc_ranks_share_collectives(void **state)
 {
     (void)state;
@@ -123,6 +130,12 @@ static void torch_and_ftc_ranks_share_collectives(void **state)
     for (int r = 0; r < WORLD; r++) {
         char rank[8];
         snprintf(rank, sizeof(rank), "%d", r);
+        if (r == 2) {
+            /* The ftc ranks start once both PyTorch ranks are connected:
+             * importing torch alone takes over 20 s on a loaded host, and
+             * the collectives' timeouts are for the collectives. */
+            TK_WAIT_UNTIL(python_ranks_connected(server), 60000);
+        }
         if (r < 2) {
             char *argv[] = {(char *)python,
                             (char *)script,
