@@ -132,6 +132,7 @@ typedef struct ftc_algo_range {
 typedef struct ftc_ddp ftc_ddp;
 
 typedef struct ftc_ddp_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Floats per collective; 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS. Every
      * bucket of a sync_grads() call is issued before the first is waited
      * for (at most 64 in flight; more wait for the oldest first). */
@@ -183,6 +184,7 @@ FTC_API int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms);
 typedef struct ftc_localsgd ftc_localsgd;
 
 typedef struct ftc_localsgd_opts {
+    size_t struct_size;  /* set by the _init (see ftc/base.h) */
     int sync_every;      /* >= 1; 0 = FTC_ALGO_DEFAULT_SYNC_EVERY */
     size_t bucket_elems; /* 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS */
 } ftc_localsgd_opts;
@@ -246,6 +248,7 @@ FTC_API int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome,
 typedef struct ftc_diloco ftc_diloco;
 
 typedef struct ftc_diloco_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Inner steps in which every fragment is synchronised once; a
      * multiple of n_fragments. 0 = FTC_ALGO_DEFAULT_SYNC_EVERY. */
     int sync_every;

@@ -42,6 +42,7 @@ typedef struct ftc_lighthouse ftc_lighthouse;
  * max_data_bytes) are the defaults of each new job; a job can change its
  * own with PUT /v1/jobs/{job} or ftc_lighthouse_configure_job. */
 typedef struct ftc_lighthouse_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* "host:port" to listen on; NULL: "[::]:29510" (every interface, IPv6
      * dual-stack). Port 0 picks a free port (ftc_lighthouse_address). */
     const char *bind;
@@ -108,9 +109,10 @@ FTC_API void ftc_lighthouse_destroy(ftc_lighthouse *lh);
 typedef struct ftc_lighthouse_client ftc_lighthouse_client;
 
 typedef struct ftc_lighthouse_client_opts {
-    const char *job;   /* NULL: "default"; copied */
-    const char *token; /* NULL: none; copied. See FTC_TOKEN in
-                          docs/operations.md */
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    const char *job;    /* NULL: "default"; copied */
+    const char *token;  /* NULL: none; copied. See FTC_TOKEN in
+                           docs/operations.md */
     /* What FTC_TIMEOUT_DEFAULT means for a call; 60000. */
     int64_t timeout_ms;
     /* Retry of unreachable lighthouses (refused, reset, 503): exponential
@@ -341,6 +343,7 @@ typedef enum ftc_world_size_mode {
 /* Options of a manager. ftc_manager_opts_init fills the defaults given
  * here; a zero field also means its default. Strings are copied. */
 typedef struct ftc_manager_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* The lighthouse, "host:port" (or an http:// URL). Required. */
     const char *lighthouse;
     const char *job; /* the lighthouse job; NULL: "default" */
@@ -507,6 +510,7 @@ FTC_API int ftc_manager_register_cb(ftc_manager *m, const char *name, int dtype,
                                     const ftc_manager_state_cb *cb);
 
 typedef struct ftc_manager_quorum_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Ask the lighthouse to admit no new member into this quorum (long
      * LocalSGD/DiLoCo intervals). */
     bool shrink_only;
