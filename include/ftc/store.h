@@ -106,7 +106,8 @@ typedef struct ftc_store_client_opts {
     int64_t timeout_ms; /* used for FTC_TIMEOUT_DEFAULT; 300000 */
     int dialect;        /* ftc_store_dialect; default V2 */
     /* A longer reply value fails with FTC_EMSGSIZE before anything is
-     * allocated (and the connection is replaced); default 1 GiB. */
+     * allocated (and the connection is replaced); default 1 GiB; 0 is
+     * FTC_EINVAL. */
     size_t max_value_bytes;
 } ftc_store_client_opts;
 

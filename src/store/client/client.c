@@ -40,6 +40,10 @@ static int resolve_opts(ftc_store_client_opts *o,
     if (rc != 0) {
         return rc;
     }
+    if (o->max_value_bytes == 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_client_opts: max_value_bytes 0 (>= 1)");
+    }
     if (o->dialect != FTC_STORE_DIALECT_V2 &&
         o->dialect != FTC_STORE_DIALECT_V1) {
         return ftc__seterr(FTC_EINVAL, "unknown store dialect %d", o->dialect);
