@@ -66,6 +66,7 @@ int ftc_ddp_begin_step(ftc_ddp *ddp, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_begin_step");
     if (rc != 0) {
         return rc;
     }
@@ -86,6 +87,7 @@ int ftc_ddp_sync_grads(ftc_ddp *ddp, float *grads, size_t n, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_sync_grads");
     if (rc != 0) {
         return rc;
     }
@@ -110,6 +112,7 @@ int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_commit");
     if (rc != 0) {
         return rc;
     }

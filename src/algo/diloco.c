@@ -287,6 +287,7 @@ int ftc_diloco_step(ftc_diloco *dl, int *outcome, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_enter_step(dl, DILOCO_MAGIC, "ftc_diloco", outcome);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_diloco_step");
     if (rc != 0) {
         return rc;
     }

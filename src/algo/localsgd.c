@@ -119,6 +119,7 @@ int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_enter_step(sgd, LOCALSGD_MAGIC, "ftc_localsgd", outcome);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_localsgd_step");
     if (rc != 0) {
         return rc;
     }
