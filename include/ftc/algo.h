@@ -17,6 +17,10 @@ extern "C" {
  * provides one (ftc_manager_algo_comm()); the tests provide a simulated
  * in-process one. Every function gets `ctx` back as its first argument.
  *
+ * The timeout_ms of ftc_ddp_*, ftc_localsgd_step and ftc_diloco_step
+ * follows the timeout rule of ftc/base.h (FTC_EINVAL, nothing done, for
+ * another value).
+ *
  * Timeouts: each function taking `timeout_ms` receives either the time
  * left of the algorithm call's deadline (>= 0), FTC_TIMEOUT_INFINITE, or
  * FTC_TIMEOUT_DEFAULT when the caller of the algorithm passed it (the comm
@@ -132,7 +136,9 @@ typedef struct ftc_algo_range {
 typedef struct ftc_ddp ftc_ddp;
 
 typedef struct ftc_ddp_opts {
-    /* Floats per collective; 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS. Every
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    /* Floats per collective; default FTC_ALGO_DEFAULT_BUCKET_ELEMS, 0 is
+     * FTC_EINVAL. Every
      * bucket of a sync_grads() call is issued before the first is waited
      * for (at most 64 in flight; more wait for the oldest first). */
     size_t bucket_elems;
@@ -183,8 +189,9 @@ FTC_API int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms);
 typedef struct ftc_localsgd ftc_localsgd;
 
 typedef struct ftc_localsgd_opts {
-    int sync_every;      /* >= 1; 0 = FTC_ALGO_DEFAULT_SYNC_EVERY */
-    size_t bucket_elems; /* 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS */
+    size_t struct_size;  /* set by the _init (see ftc/base.h) */
+    int sync_every;      /* >= 1; default FTC_ALGO_DEFAULT_SYNC_EVERY */
+    size_t bucket_elems; /* >= 1; default FTC_ALGO_DEFAULT_BUCKET_ELEMS */
 } ftc_localsgd_opts;
 
 FTC_API void ftc_localsgd_opts_init(ftc_localsgd_opts *opts);
@@ -246,10 +253,11 @@ FTC_API int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome,
 typedef struct ftc_diloco ftc_diloco;
 
 typedef struct ftc_diloco_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Inner steps in which every fragment is synchronised once; a
-     * multiple of n_fragments. 0 = FTC_ALGO_DEFAULT_SYNC_EVERY. */
+     * multiple of n_fragments, >= 1. Default FTC_ALGO_DEFAULT_SYNC_EVERY. */
     int sync_every;
-    /* Number of fragments; 0 = 1. */
+    /* Number of fragments, >= 1; default 1. */
     size_t n_fragments;
     /* n_fragments ranges of the parameter vector, in bounds, non-empty and
      * non-overlapping (copied at create). NULL = n_fragments contiguous
@@ -260,9 +268,9 @@ typedef struct ftc_diloco_opts {
     int fragment_sync_delay;
     /* Mixing of local progress into the new global: 0 <= alpha <= 1. */
     double fragment_update_alpha;
-    double outer_lr;       /* > 0 and finite; 0 = 0.7 */
-    double outer_momentum; /* 0 < momentum < 1; 0 = 0.9 */
-    size_t bucket_elems;   /* 0 = FTC_ALGO_DEFAULT_BUCKET_ELEMS */
+    double outer_lr;       /* > 0 and finite; default 0.7 */
+    double outer_momentum; /* 0 < momentum < 1; default 0.9 */
+    size_t bucket_elems;   /* >= 1; default FTC_ALGO_DEFAULT_BUCKET_ELEMS */
 } ftc_diloco_opts;
 
 FTC_API void ftc_diloco_opts_init(ftc_diloco_opts *opts);

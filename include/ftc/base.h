@@ -48,10 +48,28 @@ FTC_API const char *ftc_err_name(int code);
  * call. Thread-local because handles are shared between threads. */
 FTC_API const char *ftc_last_error(void);
 
-/* Timeouts of blocking calls, in milliseconds: a value >= 0, or one of
- * these. DEFAULT means the handle's configured default timeout. */
+/* The timeout rule. Every timeout of the API, a timeout_ms argument or a
+ * timeout field of an options struct, is in milliseconds and is exactly one
+ * of: a value >= 0 (0: do not wait, try once), FTC_TIMEOUT_INFINITE, or
+ * FTC_TIMEOUT_DEFAULT (an argument: the handle's configured default; an
+ * options field: the default documented for that field). Any other value
+ * is FTC_EINVAL, with a message naming the call and the value, and the
+ * call then has done nothing. */
 #define FTC_TIMEOUT_INFINITE ((int64_t)-1)
 #define FTC_TIMEOUT_DEFAULT ((int64_t)-2)
+
+/* Options structs (ftc_*_opts). Each has an _init that fills every field
+ * with its default (or a documented "unset" sentinel; 0 is never "unset":
+ * where 0 is accepted it means 0) and sets the first member, struct_size,
+ * to sizeof the struct as the caller's header declares it. Always call the
+ * _init, then change fields. The library reads only the fields that fit in
+ * struct_size and takes the defaults of the rest, so a program built
+ * against an older header keeps working when fields are appended (as
+ * NCCL's ncclConfig_t). struct_size 0 (a struct the _init never saw) or
+ * smaller than the first version is FTC_EINVAL ("call ..._init() first").
+ * A NULL opts pointer means all defaults. size_t fields that can be set to
+ * FTC_SIZE_DEFAULT say so. */
+#define FTC_SIZE_DEFAULT ((size_t)-1)
 
 /* Logging. Lines go to stderr unless a handler is set. The initial level
  * comes from the environment variable FTC_LOG=debug|info|warn|error|off

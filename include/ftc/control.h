@@ -29,6 +29,7 @@ extern "C" {
 typedef struct ftc_control ftc_control;
 
 typedef struct ftc_control_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Automatic keys are "<auto_prefix>/<generation>/<n>" for the n-th
      * call made with key == NULL. Default prefix "ftc/control". */
     const char *auto_prefix;
@@ -46,7 +47,8 @@ FTC_API void ftc_control_opts_init(ftc_control_opts *opts);
 
 /* Creates the group view of rank (0 <= rank < world_size) over store. The
  * store is borrowed and must outlive the group; several groups may share
- * one store. Blocks for one store round trip (bounded by timeout_ms).
+ * one store. Blocks for one store round trip (bounded by timeout_ms, which
+ * follows the timeout rule of ftc/base.h).
  * Errors: FTC_EINVAL, FTC_ESTALE (see generation), store errors. */
 FTC_API int ftc_control_create(ftc_store_client *store, int rank,
                                int world_size, const ftc_control_opts *opts,
@@ -59,7 +61,9 @@ FTC_API int64_t ftc_control_generation(const ftc_control *group);
 /* In every call: key names the collective instance and may be used once
  * per group (FTC_EEXIST "key 'k' has already been used" otherwise); NULL
  * takes the next automatic key. Returned buffers are released with
- * ftc_free / ftc_store_values_free. Timeouts: FTC_ETIMEDOUT naming the
+ * ftc_free / ftc_store_values_free. timeout_ms follows the timeout rule
+ * of ftc/base.h (FTC_TIMEOUT_DEFAULT: 300000; another negative value is
+ * FTC_EINVAL and claims no key). Timeouts: FTC_ETIMEDOUT naming the
  * missing ranks. A group may be used by one thread at a time. */
 
 /* Returns when every rank has entered the barrier. On ftc's store server

@@ -36,12 +36,17 @@ extern "C" {
 
 typedef struct ftc_lighthouse ftc_lighthouse;
 
-/* Every limit on what clients send is a field here. A zero field means the
- * default given; out-of-range values make create fail with FTC_EINVAL. The
+/* Every limit on what clients send is a field here. ftc_lighthouse_opts_init
+ * fills the defaults given ("Options structs" in ftc/base.h); a time field
+ * also takes FTC_TIMEOUT_DEFAULT and max_body_bytes FTC_SIZE_DEFAULT (its
+ * default). 0 in a time field means 0 (idle_connection_timeout_ms 0: no
+ * idle limit); 0 in a count or size limit other than max_data_bytes (0:
+ * members carry no data) is FTC_EINVAL, as is any out-of-range value. The
  * quorum options (min_replicas ... strict_shrink_only, max_replicas,
  * max_data_bytes) are the defaults of each new job; a job can change its
  * own with PUT /v1/jobs/{job} or ftc_lighthouse_configure_job. */
 typedef struct ftc_lighthouse_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* "host:port" to listen on; NULL: "[::]:29510" (every interface, IPv6
      * dual-stack). Port 0 picks a free port (ftc_lighthouse_address). */
     const char *bind;
@@ -108,17 +113,20 @@ FTC_API void ftc_lighthouse_destroy(ftc_lighthouse *lh);
 typedef struct ftc_lighthouse_client ftc_lighthouse_client;
 
 typedef struct ftc_lighthouse_client_opts {
-    const char *job;   /* NULL: "default"; copied */
-    const char *token; /* NULL: none; copied. See FTC_TOKEN in
-                          docs/operations.md */
-    /* What FTC_TIMEOUT_DEFAULT means for a call; 60000. */
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    const char *job;    /* NULL: "default"; copied */
+    const char *token;  /* NULL: none; copied. See FTC_TOKEN in
+                           docs/operations.md */
+    /* What FTC_TIMEOUT_DEFAULT means for a call; 60000 (the timeout rule
+     * of ftc/base.h; FTC_TIMEOUT_DEFAULT here: 60000). */
     int64_t timeout_ms;
     /* Retry of unreachable lighthouses (refused, reset, 503): exponential
-     * backoff with jitter from retry_initial_ms (50) to retry_max_ms
-     * (1000), until the call's deadline. */
+     * backoff with jitter from retry_initial_ms (50, >= 1) to
+     * retry_max_ms (1000, >= retry_initial_ms), until the call's
+     * deadline. */
     int64_t retry_initial_ms;
     int64_t retry_max_ms;
-    size_t max_response_bytes; /* 64 MiB */
+    size_t max_response_bytes; /* 64 MiB; FTC_SIZE_DEFAULT; 0: EINVAL */
 } ftc_lighthouse_client_opts;
 
 FTC_API void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *opts);
@@ -130,9 +138,10 @@ FTC_API void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *opts);
  * Thread-safety: one client may be used by many threads at once; each call
  * runs on its own connection (kept alive and reused by later calls), so a
  * manager can heartbeat, join and watch on three threads with one client.
- * Every call takes timeout_ms (>= 0, FTC_TIMEOUT_DEFAULT or
- * FTC_TIMEOUT_INFINITE) and returns by then; while the lighthouse is
- * unreachable (restarting) a call retries with backoff until then. */
+ * Every call takes timeout_ms (the timeout rule of ftc/base.h: a bad one
+ * is FTC_EINVAL before anything is sent) and returns by then; while the
+ * lighthouse is unreachable (restarting) a call retries with backoff until
+ * then. */
 FTC_API int ftc_lighthouse_client_create(const char *addr,
                                          const ftc_lighthouse_client_opts *opts,
                                          ftc_lighthouse_client **out);
@@ -339,8 +348,16 @@ typedef enum ftc_world_size_mode {
 #define FTC_MANAGER_NO_RETRY ((int64_t)-1)
 
 /* Options of a manager. ftc_manager_opts_init fills the defaults given
- * here; a zero field also means its default. Strings are copied. */
+ * here ("Options structs" in ftc/base.h). The timeouts follow the timeout
+ * rule of ftc/base.h (FTC_TIMEOUT_DEFAULT: the default given here; 0 means
+ * 0); heal_lend_ms also takes FTC_TIMEOUT_DEFAULT, heal_chunk_bytes
+ * FTC_SIZE_DEFAULT. 0 in a count, interval or size (group_size,
+ * min_replica_size, heartbeat_interval_ms, heal_*) is FTC_EINVAL; heal_port
+ * 0 is an ephemeral port and max_retries 0 unlimited. Every call below
+ * that takes timeout_ms checks it by that rule first (FTC_EINVAL, nothing
+ * done). Strings are copied. */
 typedef struct ftc_manager_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* The lighthouse, "host:port" (or an http:// URL). Required. */
     const char *lighthouse;
     const char *job; /* the lighthouse job; NULL: "default" */
@@ -351,7 +368,7 @@ typedef struct ftc_manager_opts {
      * Required; at most 200 bytes, no ':'. */
     const char *replica_id;
     int group_rank; /* 0 .. group_size - 1; rank 0 leads */
-    int group_size; /* ranks in the replica group; 0: 1 */
+    int group_size; /* ranks in the replica group; 1 */
     /* The replica group's key-value store "host:port", shared by its
      * ranks; it is also where the cross-replica process groups of this
      * replica meet when it is a primary, so other replica groups must
@@ -362,7 +379,7 @@ typedef struct ftc_manager_opts {
      * FTC_STORE_PREFIX). NULL: replica_id. */
     const char *store_prefix;
     /* A step commits only with at least this many participants; in
-     * FIXED_WITH_SPARES also the number of participants. 0: 1. */
+     * FIXED_WITH_SPARES also the number of participants. 1. */
     int64_t min_replica_size;
     int world_size_mode; /* ftc_world_size_mode */
     /* Collectives, votes and group store calls (FTC_TIMEOUT_DEFAULT of
@@ -507,6 +524,7 @@ FTC_API int ftc_manager_register_cb(ftc_manager *m, const char *name, int dtype,
                                     const ftc_manager_state_cb *cb);
 
 typedef struct ftc_manager_quorum_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Ask the lighthouse to admit no new member into this quorum (long
      * LocalSGD/DiLoCo intervals). */
     bool shrink_only;
@@ -517,7 +535,9 @@ typedef struct ftc_manager_quorum_opts {
      * staging copy): only when the caller does not read them until
      * wait_quorum returns. */
     bool heal_in_place;
-    /* The round's deadline; FTC_TIMEOUT_DEFAULT: quorum_timeout_ms. */
+    /* The round's deadline (the timeout rule of ftc/base.h; a bad one
+     * makes start_quorum fail with FTC_EINVAL, nothing started);
+     * FTC_TIMEOUT_DEFAULT (the default): quorum_timeout_ms. */
     int64_t timeout_ms;
 } ftc_manager_quorum_opts;
 

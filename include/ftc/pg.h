@@ -109,14 +109,21 @@ typedef enum ftc_pg_algo {
     FTC_ALGO_CHAIN = 5,   /* broadcast, reduce: pipelined chain */
 } ftc_pg_algo;
 
-/* Options of a group. ftc_pg_opts_init fills the defaults; a zero field
- * also means its default. */
+/* spin_us value: choose by the host (ftc_pg_opts_init's default). */
+#define FTC_PG_SPIN_AUTO (-2)
+
+/* Options of a group. ftc_pg_opts_init fills the defaults; see
+ * "Options structs" and "The timeout rule" in ftc/base.h. Timeout fields
+ * also take FTC_TIMEOUT_DEFAULT (their default here), the size_t fields
+ * FTC_SIZE_DEFAULT. */
 typedef struct ftc_pg_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Default deadline of each operation, from its call (default 300000;
-     * FTC_TIMEOUT_INFINITE allowed). A hung peer is reported when it
-     * passes. */
+     * 0: an operation not done at once fails; FTC_TIMEOUT_INFINITE
+     * allowed). A hung peer is reported when it passes. */
     int64_t timeout_ms;
-    /* Deadline of the rendezvous and connection set-up (default 60000). */
+    /* Deadline of the rendezvous and connection set-up (default 60000;
+     * 0: one attempt, FTC_TIMEOUT_INFINITE allowed). */
     int64_t connect_timeout_ms;
     /* Carried by every message; a message from another epoch is rejected
      * (for example the quorum id of a fault-tolerant job). */
@@ -132,16 +139,18 @@ typedef struct ftc_pg_opts {
     int broadcast_algo;
     int reduce_algo;
     /* Messages up to this many bytes use latency-optimal algorithms
-     * (default 64 KiB). */
+     * (default 64 KiB; 0: none does). */
     size_t small_bytes;
-    /* Pipelining unit of the ring and chain algorithms (default 256 KiB). */
+    /* Pipelining unit of the ring and chain algorithms (default 256 KiB;
+     * 0 is FTC_EINVAL). */
     size_t segment_bytes;
     /* TCP connections per peer for collectives; large transfers are
      * striped over them (default 1, at most 8). */
     int streams;
-    /* Microseconds a waiting thread polls before it sleeps: 0 (default)
-     * chooses by whether this host has a core per local rank (50 us if
-     * it has, else none); -1 never polls. */
+    /* Microseconds a waiting thread polls before it sleeps:
+     * FTC_PG_SPIN_AUTO (default) chooses by whether this host has a core
+     * per local rank (50 us if it has, else none); 0 (or -1) never
+     * polls. */
     int spin_us;
     /* Socket buffer sizes requested from the kernel. 0 (default): left
      * to the kernel's autotuning, which grows each buffer as the
@@ -160,8 +169,8 @@ typedef struct ftc_pg_opts {
      * refuses it (see net.ipv4.tcp_allowed_congestion_control). Copied. */
     const char *tcp_congestion;
     /* Largest single send/recv message accepted from a peer (default
-     * 1 GiB), and the most bytes of messages received before their recv
-     * was posted that are buffered (default 64 MiB). */
+     * 1 GiB; 0 is FTC_EINVAL), and the most bytes of messages received before
+     * their recv was posted that are buffered (default 64 MiB). */
     size_t max_message_bytes;
     size_t max_unexpected_bytes;
     /* Shared secret every member must know (NULL: the environment
@@ -257,8 +266,10 @@ typedef void (*ftc_work_fn)(void *arg, ftc_work *work, int rc);
 
 /* Per-call options; NULL means all defaults. */
 typedef struct ftc_pg_op_opts {
-    /* Deadline of this operation from the call; FTC_TIMEOUT_DEFAULT (the
-     * default) uses the group's timeout_ms. */
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    /* Deadline of this operation from the call (the timeout rule of
+     * ftc/base.h; a bad value fails the call with FTC_EINVAL);
+     * FTC_TIMEOUT_DEFAULT (the default) uses the group's timeout_ms. */
     int64_t timeout_ms;
     /* FTC_ALGO_* override for this call. */
     int algo;
@@ -362,7 +373,9 @@ FTC_API int ftc_pg_recv(ftc_pg *pg, const ftc_tensor *buf, int src,
 /* Blocks until the work completes or timeout_ms passes (FTC_ETIMEDOUT:
  * the operation itself goes on, bounded by its own deadline). Returns the
  * operation's result: 0 or its error code, with its message in
- * ftc_last_error(). FTC_EMISUSE inside a completion callback. */
+ * ftc_last_error(). FTC_EMISUSE inside a completion callback. timeout_ms
+ * follows the timeout rule of ftc/base.h; FTC_TIMEOUT_DEFAULT waits
+ * without a limit. */
 FTC_API int ftc_work_wait(ftc_work *work, int64_t timeout_ms);
 
 /* Never blocks: *done = 0 while running (returns 0); once done, *done = 1

@@ -23,14 +23,17 @@ typedef struct ftc_store_server ftc_store_server;
 /* Limits protect the server from hostile or broken clients: every length a
  * client sends is checked against them before anything is allocated, and a
  * client that exceeds one is disconnected with one warning naming it
- * (others are unaffected). A zero field means the default given here.
- * docs/operations.md explains how to size them. */
+ * (others are unaffected). ftc_store_server_opts_init fills the defaults
+ * given here ("Options structs" in ftc/base.h); a max_* field also takes
+ * FTC_SIZE_DEFAULT, and 0 in one is FTC_EINVAL. docs/operations.md
+ * explains how to size them. */
 typedef struct ftc_store_server_opts {
-    const char *bind_host;  /* NULL: every interface (IPv6 dual-stack) */
-    int port;               /* 0: an ephemeral port (see _port()) */
-    int backlog;            /* listen backlog; default: the kernel maximum */
-    size_t max_key_bytes;   /* default 64 KiB */
-    size_t max_value_bytes; /* default 256 MiB */
+    size_t struct_size;    /* set by the _init (see ftc/base.h) */
+    const char *bind_host; /* NULL: every interface (IPv6 dual-stack) */
+    int port;              /* 0: an ephemeral port (see _port()) */
+    int backlog; /* listen backlog; default: the kernel maximum; 0: 0 */
+    size_t max_key_bytes;        /* default 64 KiB */
+    size_t max_value_bytes;      /* default 256 MiB */
     size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
     /* All keys, values and queued items plus the server's bookkeeping for
      * them and for pending waits and watches (about 100 B each); default
@@ -40,8 +43,9 @@ typedef struct ftc_store_server_opts {
     size_t max_output_bytes; /* unsent replies per connection; 1 GiB */
     /* One whole request (a MULTI_SET counts all its pairs); default the
      * larger of 512 MiB and 2 * max_value_bytes + max_key_bytes + 64 (a
-     * COMPARE_SET carries two values); at least max_value_bytes +
-     * max_key_bytes + 64 when set, so a largest SET fits. */
+     * COMPARE_SET carries two values), which _init asks for by setting
+     * FTC_SIZE_DEFAULT; at least max_value_bytes + max_key_bytes + 64
+     * when set, so a largest SET fits. */
     size_t max_request_bytes;
 } ftc_store_server_opts;
 
@@ -91,14 +95,19 @@ typedef enum ftc_store_dialect {
     FTC_STORE_DIALECT_V1 = 1,
 } ftc_store_dialect;
 
-/* Zero fields mean the default; a negative timeout means infinite. */
+/* ftc_store_client_opts_init fills the defaults ("Options structs" in
+ * ftc/base.h). The timeouts follow the timeout rule of ftc/base.h
+ * (FTC_TIMEOUT_DEFAULT: the default given here; 0: do not wait);
+ * max_value_bytes also takes FTC_SIZE_DEFAULT. */
 typedef struct ftc_store_client_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Bounds connect and every transparent reconnect; default 30000. */
     int64_t connect_timeout_ms;
     int64_t timeout_ms; /* used for FTC_TIMEOUT_DEFAULT; 300000 */
     int dialect;        /* ftc_store_dialect; default V2 */
     /* A longer reply value fails with FTC_EMSGSIZE before anything is
-     * allocated (and the connection is replaced); default 1 GiB. */
+     * allocated (and the connection is replaced); default 1 GiB; 0 is
+     * FTC_EINVAL. */
     size_t max_value_bytes;
 } ftc_store_client_opts;
 
@@ -110,20 +119,20 @@ FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);
  * or PyTorch's. opts may be NULL. On failure *out is NULL.
  *
  * Thread-safety: one client may be used by many threads; calls are
- * serialised on its connection. Every call taking timeout_ms accepts a
- * value >= 0, FTC_TIMEOUT_DEFAULT or FTC_TIMEOUT_INFINITE, and that timeout
- * applies to that call only. A call that times out or is cancelled leaves
- * the client usable: a late reply is never read as the answer to a later
- * call (the connection is cancelled in-protocol or replaced, and the next
- * call reconnects). Keys and values passed in are borrowed until the call
- * returns.
+ * serialised on its connection. Every call taking timeout_ms accepts what
+ * the timeout rule of ftc/base.h allows (FTC_EINVAL otherwise, before
+ * anything is sent), and that timeout applies to that call only. A call that
+ * times out or is cancelled leaves the client usable: a late reply is never
+ * read as the answer to a later call (the connection is cancelled in-protocol
+ * or replaced, and the next call reconnects). Keys and values passed in are
+ * borrowed until the call returns.
  *
  * Errors of the calls below: FTC_EMISUSE (not a client), FTC_EINVAL (a
- * NULL argument), FTC_ETIMEDOUT (the message names the op and keys:
- * "wait timeout after 500 ms, keys: a, b"), FTC_ECANCELED, FTC_ECLOSED or
- * FTC_EPEER (the server went away), FTC_EPROTO (a malformed reply),
- * FTC_EMSGSIZE (see max_value_bytes), FTC_ENOTSUP (append, queues and
- * ping in the V1 dialect), FTC_ENOMEM. set, append, multi_set and
+ * NULL argument; a timeout_ms outside the rule), FTC_ETIMEDOUT (the message
+ * names the op and keys: "wait timeout after 500 ms, keys: a, b"),
+ * FTC_ECANCELED, FTC_ECLOSED or FTC_EPEER (the server went away), FTC_EPROTO (a
+ * malformed reply), FTC_EMSGSIZE (see max_value_bytes), FTC_ENOTSUP (append,
+ * queues and ping in the V1 dialect), FTC_ENOMEM. set, append, multi_set and
  * queue_push get no reply (as in PyTorch): success means sent. */
 FTC_API int ftc_store_client_connect(const char *addr,
                                      const ftc_store_client_opts *opts,

@@ -38,7 +38,8 @@ int ftc__algo_check_handle(const void *handle, uint32_t magic,
 int ftc__algo_enter_step(const void *handle, uint32_t magic, const char *type,
                          int *outcome);
 /* The bucket size of an opts field: 0 means the default. */
-size_t ftc__algo_bucket_elems(size_t configured);
+/* FTC_EINVAL for bucket_elems 0 (every bucket needs an element). */
+int ftc__algo_check_bucket(size_t bucket_elems);
 
 /* ---- bucketed averages --------------------------------------------- */
 

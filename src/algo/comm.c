@@ -81,7 +81,9 @@ int ftc__algo_enter_step(const void *handle, uint32_t magic, const char *type,
     return 0;
 }
 
-size_t ftc__algo_bucket_elems(size_t configured)
+int ftc__algo_check_bucket(size_t bucket_elems)
 {
-    return configured == 0 ? FTC_ALGO_DEFAULT_BUCKET_ELEMS : configured;
+    return bucket_elems == 0
+               ? ftc__seterr(FTC_EINVAL, "bucket_elems 0 must be >= 1")
+               : 0;
 }

@@ -2,6 +2,8 @@
  * the group's commit decision that gates the caller's optimizer step. */
 #include "algo/algo_int.h"
 
+#include <string.h>
+
 #define DDP_MAGIC 0x46444450u /* "FDDP" */
 
 struct ftc_ddp {
@@ -16,6 +18,8 @@ struct ftc_ddp {
 void ftc_ddp_opts_init(ftc_ddp_opts *opts)
 {
     if (opts != NULL) {
+        memset(opts, 0, sizeof(*opts));
+        opts->struct_size = sizeof(*opts);
         opts->bucket_elems = FTC_ALGO_DEFAULT_BUCKET_ELEMS;
     }
 }
@@ -31,14 +35,20 @@ int ftc_ddp_create(const ftc_algo_comm *comm, const ftc_ddp_opts *opts,
     if (rc != 0) {
         return rc;
     }
+    ftc_ddp_opts o;
+    ftc_ddp_opts_init(&o);
+    rc = FTC__OPTS_MERGE(&o, opts, ftc_ddp_opts, bucket_elems);
+    rc = rc != 0 ? rc : ftc__algo_check_bucket(o.bucket_elems);
+    if (rc != 0) {
+        return rc;
+    }
     ftc_ddp *ddp = ftc__calloc(1, sizeof(*ddp));
     if (ddp == NULL) {
         return ftc__seterr(FTC_ENOMEM, "ftc_ddp");
     }
     ddp->magic = DDP_MAGIC;
     ddp->comm = *comm;
-    ddp->bucket_elems =
-        ftc__algo_bucket_elems(opts != NULL ? opts->bucket_elems : 0);
+    ddp->bucket_elems = o.bucket_elems;
     *out = ddp;
     return 0;
 }
@@ -56,6 +66,7 @@ int ftc_ddp_begin_step(ftc_ddp *ddp, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_begin_step");
     if (rc != 0) {
         return rc;
     }
@@ -76,6 +87,7 @@ int ftc_ddp_sync_grads(ftc_ddp *ddp, float *grads, size_t n, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_sync_grads");
     if (rc != 0) {
         return rc;
     }
@@ -100,6 +112,7 @@ int ftc_ddp_commit(ftc_ddp *ddp, int *commit, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_check_handle(ddp, DDP_MAGIC, "ftc_ddp");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_ddp_commit");
     if (rc != 0) {
         return rc;
     }

@@ -39,6 +39,7 @@ void ftc_diloco_opts_init(ftc_diloco_opts *opts)
         return;
     }
     memset(opts, 0, sizeof(*opts));
+    opts->struct_size = sizeof(*opts);
     opts->sync_every = FTC_ALGO_DEFAULT_SYNC_EVERY;
     opts->n_fragments = 1;
     opts->outer_lr = DEFAULT_OUTER_LR;
@@ -50,21 +51,16 @@ void ftc_diloco_opts_init(ftc_diloco_opts *opts)
  * the fragment ranges are checked by ftc__algo_fragments. */
 static int resolve_opts(ftc_diloco_opts *o)
 {
-    if (o->sync_every == 0) {
-        o->sync_every = FTC_ALGO_DEFAULT_SYNC_EVERY;
-    }
-    if (o->n_fragments == 0) {
-        o->n_fragments = 1;
-    }
-    if (o->outer_lr == 0) {
-        o->outer_lr = DEFAULT_OUTER_LR;
-    }
-    if (o->outer_momentum == 0) {
-        o->outer_momentum = DEFAULT_OUTER_MOMENTUM;
-    }
-    if (o->sync_every < 0) {
+    if (o->sync_every < 1) {
         return ftc__seterr(FTC_EINVAL, "sync_every %d must be >= 1",
                            o->sync_every);
+    }
+    if (o->n_fragments < 1) {
+        return ftc__seterr(FTC_EINVAL, "n_fragments 0 must be >= 1");
+    }
+    int rc = ftc__algo_check_bucket(o->bucket_elems);
+    if (rc != 0) {
+        return rc;
     }
     if ((size_t)o->sync_every % o->n_fragments != 0) {
         return ftc__seterr(FTC_EINVAL,
@@ -160,8 +156,9 @@ int ftc_diloco_create(const ftc_algo_comm *comm, float *params, size_t n,
     }
     ftc_diloco_opts o;
     ftc_diloco_opts_init(&o);
-    if (opts != NULL) {
-        o = *opts;
+    rc = FTC__OPTS_MERGE(&o, opts, ftc_diloco_opts, bucket_elems);
+    if (rc != 0) {
+        return rc;
     }
     rc = resolve_opts(&o);
     if (rc != 0) {
@@ -180,7 +177,7 @@ int ftc_diloco_create(const ftc_algo_comm *comm, float *params, size_t n,
     dl->alpha = (float)o.fragment_update_alpha;
     dl->lr = (float)o.outer_lr;
     dl->mu = (float)o.outer_momentum;
-    dl->bucket_elems = ftc__algo_bucket_elems(o.bucket_elems);
+    dl->bucket_elems = o.bucket_elems;
     rc = ftc__algo_fragments(o.fragments, o.n_fragments, n, &dl->frags);
     if (rc == 0) {
         rc = alloc_state(dl);
@@ -290,6 +287,7 @@ int ftc_diloco_step(ftc_diloco *dl, int *outcome, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_enter_step(dl, DILOCO_MAGIC, "ftc_diloco", outcome);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_diloco_step");
     if (rc != 0) {
         return rc;
     }

@@ -21,6 +21,8 @@ struct ftc_localsgd {
 void ftc_localsgd_opts_init(ftc_localsgd_opts *opts)
 {
     if (opts != NULL) {
+        memset(opts, 0, sizeof(*opts));
+        opts->struct_size = sizeof(*opts);
         opts->sync_every = FTC_ALGO_DEFAULT_SYNC_EVERY;
         opts->bucket_elems = FTC_ALGO_DEFAULT_BUCKET_ELEMS;
     }
@@ -39,8 +41,9 @@ int ftc_localsgd_create(const ftc_algo_comm *comm, float *params, size_t n,
     }
     ftc_localsgd_opts o;
     ftc_localsgd_opts_init(&o);
-    if (opts != NULL) {
-        o = *opts;
+    rc = FTC__OPTS_MERGE(&o, opts, ftc_localsgd_opts, bucket_elems);
+    if (rc != 0) {
+        return rc;
     }
     if (params == NULL || n == 0) {
         return ftc__seterr(FTC_EINVAL,
@@ -48,7 +51,11 @@ int ftc_localsgd_create(const ftc_algo_comm *comm, float *params, size_t n,
                            "(params %s, n %zu)",
                            params == NULL ? "NULL" : "set", n);
     }
-    if (o.sync_every < 0) {
+    rc = ftc__algo_check_bucket(o.bucket_elems);
+    if (rc != 0) {
+        return rc;
+    }
+    if (o.sync_every < 1) {
         return ftc__seterr(FTC_EINVAL, "sync_every %d must be >= 1",
                            o.sync_every);
     }
@@ -64,9 +71,8 @@ int ftc_localsgd_create(const ftc_algo_comm *comm, float *params, size_t n,
     sgd->params = params;
     sgd->avg_copy = copy;
     sgd->n = n;
-    sgd->sync_every =
-        o.sync_every == 0 ? FTC_ALGO_DEFAULT_SYNC_EVERY : o.sync_every;
-    sgd->bucket_elems = ftc__algo_bucket_elems(o.bucket_elems);
+    sgd->sync_every = o.sync_every;
+    sgd->bucket_elems = o.bucket_elems;
     *out = sgd;
     return 0;
 }
@@ -113,6 +119,7 @@ int ftc_localsgd_step(ftc_localsgd *sgd, int *outcome, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = ftc__algo_enter_step(sgd, LOCALSGD_MAGIC, "ftc_localsgd", outcome);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_localsgd_step");
     if (rc != 0) {
         return rc;
     }

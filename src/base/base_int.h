@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "base/event.h"
 #include "base/log.h"
+#include "base/opts.h"
 #include "base/rand.h"
 #include "base/sock.h"
 #include "base/strset.h"

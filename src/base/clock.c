@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <time.h>
 
+#include "base/err.h"
 #include "ftc/base.h"
 
 int64_t ftc__now_ns(void)
@@ -26,12 +27,26 @@ ftc__deadline ftc__deadline_in_ms(int64_t timeout_ms)
     return (ftc__deadline){ftc__now_ns() + timeout_ms * 1000000};
 }
 
+int ftc__timeout_check(int64_t timeout_ms, const char *call)
+{
+    if (timeout_ms >= 0 || timeout_ms == FTC_TIMEOUT_INFINITE ||
+        timeout_ms == FTC_TIMEOUT_DEFAULT) {
+        return 0;
+    }
+    return ftc__seterr(FTC_EINVAL,
+                       "%s: timeout_ms %lld is not >= 0, FTC_TIMEOUT_INFINITE "
+                       "(-1) or FTC_TIMEOUT_DEFAULT (-2)",
+                       call, (long long)timeout_ms);
+}
+
+int64_t ftc__timeout_resolve(int64_t timeout_ms, int64_t default_ms)
+{
+    return timeout_ms == FTC_TIMEOUT_DEFAULT ? default_ms : timeout_ms;
+}
+
 ftc__deadline ftc__deadline_from_timeout(int64_t timeout_ms, int64_t default_ms)
 {
-    if (timeout_ms == FTC_TIMEOUT_DEFAULT) {
-        timeout_ms = default_ms;
-    }
-    return ftc__deadline_in_ms(timeout_ms);
+    return ftc__deadline_in_ms(ftc__timeout_resolve(timeout_ms, default_ms));
 }
 
 bool ftc__deadline_is_never(ftc__deadline d)

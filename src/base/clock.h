@@ -22,6 +22,13 @@ ftc__deadline ftc__deadline_in_ms(int64_t timeout_ms);
  * any other negative value) to never. */
 ftc__deadline ftc__deadline_from_timeout(int64_t timeout_ms,
                                          int64_t default_ms);
+/* The one timeout rule (include/ftc/base.h): 0 when timeout_ms is >= 0,
+ * FTC_TIMEOUT_INFINITE or FTC_TIMEOUT_DEFAULT; else FTC_EINVAL with a
+ * message naming call and the value. Public calls check on entry, before
+ * any side effect. */
+int ftc__timeout_check(int64_t timeout_ms, const char *call);
+/* FTC_TIMEOUT_DEFAULT -> default_ms; every other value unchanged. */
+int64_t ftc__timeout_resolve(int64_t timeout_ms, int64_t default_ms);
 bool ftc__deadline_expired(ftc__deadline d);
 bool ftc__deadline_is_never(ftc__deadline d);
 /* Milliseconds left, rounded up, at least 0; INT64_MAX if never. */

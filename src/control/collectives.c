@@ -31,6 +31,12 @@ static int begin(call *c, ftc_control *g, const char *op, const char *key,
     if (g == NULL) {
         return ftc__seterr(FTC_EMISUSE, "%s: group is NULL", op);
     }
+    char name[40];
+    snprintf(name, sizeof(name), "ftc_control_%s", op);
+    int rc = ftc__timeout_check(timeout_ms, name);
+    if (rc != 0) {
+        return rc;
+    }
     return ftc__control_claim_key(g, op, key, also_suffix, c->key,
                                   sizeof(c->key));
 }

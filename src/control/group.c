@@ -9,6 +9,7 @@
 void ftc_control_opts_init(ftc_control_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
+    opts->struct_size = sizeof(*opts);
     opts->auto_prefix = "ftc/control";
     opts->generation = -1;
 }
@@ -92,11 +93,15 @@ int ftc_control_create(ftc_store_client *store, int rank, int world_size,
                            "(%d) < world_size (%d)",
                            rank, world_size);
     }
-    ftc_control_opts defaults;
+    ftc_control_opts defaults, merged;
     ftc_control_opts_init(&defaults);
-    if (opts == NULL) {
-        opts = &defaults;
+    merged = defaults;
+    int rc = FTC__OPTS_MERGE(&merged, opts, ftc_control_opts, generation);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_control_create");
+    if (rc != 0) {
+        return rc;
     }
+    opts = &merged;
     const char *prefix =
         opts->auto_prefix != NULL ? opts->auto_prefix : defaults.auto_prefix;
     if (strlen(prefix) > FTC__CONTROL_KEY_MAX / 2) {
@@ -112,7 +117,7 @@ int ftc_control_create(ftc_store_client *store, int rank, int world_size,
     g->generation = opts->generation;
     ftc__strset_init(&g->used);
     g->auto_prefix = ftc__strdup(prefix);
-    int rc = FTC_ENOMEM;
+    rc = FTC_ENOMEM;
     if (g->auto_prefix == NULL) {
         ftc__seterr(rc, "control group");
         goto fail;

@@ -38,6 +38,8 @@ const char *ftc__coll_name(int coll)
 void ftc_pg_opts_init(ftc_pg_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+    o->spin_us = FTC_PG_SPIN_AUTO;
     o->timeout_ms = 300000;
     o->connect_timeout_ms = 60000;
     o->small_bytes = 64 * KIB;
@@ -50,38 +52,46 @@ void ftc_pg_opts_init(ftc_pg_opts *o)
 void ftc_pg_op_opts_init(ftc_pg_op_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->timeout_ms = FTC_TIMEOUT_DEFAULT;
 }
 
-/* Zero fields take their defaults; ranges are checked. */
-static int resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
+/* The caller's fields over the defaults; ranges are checked. */
+int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
 {
     ftc_pg_opts d;
     ftc_pg_opts_init(&d);
-    if (in == NULL) {
-        *out = d;
-        return 0;
+    *out = d;
+    int rc = FTC__OPTS_MERGE(out, in, ftc_pg_opts, token);
+    if (rc != 0) {
+        return rc;
     }
-    *out = *in;
-#define DEFAULT(field)                                                         \
-    if (out->field == 0) {                                                     \
-        out->field = d.field;                                                  \
+    FTC__OPT_DEFAULT(out, &d, timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(out, &d, connect_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(out, &d, small_bytes, FTC_SIZE_DEFAULT);
+    FTC__OPT_DEFAULT(out, &d, segment_bytes, FTC_SIZE_DEFAULT);
+    FTC__OPT_DEFAULT(out, &d, max_message_bytes, FTC_SIZE_DEFAULT);
+    FTC__OPT_DEFAULT(out, &d, max_unexpected_bytes, FTC_SIZE_DEFAULT);
+    rc = ftc__timeout_check(out->timeout_ms, "ftc_pg_opts.timeout_ms");
+    rc = rc != 0 ? rc
+                 : ftc__timeout_check(out->connect_timeout_ms,
+                                      "ftc_pg_opts.connect_timeout_ms");
+    if (rc != 0) {
+        return rc;
     }
-    DEFAULT(timeout_ms)
-    DEFAULT(connect_timeout_ms)
-    DEFAULT(small_bytes)
-    DEFAULT(segment_bytes)
-    DEFAULT(streams)
-    DEFAULT(max_message_bytes)
-    DEFAULT(max_unexpected_bytes)
-#undef DEFAULT
+    if (out->segment_bytes == 0 || out->max_message_bytes == 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_pg_opts: segment_bytes %zu and "
+                           "max_message_bytes %zu must be >= 1",
+                           out->segment_bytes, out->max_message_bytes);
+    }
     const int algos[] = {out->allreduce_algo, out->allgather_algo,
                          out->reduce_scatter_algo, out->broadcast_algo,
                          out->reduce_algo};
     const int colls[] = {FTC__ALLREDUCE, FTC__ALLGATHER, FTC__REDUCE_SCATTER,
                          FTC__BROADCAST, FTC__REDUCE};
     for (int i = 0; i < 5; i++) {
-        int rc = ftc__sched_validate(colls[i], algos[i]);
+        rc = ftc__sched_validate(colls[i], algos[i]);
         if (rc != 0) {
             return rc;
         }
@@ -89,10 +99,9 @@ static int resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
     if (out->streams < 1 || out->streams > 8) {
         return ftc__seterr(FTC_EINVAL, "streams %d not in 1..8", out->streams);
     }
-    if ((out->timeout_ms < 0 && out->timeout_ms != FTC_TIMEOUT_INFINITE) ||
-        out->connect_timeout_ms < 0 || out->sndbuf_bytes < 0 ||
-        out->rcvbuf_bytes < 0 || out->spin_us < -1) {
-        return ftc__seterr(FTC_EINVAL, "negative timeout, buffer or spin");
+    if (out->sndbuf_bytes < 0 || out->rcvbuf_bytes < 0 ||
+        (out->spin_us < -1 && out->spin_us != FTC_PG_SPIN_AUTO)) {
+        return ftc__seterr(FTC_EINVAL, "negative buffer or spin");
     }
     return 0;
 }
@@ -103,7 +112,7 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
     if (size < 1 || rank < 0 || rank >= size) {
         return ftc__seterr(FTC_EINVAL, "rank %d of size %d", rank, size);
     }
-    int rc = resolve_opts(&pg->opts, opts);
+    int rc = ftc__pg_resolve_opts(&pg->opts, opts);
     if (rc != 0) {
         return rc;
     }
@@ -214,6 +223,7 @@ typedef struct req {
     ftc_pg *pg;
     const char *what;
     ftc__op *op;
+    ftc_pg_op_opts o; /* the caller's, over the defaults */
 } req;
 
 /* Checks one tensor: non-NULL, known dtype, reachable device, size that
@@ -303,11 +313,14 @@ static int begin(req *r, ftc_pg *pg, int coll, const ftc_pg_op_opts *o,
     if (work != NULL) {
         *work = NULL;
     }
+    ftc_pg_op_opts_init(&r->o);
     int rc = check_pg(pg);
+    rc = rc != 0 ? rc : FTC__OPTS_MERGE(&r->o, o, ftc_pg_op_opts, done_arg);
+    rc = rc != 0 ? rc : ftc__timeout_check(r->o.timeout_ms, r->what);
     if (rc != 0) {
         return rc;
     }
-    int algo = o != NULL ? o->algo : FTC_ALGO_AUTO;
+    int algo = r->o.algo;
     rc = ftc__sched_validate(coll, algo);
     if (rc != 0) {
         return rc;
@@ -332,8 +345,7 @@ static int begin(req *r, ftc_pg *pg, int coll, const ftc_pg_op_opts *o,
     op->elem = 1;
     op->in = empty_buffer;
     op->out = empty_buffer;
-    int64_t t = o != NULL ? o->timeout_ms : FTC_TIMEOUT_DEFAULT;
-    op->timeout_ms = t == FTC_TIMEOUT_DEFAULT ? pg->opts.timeout_ms : t;
+    op->timeout_ms = ftc__timeout_resolve(r->o.timeout_ms, pg->opts.timeout_ms);
     op->deadline = ftc__deadline_in_ms(op->timeout_ms);
     return 0;
 }
@@ -354,13 +366,13 @@ static void set_buffers(req *r, const ftc_tensor *in, const ftc_tensor *out)
 
 /* Hands the op over (or frees it on an earlier error) and returns the
  * work. */
-static int finish(req *r, int rc, const ftc_pg_op_opts *o, ftc_work **work)
+static int finish(req *r, int rc, ftc_work **work)
 {
     if (rc != 0) {
         ftc__op_free(r->op);
         return rc;
     }
-    ftc_work *w = ftc__work_new(r->pg, r->op->coll, o);
+    ftc_work *w = ftc__work_new(r->pg, r->op->coll, &r->o);
     if (w == NULL) {
         ftc__op_free(r->op);
         return ftc__seterr(FTC_ENOMEM, "%s: out of memory", r->what);
@@ -433,7 +445,7 @@ int ftc_pg_allreduce(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
         r.op->count = in->count;
         r.op->op = op;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_broadcast(ftc_pg *pg, const ftc_tensor *buf, int root,
@@ -452,7 +464,7 @@ int ftc_pg_broadcast(ftc_pg *pg, const ftc_tensor *buf, int root,
         r.op->count = buf->count;
         r.op->root = root;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_reduce(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
@@ -479,7 +491,7 @@ int ftc_pg_reduce(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
         r.op->op = op;
         r.op->root = root;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 /* Shared by allgather, gather and scatter: a small block in and a large
@@ -514,7 +526,7 @@ int ftc_pg_allgather(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
         set_buffers(&r, in, out);
         r.op->count = in->count;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_allgatherv(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
@@ -547,7 +559,7 @@ int ftc_pg_allgatherv(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
         set_buffers(&r, in, out);
         r.op->count = in->count;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_reduce_scatter(ftc_pg *pg, const ftc_tensor *in,
@@ -567,7 +579,7 @@ int ftc_pg_reduce_scatter(ftc_pg *pg, const ftc_tensor *in,
         r.op->count = out->count;
         r.op->op = op;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 /* alltoall and alltoallv share the counts checks. */
@@ -633,7 +645,7 @@ int ftc_pg_alltoall(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
         rc = alltoall_common(&r, in, counts, out, counts);
     }
     ftc__free(counts);
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_alltoallv(ftc_pg *pg, const ftc_tensor *in,
@@ -646,7 +658,7 @@ int ftc_pg_alltoallv(ftc_pg *pg, const ftc_tensor *in,
     if (rc == 0) {
         rc = alltoall_common(&r, in, send_counts, out, recv_counts);
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 /* gather and scatter are mirror images: a block per rank on one side, all
@@ -673,7 +685,7 @@ static int rooted_blocks(ftc_pg *pg, int coll, const ftc_tensor *in,
         r.op->count = block->count;
         r.op->root = root;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_gather(ftc_pg *pg, const ftc_tensor *in, const ftc_tensor *out,
@@ -692,7 +704,7 @@ int ftc_pg_barrier(ftc_pg *pg, const ftc_pg_op_opts *opts, ftc_work **work)
 {
     req r;
     int rc = begin(&r, pg, FTC__BARRIER, opts, work);
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 static int p2p(ftc_pg *pg, int coll, const ftc_tensor *buf, int peer,
@@ -717,7 +729,7 @@ static int p2p(ftc_pg *pg, int coll, const ftc_tensor *buf, int peer,
         r.op->root = peer;
         r.op->tag = tag;
     }
-    return finish(&r, rc, opts, work);
+    return finish(&r, rc, work);
 }
 
 int ftc_pg_send(ftc_pg *pg, const ftc_tensor *buf, int dst, uint32_t tag,

@@ -129,6 +129,8 @@ void ftc__pg_env_read(ftc__pg_env *out);
 
 /* Fills a new group's common fields: opts resolved (defaults, ranges),
  * parent ranks copied (NULL: identity). The backend sets ops and impl. */
+/* Lays in (NULL: none) over the defaults into out and checks it. */
+int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in);
 int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
                  const ftc_pg_opts *opts);
 /* Frees what ftc__pg_init allocated and pg itself (not the backend). */

@@ -56,15 +56,13 @@ int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
                            rank, size);
     }
     ftc_pg_opts o;
-    if (opts != NULL) {
-        o = *opts;
-    } else {
-        ftc_pg_opts_init(&o);
+    int rc = ftc__pg_resolve_opts(&o, opts);
+    if (rc != 0) {
+        return rc;
     }
-    int64_t ct = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 60000;
-    ftc__deadline dl = ftc__deadline_in_ms(ct);
+    ftc__deadline dl = ftc__deadline_in_ms(o.connect_timeout_ms);
     ftc__pg_listener l;
-    int rc = ftc__pg_listen(o.host, &l);
+    rc = ftc__pg_listen(o.host, &l);
     if (rc != 0) {
         return rc;
     }

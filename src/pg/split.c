@@ -122,7 +122,12 @@ int ftc_pg_split(ftc_pg *pg, int color, int key, const ftc_pg_opts *opts,
     if (color < 0 && color != FTC_PG_UNDEFINED) {
         return ftc__seterr(FTC_EINVAL, "split: color %d is negative", color);
     }
-    const ftc_pg_opts *o = opts != NULL ? opts : &pg->opts;
+    ftc_pg_opts mine_opts;
+    int rc = ftc__pg_resolve_opts(&mine_opts, opts != NULL ? opts : &pg->opts);
+    if (rc != 0) {
+        return rc;
+    }
+    const ftc_pg_opts *o = &mine_opts;
     ftc__pg_listener l = {.fd = -1};
     int send_color = color;
     if (color >= 0 && ftc__pg_listen(o->host, &l) != 0) {
@@ -133,10 +138,9 @@ int ftc_pg_split(ftc_pg *pg, int color, int key, const ftc_pg_opts *opts,
     encode(mine, send_color, key, ftc__rand_u64(), l.addr);
     uint8_t *all = ftc__malloc((size_t)pg->size * REC_SIZE);
     entry *ents = ftc__calloc((size_t)pg->size, sizeof(*ents));
-    int rc = all && ents ? 0 : ftc__seterr(FTC_ENOMEM, "split: out of memory");
+    rc = all && ents ? 0 : ftc__seterr(FTC_ENOMEM, "split: out of memory");
     if (rc == 0) {
-        int64_t t = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 60000;
-        rc = exchange(pg, mine, all, t);
+        rc = exchange(pg, mine, all, o->connect_timeout_ms);
         if (rc != 0) {
             ftc__adderr(rc, "split: exchanging addresses");
         }

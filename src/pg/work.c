@@ -76,6 +76,7 @@ int ftc_work_wait(ftc_work *w, int64_t timeout_ms)
 {
     ftc__clearerr();
     int rc = check(w);
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_work_wait");
     if (rc != 0) {
         return rc;
     }

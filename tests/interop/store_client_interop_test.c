@@ -570,7 +570,7 @@ static int setup_store(void)
     if (agent.pid <= 0) {
         return 0;
     }
-    store = connect_opts(agent.addr, 0);
+    store = connect_opts(agent.addr, FTC_SIZE_DEFAULT);
     return 0;
 }
 

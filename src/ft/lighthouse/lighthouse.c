@@ -20,6 +20,7 @@ const unsigned ftc__lighthouse_codes[FTC__LH_NCODES] = {
 void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->min_replicas = 1;
     o->join_timeout_ms = 10000;
     o->heartbeat_timeout_ms = 500;
@@ -35,30 +36,31 @@ void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
     o->job_idle_ms = 600000;
 }
 
-/* Zero fields take the defaults; then every field is range-checked. */
+/* The caller's fields over the defaults; then every field is checked. */
 static int resolve_opts(const ftc_lighthouse_opts *in, ftc_lighthouse_opts *o)
 {
     ftc_lighthouse_opts d;
     ftc_lighthouse_opts_init(&d);
-    *o = in != NULL ? *in : d;
-#define FTC_LH_DEFAULT(f)                                                      \
-    if (o->f == 0) {                                                           \
-        o->f = d.f;                                                            \
+    *o = d;
+    int rc = FTC__OPTS_MERGE(o, in, ftc_lighthouse_opts, keep_dropped);
+    if (rc != 0) {
+        return rc;
     }
-    FTC_LH_DEFAULT(min_replicas)
-    FTC_LH_DEFAULT(join_timeout_ms)
-    FTC_LH_DEFAULT(heartbeat_timeout_ms)
-    FTC_LH_DEFAULT(max_jobs)
-    FTC_LH_DEFAULT(max_replicas)
-    FTC_LH_DEFAULT(max_data_bytes)
-    FTC_LH_DEFAULT(max_body_bytes)
-    FTC_LH_DEFAULT(max_connections)
-    FTC_LH_DEFAULT(max_connections_per_ip)
-    FTC_LH_DEFAULT(idle_connection_timeout_ms)
-    FTC_LH_DEFAULT(max_join_wait_ms)
-    FTC_LH_DEFAULT(event_ring)
-    FTC_LH_DEFAULT(job_idle_ms)
-#undef FTC_LH_DEFAULT
+    FTC__OPT_DEFAULT(o, &d, join_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, heartbeat_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, idle_connection_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, max_join_wait_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, job_idle_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, max_body_bytes, FTC_SIZE_DEFAULT);
+    if (o->min_replicas == 0 || o->max_jobs == 0 || o->max_replicas == 0 ||
+        o->max_body_bytes == 0 || o->max_connections == 0 ||
+        o->max_connections_per_ip == 0 || o->event_ring == 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse opts: min_replicas, max_jobs, "
+                           "max_replicas, max_body_bytes, max_connections, "
+                           "max_connections_per_ip and event_ring must be "
+                           ">= 1");
+    }
     if (o->max_jobs > 4096 || o->max_body_bytes > (2u << 20) ||
         o->event_ring > 65536) {
         return ftc__seterr(FTC_EINVAL,
@@ -67,9 +69,12 @@ static int resolve_opts(const ftc_lighthouse_opts *in, ftc_lighthouse_opts *o)
                            "(<= 65536)",
                            o->max_jobs, o->max_body_bytes, o->event_ring);
     }
-    if (o->idle_connection_timeout_ms < 0 || o->max_join_wait_ms < 0 ||
-        o->job_idle_ms < 0 || o->heartbeat_timeout_ms < 0) {
-        return ftc__seterr(FTC_EINVAL, "lighthouse opts: negative time");
+    if (o->join_timeout_ms < 0 || o->idle_connection_timeout_ms < 0 ||
+        o->max_join_wait_ms < 0 || o->job_idle_ms < 0 ||
+        o->heartbeat_timeout_ms < 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse opts: a time is negative (only "
+                           "FTC_TIMEOUT_DEFAULT is, for its default)");
     }
     if (o->token != NULL && o->token[0] == '\0') {
         return ftc__seterr(FTC_EINVAL, "lighthouse opts: empty token");

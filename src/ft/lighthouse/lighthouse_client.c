@@ -33,6 +33,7 @@ struct ftc_lighthouse_client {
 void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->timeout_ms = 60000;
     o->retry_initial_ms = 50;
     o->retry_max_ms = 1000;
@@ -101,19 +102,28 @@ int ftc_lighthouse_client_create(const char *addr,
         return ftc__seterr(FTC_EMISUSE, "lighthouse client: NULL argument");
     }
     *out = NULL;
-    ftc_lighthouse_client_opts o;
-    ftc_lighthouse_client_opts_init(&o);
-    if (opts != NULL) {
-        o.job = opts->job;
-        o.token = opts->token;
-        o.timeout_ms = opts->timeout_ms != 0 ? opts->timeout_ms : o.timeout_ms;
-        o.retry_initial_ms = opts->retry_initial_ms > 0 ? opts->retry_initial_ms
-                                                        : o.retry_initial_ms;
-        o.retry_max_ms =
-            opts->retry_max_ms > 0 ? opts->retry_max_ms : o.retry_max_ms;
-        o.max_response_bytes = opts->max_response_bytes != 0
-                                   ? opts->max_response_bytes
-                                   : o.max_response_bytes;
+    ftc_lighthouse_client_opts o, d;
+    ftc_lighthouse_client_opts_init(&d);
+    o = d;
+    int rc = FTC__OPTS_MERGE(&o, opts, ftc_lighthouse_client_opts,
+                             max_response_bytes);
+    if (rc != 0) {
+        return rc;
+    }
+    FTC__OPT_DEFAULT(&o, &d, timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(&o, &d, max_response_bytes, FTC_SIZE_DEFAULT);
+    if (ftc__timeout_check(o.timeout_ms,
+                           "ftc_lighthouse_client_opts.timeout_ms") != 0) {
+        return FTC_EINVAL;
+    }
+    if (o.retry_initial_ms < 1 || o.retry_max_ms < o.retry_initial_ms ||
+        o.max_response_bytes == 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_lighthouse_client_opts: retry_initial_ms "
+                           "%lld must be >= 1, retry_max_ms %lld >= it and "
+                           "max_response_bytes >= 1",
+                           (long long)o.retry_initial_ms,
+                           (long long)o.retry_max_ms);
     }
     const char *job = o.job != NULL ? o.job : "default";
     if (!ftc__lighthouse_job_name_ok(job)) {
@@ -130,7 +140,7 @@ int ftc_lighthouse_client_create(const char *addr,
         curl_global_cleanup();
         return ftc__seterr(FTC_ENOMEM, "lighthouse client");
     }
-    int rc = base_url(addr, c->base, sizeof(c->base));
+    rc = base_url(addr, c->base, sizeof(c->base));
     if (rc == 0) {
         c->headers = make_headers(o.token);
         rc = c->headers == NULL ? ftc__seterr(FTC_ENOMEM, "headers") : 0;

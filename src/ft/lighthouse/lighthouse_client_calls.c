@@ -221,7 +221,10 @@ static int replica_call(ftc_lighthouse_client *c, const char *action,
     if (c == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse %s: NULL client", action);
     }
-    int rc = check_id(replica_id);
+    char call[48];
+    snprintf(call, sizeof(call), "ftc_lighthouse_client_%s", action);
+    int rc = ftc__timeout_check(timeout_ms, call);
+    rc = rc != 0 ? rc : check_id(replica_id);
     if (rc != 0) {
         return rc;
     }
@@ -325,8 +328,12 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
     if (c == NULL || member == NULL || out == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse quorum: NULL argument");
     }
+    int rc = ftc__timeout_check(timeout_ms, "ftc_lighthouse_client_quorum");
+    if (rc != 0) {
+        return rc;
+    }
     ftc__quorum_member m;
-    int rc = member_to_core(member, &m);
+    rc = member_to_core(member, &m);
     json_t *mj = rc == 0 ? ftc__lhj_member_json(&m) : NULL;
     if (rc == 0 && mj == NULL) {
         rc = FTC_ENOMEM;
@@ -553,6 +560,9 @@ int ftc_lighthouse_client_watch(ftc_lighthouse_client *c,
     if (c == NULL || out == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse watch: NULL argument");
     }
+    if (ftc__timeout_check(timeout_ms, "ftc_lighthouse_client_watch") != 0) {
+        return FTC_EINVAL;
+    }
     if (replica_id != NULL && check_id(replica_id) != 0) {
         return FTC_EINVAL;
     }
@@ -596,6 +606,9 @@ int ftc_lighthouse_client_status(ftc_lighthouse_client *c, const char *job,
     }
     if (c == NULL || json == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse status: NULL argument");
+    }
+    if (ftc__timeout_check(timeout_ms, "ftc_lighthouse_client_status") != 0) {
+        return FTC_EINVAL;
     }
     char path[FTC_LIGHTHOUSE_JOB_MAX + 32];
     if (job == NULL) {

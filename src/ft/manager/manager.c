@@ -12,6 +12,7 @@
 void ftc_manager_opts_init(ftc_manager_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->group_size = 1;
     o->min_replica_size = 1;
     o->world_size_mode = FTC_WORLD_DYNAMIC;
@@ -29,6 +30,7 @@ void ftc_manager_opts_init(ftc_manager_opts *o)
 void ftc_manager_quorum_opts_init(ftc_manager_quorum_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->timeout_ms = FTC_TIMEOUT_DEFAULT;
 }
 
@@ -52,29 +54,27 @@ static int copy_str(char *dst, size_t cap, const char *src, const char *what,
     return 0;
 }
 
-/* Zero fields take their defaults; then each is checked. */
+/* The caller's fields over the defaults; then each is checked. */
 static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
 {
     int rc = 0;
     ftc_manager_opts d;
     ftc_manager_opts_init(&d);
-    ftc_manager_opts o = *in;
-#define FTC_MGR_DEFAULT(f)                                                     \
-    if (o.f == 0) {                                                            \
-        o.f = d.f;                                                             \
+    ftc_manager_opts o = d;
+    FTC__CHECK(FTC__OPTS_MERGE(&o, in, ftc_manager_opts, heal_lend_ms));
+    FTC__OPT_DEFAULT(&o, &d, timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(&o, &d, quorum_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(&o, &d, connect_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(&o, &d, heal_lend_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(&o, &d, heal_chunk_bytes, FTC_SIZE_DEFAULT);
+    FTC__CHECK(ftc__timeout_check(o.timeout_ms, "ftc_manager_opts.timeout_ms"));
+    FTC__CHECK(ftc__timeout_check(o.quorum_timeout_ms,
+                                  "ftc_manager_opts.quorum_timeout_ms"));
+    FTC__CHECK(ftc__timeout_check(o.connect_timeout_ms,
+                                  "ftc_manager_opts.connect_timeout_ms"));
+    if (o.heal_chunk_bytes == 0) {
+        FTC__FAIL(FTC_EINVAL, "manager: heal_chunk_bytes 0 (>= 1)");
     }
-    FTC_MGR_DEFAULT(group_size)
-    FTC_MGR_DEFAULT(min_replica_size)
-    FTC_MGR_DEFAULT(timeout_ms)
-    FTC_MGR_DEFAULT(quorum_timeout_ms)
-    FTC_MGR_DEFAULT(connect_timeout_ms)
-    FTC_MGR_DEFAULT(heartbeat_interval_ms)
-    FTC_MGR_DEFAULT(heal_sources)
-    FTC_MGR_DEFAULT(heal_streams)
-    FTC_MGR_DEFAULT(heal_chunk_bytes)
-    FTC_MGR_DEFAULT(heal_threads)
-    FTC_MGR_DEFAULT(heal_lend_ms)
-#undef FTC_MGR_DEFAULT
     if (o.group_size < 1 || o.group_rank < 0 || o.group_rank >= o.group_size ||
         o.min_replica_size < 1 ||
         (o.world_size_mode != FTC_WORLD_DYNAMIC &&
@@ -130,9 +130,9 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     o.advertise_host = m->host;
     o.token = m->token[0] != '\0' ? m->token : NULL;
     ftc_pg_opts_init(&m->pg_opts);
-    if (o.pg_opts != NULL) {
-        m->pg_opts = *o.pg_opts;
-    }
+    FTC__CHECK_ADDERR(
+        FTC__OPTS_MERGE(&m->pg_opts, o.pg_opts, ftc_pg_opts, token),
+        "manager: pg_opts");
     /* An address given for healing is the process group's too; without
      * one the process group keeps its own default (FTC_PG_HOST, ...). */
     if (m->pg_opts.host == NULL && host != NULL && host[0] != '\0') {

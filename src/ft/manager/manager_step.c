@@ -22,13 +22,16 @@ int ftc_manager_start_quorum(ftc_manager *m,
                              const ftc_manager_quorum_opts *opts)
 {
     int rc = check(m, "start_quorum");
-    if (rc != 0) {
-        return rc;
-    }
     ftc_manager_quorum_opts qo;
     ftc_manager_quorum_opts_init(&qo);
-    if (opts != NULL) {
-        qo = *opts;
+    rc = rc != 0
+             ? rc
+             : FTC__OPTS_MERGE(&qo, opts, ftc_manager_quorum_opts, timeout_ms);
+    rc = rc != 0
+             ? rc
+             : ftc__timeout_check(qo.timeout_ms, "ftc_manager_start_quorum");
+    if (rc != 0) {
+        return rc;
     }
     pthread_mutex_lock(&m->mu);
     bool idle = m->phase == FTC__MGR_IDLE;
@@ -137,6 +140,8 @@ static void adopt(ftc_manager *m, bool staged)
 int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
 {
     int rc = check(m, "wait_quorum");
+    rc = rc != 0 ? rc
+                 : ftc__timeout_check(timeout_ms, "ftc_manager_wait_quorum");
     if (rc != 0) {
         return rc;
     }
@@ -231,6 +236,7 @@ int ftc_manager_allreduce(ftc_manager *m, const ftc_tensor *buf, int op,
                           ftc_manager_work **out, int64_t timeout_ms)
 {
     int rc = check(m, "allreduce");
+    rc = rc != 0 ? rc : ftc__timeout_check(timeout_ms, "ftc_manager_allreduce");
     if (rc != 0 || out == NULL) {
         return rc != 0 ? rc : ftc__seterr(FTC_EMISUSE, "allreduce: out NULL");
     }
@@ -318,6 +324,9 @@ int ftc_manager_work_wait(ftc_manager_work *w, int64_t timeout_ms)
     if (w == NULL || w->m == NULL || w->waited) {
         return ftc__seterr(FTC_EMISUSE, "work wait: not a work, or waited "
                                         "already");
+    }
+    if (ftc__timeout_check(timeout_ms, "ftc_manager_work_wait") != 0) {
+        return FTC_EINVAL; /* the work stays unwaited */
     }
     int rc = finish(w, timeout_ms);
     char msg[FTC__MGR_MSG_MAX];
@@ -434,6 +443,8 @@ static int settle(ftc_manager *m, int rc, bool commit, int64_t at_min)
 int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
 {
     int rc = check(m, "should_commit");
+    rc = rc != 0 ? rc
+                 : ftc__timeout_check(timeout_ms, "ftc_manager_should_commit");
     if (rc != 0 || commit == NULL) {
         return rc != 0 ? rc : ftc__seterr(FTC_EMISUSE, "commit is NULL");
     }

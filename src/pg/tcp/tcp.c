@@ -107,8 +107,8 @@ void ftc__pg_listener_close(ftc__pg_listener *l)
 static int64_t choose_spin_ns(const ftc_pg_opts *o, const char *const *addrs,
                               int rank, int size)
 {
-    if (o->spin_us != 0) {
-        return o->spin_us < 0 ? 0 : (int64_t)o->spin_us * 1000;
+    if (o->spin_us != FTC_PG_SPIN_AUTO) {
+        return o->spin_us <= 0 ? 0 : (int64_t)o->spin_us * 1000;
     }
     char mine[FTC_HOST_MAX], other[FTC_HOST_MAX];
     int port, local = 0;

@@ -11,36 +11,42 @@ void ftc_store_client_opts_init(ftc_store_client_opts *opts)
         return;
     }
     memset(opts, 0, sizeof(*opts));
+    opts->struct_size = sizeof(*opts);
     opts->connect_timeout_ms = 30000;
     opts->timeout_ms = 300000;
     opts->dialect = FTC_STORE_DIALECT_V2;
     opts->max_value_bytes = (size_t)1 << 30;
 }
 
-/* Zero fields mean the default; any negative timeout means infinite. */
+/* The caller's fields over the defaults, checked. */
 static int resolve_opts(ftc_store_client_opts *o,
                         const ftc_store_client_opts *in)
 {
-    ftc_store_client_opts_init(o);
-    if (in == NULL) {
-        return 0;
+    ftc_store_client_opts d;
+    ftc_store_client_opts_init(&d);
+    *o = d;
+    int rc = FTC__OPTS_MERGE(o, in, ftc_store_client_opts, max_value_bytes);
+    if (rc != 0) {
+        return rc;
     }
-    if (in->dialect != FTC_STORE_DIALECT_V2 &&
-        in->dialect != FTC_STORE_DIALECT_V1) {
-        return ftc__seterr(FTC_EINVAL, "unknown store dialect %d", in->dialect);
+    FTC__OPT_DEFAULT(o, &d, connect_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, timeout_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, max_value_bytes, FTC_SIZE_DEFAULT);
+    rc = ftc__timeout_check(o->connect_timeout_ms,
+                            "ftc_store_client_opts.connect_timeout_ms");
+    rc = rc != 0 ? rc
+                 : ftc__timeout_check(o->timeout_ms,
+                                      "ftc_store_client_opts.timeout_ms");
+    if (rc != 0) {
+        return rc;
     }
-    o->dialect = in->dialect;
-    if (in->connect_timeout_ms != 0) {
-        o->connect_timeout_ms = in->connect_timeout_ms < 0
-                                    ? FTC_TIMEOUT_INFINITE
-                                    : in->connect_timeout_ms;
+    if (o->max_value_bytes == 0) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_client_opts: max_value_bytes 0 (>= 1)");
     }
-    if (in->timeout_ms != 0) {
-        o->timeout_ms =
-            in->timeout_ms < 0 ? FTC_TIMEOUT_INFINITE : in->timeout_ms;
-    }
-    if (in->max_value_bytes != 0) {
-        o->max_value_bytes = in->max_value_bytes;
+    if (o->dialect != FTC_STORE_DIALECT_V2 &&
+        o->dialect != FTC_STORE_DIALECT_V1) {
+        return ftc__seterr(FTC_EINVAL, "unknown store dialect %d", o->dialect);
     }
     return 0;
 }
@@ -176,6 +182,12 @@ int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
     if (!valid(client)) {
         return ftc__seterr(FTC_EMISUSE, "store %s: not a store client", op);
     }
+    char call[48];
+    snprintf(call, sizeof(call), "ftc_store_client_%s", op);
+    int rc = ftc__timeout_check(timeout_ms, call);
+    if (rc != 0) {
+        return rc;
+    }
     if ((flags & FTC__CALL_V2_ONLY) &&
         client->core->opts.dialect == FTC_STORE_DIALECT_V1) {
         return ftc__seterr(FTC_ENOTSUP,
@@ -192,20 +204,17 @@ int ftc__store_call_begin(ftc__store_call *k, ftc_store_client *client,
         }
     }
     ftc__store_core *core = client->core;
-    if (timeout_ms == FTC_TIMEOUT_DEFAULT) {
-        timeout_ms = core->opts.timeout_ms;
-    }
     k->core = core;
     k->conn = &core->conn;
     k->cancel = &core->cancel;
     k->prefix = client->prefix;
-    k->timeout_ms = timeout_ms < 0 ? -1 : timeout_ms;
+    k->timeout_ms = ftc__timeout_resolve(timeout_ms, core->opts.timeout_ms);
     k->dl = ftc__deadline_in_ms(k->timeout_ms);
     k->keys = keys;
     k->nkeys = nkeys;
     pthread_mutex_lock(&core->lock);
     ftc__store_conn_enter(k->conn, &core->cancel);
-    int rc = ftc__store_conn_ready(k->conn, k->dl, k->cancel);
+    rc = ftc__store_conn_ready(k->conn, k->dl, k->cancel);
     if (rc != 0) {
         ftc__store_conn_leave(k->conn);
         pthread_mutex_unlock(&core->lock);

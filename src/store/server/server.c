@@ -20,6 +20,7 @@ void ftc_store_server_opts_init(ftc_store_server_opts *o)
         return;
     }
     memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
     o->backlog = INT_MAX; /* the kernel caps it at net.core.somaxconn */
     o->max_key_bytes = 64 * KIB;
     o->max_value_bytes = 256 * MIB;
@@ -27,17 +28,20 @@ void ftc_store_server_opts_init(ftc_store_server_opts *o)
     o->max_total_bytes = 4 * GIB;
     o->max_connections = 100000;
     o->max_output_bytes = 1 * GIB;
-    o->max_request_bytes =
-        512 * MIB > 2 * o->max_value_bytes + o->max_key_bytes + 64
-            ? 512 * MIB
-            : 2 * o->max_value_bytes + o->max_key_bytes + 64;
+    o->max_request_bytes = FTC_SIZE_DEFAULT; /* computed from the others */
 }
 
-/* Zero fields take their defaults; returns FTC_EINVAL for a bad value. */
-static int settle_opts(ftc_store_server_opts *o)
+/* Lays in over the defaults into o; FTC_EINVAL for a bad value. */
+static int settle_opts(ftc_store_server_opts *o,
+                       const ftc_store_server_opts *in)
 {
     ftc_store_server_opts d;
     ftc_store_server_opts_init(&d);
+    *o = d;
+    int rc = FTC__OPTS_MERGE(o, in, ftc_store_server_opts, max_request_bytes);
+    if (rc != 0) {
+        return rc;
+    }
     size_t *fields[] = {&o->max_key_bytes,        &o->max_value_bytes,
                         &o->max_keys_per_request, &o->max_total_bytes,
                         &o->max_connections,      &o->max_output_bytes};
@@ -45,12 +49,17 @@ static int settle_opts(ftc_store_server_opts *o)
                                 &d.max_keys_per_request, &d.max_total_bytes,
                                 &d.max_connections,      &d.max_output_bytes};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        if (*fields[i] == 0) {
+        if (*fields[i] == FTC_SIZE_DEFAULT) {
             *fields[i] = *defaults[i];
         }
+        if (*fields[i] == 0) {
+            return ftc__seterr(FTC_EINVAL,
+                               "ftc_store_server_opts: a limit is 0 (each "
+                               "max_* field must be >= 1)");
+        }
     }
-    if (o->backlog <= 0) {
-        o->backlog = d.backlog;
+    if (o->backlog < 0) {
+        return ftc__seterr(FTC_EINVAL, "backlog %d is negative", o->backlog);
     }
     if (o->port < 0 || o->port > 65535) {
         return ftc__seterr(FTC_EINVAL, "port %d out of range", o->port);
@@ -59,7 +68,7 @@ static int settle_opts(ftc_store_server_opts *o)
         return ftc__seterr(FTC_EINVAL, "key or value limit too large");
     }
     size_t one_set = o->max_value_bytes + o->max_key_bytes + 64;
-    if (o->max_request_bytes == 0) {
+    if (o->max_request_bytes == FTC_SIZE_DEFAULT) {
         size_t cas = one_set + o->max_value_bytes;
         o->max_request_bytes = cas > 512 * MIB ? cas : 512 * MIB;
     } else if (o->max_request_bytes < one_set) {
@@ -244,16 +253,11 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
     if (srv == NULL) {
         return ftc__seterr(FTC_ENOMEM, "store server");
     }
-    if (opts != NULL) {
-        srv->opts = *opts;
-    } else {
-        ftc_store_server_opts_init(&srv->opts);
-    }
     pthread_mutex_init(&srv->stats_lock, NULL);
     ftc__list_init(&srv->conns);
     ftc__list_init(&srv->ready);
     ftc__list_init(&srv->dirty);
-    int rc = settle_opts(&srv->opts);
+    int rc = settle_opts(&srv->opts, opts);
     if (rc == 0 && srv->opts.bind_host != NULL) {
         if (strlen(srv->opts.bind_host) >= sizeof(srv->bind_host)) {
             rc = ftc__seterr(FTC_EINVAL, "bind host too long");

@@ -140,14 +140,15 @@ static void buckets_split_at_the_right_places(void **state)
     static const struct {
         size_t n, bucket, nbuckets, first, last;
     } cases[] = {
-        {10, 4, 3, 4, 2},            /* not a multiple: a short last bucket */
-        {10, 5, 2, 5, 5},            /* exact multiple */
-        {10, 16, 1, 10, 10},         /* bucket larger than the vector */
-        {10, 10, 1, 10, 10},         /* bucket equal to the vector */
-        {5, 1, 5, 1, 1},             /* one float per bucket */
-        {0, 4, 0, 0, 0},             /* nothing to average */
-        {1000, 7, 143, 7, 6},        /* more buckets than may be in flight */
-        {MAX_N, 0, 1, MAX_N, MAX_N}, /* 0 = the default, 25 MiB */
+        {10, 4, 3, 4, 2},     /* not a multiple: a short last bucket */
+        {10, 5, 2, 5, 5},     /* exact multiple */
+        {10, 16, 1, 10, 10},  /* bucket larger than the vector */
+        {10, 10, 1, 10, 10},  /* bucket equal to the vector */
+        {5, 1, 5, 1, 1},      /* one float per bucket */
+        {0, 4, 0, 0, 0},      /* nothing to average */
+        {1000, 7, 143, 7, 6}, /* more buckets than may be in flight */
+        /* the default, 25 MiB */
+        {MAX_N, FTC_ALGO_DEFAULT_BUCKET_ELEMS, 1, MAX_N, MAX_N},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         ddp_run *run = new_run(cases[c].n, cases[c].bucket, 1);
@@ -254,6 +255,11 @@ static void misuse_is_reported(void **state)
     TK_EXPECT(ftc_ddp_create(&comm, NULL, NULL), FTC_EINVAL);
 
     comm = sim_comm(s, 0);
+    ftc_ddp_opts o;
+    ftc_ddp_opts_init(&o);
+    o.bucket_elems = 0; /* 0 is no longer the default */
+    TK_EXPECT(ftc_ddp_create(&comm, &o, &ddp), FTC_EINVAL);
+    assert_non_null(strstr(ftc_last_error(), "bucket_elems 0"));
     ftc__alloc_fail_after(0);
     TK_EXPECT(ftc_ddp_create(&comm, NULL, &ddp), FTC_ENOMEM);
     ftc__alloc_fail_after(-1);

@@ -136,7 +136,9 @@ static void comm_errors_are_returned(void **state)
     sim *s = sim_create(1);
     ftc_algo_comm comm = sim_comm(s, 0);
     float p[2] = {1, 2};
-    ftc_localsgd_opts opts = {.sync_every = 1};
+    ftc_localsgd_opts opts;
+    ftc_localsgd_opts_init(&opts);
+    opts.sync_every = 1;
     ftc_localsgd *sgd = NULL;
     TK_OK(ftc_localsgd_create(&comm, p, 2, &opts, &sgd));
     int outcome = -1;
