@@ -48,7 +48,7 @@ typedef struct cfg {
     int spin_us;
     int algo;
     int streams;
-    size_t segment;    /* 0: the default */
+    size_t segment;
     const char *store; /* worker: store address */
     int rank;          /* worker */
     const char *prefix;
@@ -71,16 +71,17 @@ static const ftc__cli_option options[] = {
      .help = "one JSON object per line instead of a table (op, ranks, "
              "bytes, count, p50_us, p10_us, p90_us, algbw_gbps, busbw_gbps, "
              "b2b_us, b2b_busbw_gbps)"},
-    {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -1,
-     .max = 1000000, .metavar = "US", .help = "ftc_pg_opts.spin_us",
-     .default_text = "0 = auto"},
+    {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -2,
+     .max = 1000000, .metavar = "US",
+     .help = "ftc_pg_opts.spin_us (0: never poll)",
+     .default_text = "-2 = auto"},
     {"algo", FTC__CLI_ENUM, FTC__CLI_FIELD(cfg, algo), .names = algo_names,
      .metavar = "NAME", .help = "the algorithm; auto: by size"},
     {"streams", FTC__CLI_INT, FTC__CLI_FIELD(cfg, streams), .min = 1, .max = 8,
-     .metavar = "K", .help = "connections per peer", .default_text = "1"},
+     .metavar = "K", .help = "connections per peer"},
     {"segment", FTC__CLI_SIZE, FTC__CLI_FIELD(cfg, segment), .min = 1,
      .max = INT64_MAX, .metavar = "SIZE",
-     .help = "pipelining segment, K/M suffixes", .default_text = "256K"},
+     .help = "pipelining segment, K/M suffixes"},
     /* The launcher's arguments to its ranks (this program re-run). */
     {"worker-store", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, store),
      .metavar = "ADDR"},
@@ -376,11 +377,16 @@ static int launch(const cfg *c, int argc, char **argv)
 
 int bench_pg_main(int argc, char **argv)
 {
+    ftc_pg_opts defaults;
+    ftc_pg_opts_init(&defaults);
     cfg c = {.ranks = 2,
              .ops = (1 << NOPS) - 1,
              .sizes = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20},
              .nsizes = 5,
              .budget_s = 5,
+             .spin_us = defaults.spin_us,
+             .streams = defaults.streams,
+             .segment = defaults.segment_bytes,
              .rank = -1};
     int rc = ftc__cli_parse(&command, &c, argc, argv, NULL);
     if (rc != FTC__CLI_PARSED) {
