@@ -16,6 +16,8 @@
 typedef struct ftc__device {
     ftc_device_plugin table;
     uint32_t caps; /* FTC_DEVCAP_* */
+    /* The plugin's optional ftc_device_plugin_error, or NULL. */
+    const char *(*error)(void);
 } ftc__device;
 
 /* The built-in cpu device's table. */
@@ -34,6 +36,11 @@ void ftc__device_env_read(ftc__device_env *out);
 /* The device for kind, loading its plugin on first use. Returns 0 or
  * FTC_ENOTSUP / FTC_EINVAL with a message. */
 int ftc__device_get(int kind, const ftc__device **out);
+
+/* Returns rc, a slot's result; when it is a failure and the plugin
+ * explains it (ftc_device_plugin_error), sets the message to the plugin's
+ * text, so the runtime's own words reach ftc_last_error(). */
+int ftc__device_rc(const ftc__device *dev, int rc);
 
 /* Installs a plugin table for its kind, checked as a loaded one is (tests
  * use it to install fakes): FTC_EINVAL naming what is wrong, or a cpu

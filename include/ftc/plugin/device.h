@@ -108,6 +108,15 @@ typedef struct ftc_device_plugin {
  * runtime cannot be used in this process (the kind is then unavailable). */
 FTC_PLUGIN_EXPORT const ftc_device_plugin *ftc_device_plugin_entry(void);
 
+/* Optional, looked up next to the entry (ABI 1.0 plugins may lack it): the
+ * reason for the calling thread's last failure in the plugin, the entry's
+ * NULL or a slot's FTC_E* code, with the runtime's own text ("libcudart.so.13:
+ * cudaGetDeviceCount: CUDA driver version is insufficient ..."); "" or NULL
+ * if none. The library puts it into the message ftc_last_error() returns.
+ * The string stays valid until the thread's next call into the plugin. */
+#define FTC_DEVICE_PLUGIN_ERROR_SYMBOL "ftc_device_plugin_error"
+FTC_PLUGIN_EXPORT const char *ftc_device_plugin_error(void);
+
 #ifdef __cplusplus
 }
 #endif
