@@ -290,14 +290,20 @@ static int check_handle(const ftc_device_ipc_handle *h, size_t size,
     return 0;
 }
 
+/* Copies CUDA's handle into the table's. */
+static void put_handle(ftc_device_ipc_handle *out, const void *h, size_t size)
+{
+    memset(out, 0, sizeof(*out));
+    out->size = (uint32_t)size;
+    memcpy(out->bytes, h, size);
+}
+
 static int cuda_ipc_memory_get(const void *ptr, ftc_device_ipc_handle *out)
 {
     int rc = 0;
     cudaIpcMemHandle_t h;
     CHECK(cudaIpcGetMemHandle, (&h, (void *)ptr));
-    memset(out, 0, sizeof(*out));
-    out->size = sizeof(h);
-    memcpy(out->bytes, &h, sizeof(h));
+    put_handle(out, &h, sizeof(h));
 out:
     return rc;
 }
@@ -331,9 +337,7 @@ static int cuda_ipc_event_get(void *e, ftc_device_ipc_handle *out)
     int rc = 0;
     cudaIpcEventHandle_t h;
     CHECK(cudaIpcGetEventHandle, (&h, (cudaEvent_t)e));
-    memset(out, 0, sizeof(*out));
-    out->size = sizeof(h);
-    memcpy(out->bytes, &h, sizeof(h));
+    put_handle(out, &h, sizeof(h));
 out:
     return rc;
 }
