@@ -357,6 +357,11 @@ int ftc__ccl_comm_create(const ftc__ccl_api *api, ftc_store_client *store,
     if (size < 1 || rank < 0 || rank >= size) {
         FTC__FAIL(FTC_EINVAL, "oneCCL communicator: rank %d of %d", rank, size);
     }
+    /* The keys are built in 512-byte buffers. */
+    if (prefix == NULL || strlen(prefix) > 400) {
+        FTC__FAIL(FTC_EINVAL,
+                  "oneCCL communicator: prefix NULL or over 400 bytes");
+    }
     /* 4 KiB: not on the stack of a caller's thread twice. */
     id = ftc__calloc(1, sizeof(*id));
     if (id == NULL) {

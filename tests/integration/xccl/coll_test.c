@@ -5,7 +5,8 @@
  * reduce, broadcast, allgather, reduce_scatter and alltoall on every ftc
  * dtype, each output element compared exactly with values computed here
  * from every rank's input; AVG refused as FTC_ENOTSUP with oneCCL's
- * reason, the communicator still usable after it. Rank 0 prints the init
+ * reason, the communicator still usable after it; a peer that never
+ * comes fails the communicator's creation in time. Rank 0 prints the init
  * time and a 1 MiB allreduce time ("xccl.timing"). */
 #include <stdint.h>
 #include <stdio.h>
@@ -398,11 +399,40 @@ static void xccl_collectives(void **state)
     }
 }
 
+/* A rank whose peers never come fails within the deadline, naming what
+ * it waited for, and never enters oneCCL's init (which has none). */
+static void xccl_missing_peer(void **state)
+{
+    (void)state;
+    ftc__ccl_env_hint hint = {0, 2, 1};
+    const ftc__ccl_api *api = NULL;
+    TK_OK(ftc__ccl_load(&hint, &api));
+    ftc_store_client *store = NULL;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &store));
+    ftc__ccl_comm *comm = (ftc__ccl_comm *)&hint;
+    int64_t t0 = tk_now_ms();
+    TK_EXPECT(ftc__ccl_comm_create(api, store, "lonely0", 0, 2,
+                                   ftc__deadline_in_ms(300), &comm),
+              FTC_ETIMEDOUT);
+    assert_null(comm);
+    assert_non_null(strstr(ftc_last_error(), "lonely0/ccl_arrived/1"));
+    TK_EXPECT(ftc__ccl_comm_create(api, store, "lonely1", 1, 2,
+                                   ftc__deadline_in_ms(300), &comm),
+              FTC_ETIMEDOUT);
+    assert_non_null(strstr(ftc_last_error(), "unique id from rank 0"));
+    assert_true(tk_now_ms() - t0 < tk_ms(5000));
+    TK_EXPECT(ftc__ccl_comm_create(api, store, "bad", 2, 2,
+                                   ftc__deadline_in_ms(300), &comm),
+              FTC_EINVAL);
+    ftc_store_client_close(store);
+}
+
 int main(int argc, char **argv)
 {
     static const tk_role roles[] = {{"member", member_role}};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(xccl_collectives),
+        cmocka_unit_test(xccl_missing_peer),
     };
     return tk_main(argc, argv, roles, 1, tests);
 }
