@@ -11,6 +11,7 @@ stage() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - t0)); }
 stage "dependencies"
 scripts/deps.sh
 scripts/pydeps.sh
+scripts/ccl_deps.sh
 
 stage "style"
 scripts/lint.sh

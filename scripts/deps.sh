@@ -10,6 +10,7 @@ packages=(
   libxxhash-dev libsodium-dev libcmocka-dev
   python3 python3-venv python3-torch nodejs
   curl procps
+  libfabric1  # oneCCL's transport (xccl; scripts/ccl_deps.sh)
 )
 
 missing=()
