@@ -16,6 +16,8 @@
 typedef struct ftc__device {
     ftc_device_plugin table;
     uint32_t caps; /* FTC_DEVCAP_* */
+    /* The plugin's FTC_DEVICE_PLUGIN_ERROR_SYMBOL, or NULL. */
+    const char *(*last_error)(void);
 } ftc__device;
 
 /* The built-in cpu device's table. */
@@ -34,6 +36,10 @@ void ftc__device_env_read(ftc__device_env *out);
 /* The device for kind, loading its plugin on first use. Returns 0 or
  * FTC_ENOTSUP / FTC_EINVAL with a message. */
 int ftc__device_get(int kind, const ftc__device **out);
+
+/* rc, a slot's result; when it is an error and the plugin has a message
+ * for it, that message becomes ftc_last_error() ("device 'xpu': ..."). */
+int ftc__device_slot_result(const ftc__device *dev, int rc);
 
 /* Installs a plugin table for its kind, checked as a loaded one is (tests
  * use it to install fakes): FTC_EINVAL naming what is wrong, or a cpu

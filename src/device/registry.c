@@ -26,7 +26,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ftc__device devices[FTC_DEVICE_KIND_COUNT];
 static int present[FTC_DEVICE_KIND_COUNT];
 static int load_tried[FTC_DEVICE_KIND_COUNT];
-static char load_error[FTC_DEVICE_KIND_COUNT][384];
+static char load_error[FTC_DEVICE_KIND_COUNT][768];
 
 static const struct {
     uint32_t cap;
@@ -183,7 +183,7 @@ static void load_plugin(int kind)
 {
     const char *name = ftc_device_kind_name(kind);
     const char *symbol = FTC_DEVICE_PLUGIN_ENTRY_SYMBOL;
-    char env[64], lib[128], why[256];
+    char env[64], lib[128], why[512];
     snprintf(env, sizeof(env), "FTC_DEVICE_%s_PLUGIN",
              kind == FTC_DEVICE_CUDA ? "CUDA" : "XPU");
     ftc__device_env de;
@@ -206,8 +206,13 @@ static void load_plugin(int kind)
     entry_fn entry;
     *(void **)&entry = dlsym(h, symbol);
     const ftc_device_plugin *table = entry != NULL ? entry() : NULL;
+    const char *(*last_error)(void);
+    *(void **)&last_error = dlsym(h, FTC_DEVICE_PLUGIN_ERROR_SYMBOL);
+    const char *message = last_error != NULL ? last_error() : NULL;
     if (entry == NULL) {
         snprintf(why, sizeof(why), "does not export it");
+    } else if (table == NULL && message != NULL && message[0] != '\0') {
+        snprintf(why, sizeof(why), "returned no table: %s", message);
     } else if (table == NULL) {
         snprintf(why, sizeof(why),
                  "returned no table (its device runtime "
@@ -222,7 +227,18 @@ static void load_plugin(int kind)
         dlclose(h);
         return;
     }
+    devices[kind].last_error = last_error;
     present[kind] = 1;
+}
+
+int ftc__device_slot_result(const ftc__device *dev, int rc)
+{
+    const char *message =
+        rc < 0 && dev->last_error != NULL ? dev->last_error() : NULL;
+    if (message != NULL && message[0] != '\0') {
+        return ftc__seterr(rc, "device '%s': %s", dev->table.name, message);
+    }
+    return rc;
 }
 
 int ftc__device_get(int kind, const ftc__device **out)
