@@ -97,7 +97,7 @@ int ftc_device_count(int kind, int *count)
     ftc__clearerr();
     const ftc__device *dev;
     int rc = ftc__device_get(kind, &dev);
-    return rc != 0 ? rc : ftc__device_slot_result(dev, dev->table.count(count));
+    return rc != 0 ? rc : ftc__device_rc(dev, dev->table.count(count));
 }
 
 int ftc_device_memory_kind(int kind, const void *ptr, int *memory_kind)
@@ -108,9 +108,9 @@ int ftc_device_memory_kind(int kind, const void *ptr, int *memory_kind)
     }
     const ftc__device *dev;
     int rc = ftc__device_get(kind, &dev);
-    return rc != 0 ? rc
-                   : ftc__device_slot_result(
-                         dev, dev->table.memory_kind(ptr, memory_kind));
+    return rc != 0
+               ? rc
+               : ftc__device_rc(dev, dev->table.memory_kind(ptr, memory_kind));
 }
 
 /* Looks up kind, checks cap and that index names an existing device. */
@@ -122,7 +122,7 @@ static int prepare(int kind, int index, uint32_t cap, const ftc__device **dev)
     }
     int n = 0;
     if (rc == 0) {
-        rc = ftc__device_slot_result(*dev, (*dev)->table.count(&n));
+        rc = ftc__device_rc(*dev, (*dev)->table.count(&n));
     }
     if (rc == 0 && (index < 0 || index >= n)) {
         rc = ftc__seterr(FTC_EINVAL,
@@ -152,9 +152,9 @@ static int create_handle(int kind, int index, uint32_t magic, handle **out)
     if (h == NULL) {
         return ftc__seterr(FTC_ENOMEM, "device handle: out of memory");
     }
-    rc = ftc__device_slot_result(
-        dev, is_stream ? dev->table.stream_create(index, &h->impl)
-                       : dev->table.event_create(index, &h->impl));
+    rc = ftc__device_rc(dev, is_stream
+                                 ? dev->table.stream_create(index, &h->impl)
+                                 : dev->table.event_create(index, &h->impl));
     if (rc != 0) {
         ftc__free(h);
         return rc;
@@ -204,9 +204,9 @@ int ftc_device_stream_synchronize(ftc_device_stream *s, int64_t timeout_ms)
     if (rc != 0) {
         return rc;
     }
-    return ftc__device_slot_result(
-        s->h.dev, s->h.dev->table.stream_synchronize(
-                      s->h.impl, ftc__deadline_in_ms(timeout_ms).ns));
+    return ftc__device_rc(s->h.dev,
+                          s->h.dev->table.stream_synchronize(
+                              s->h.impl, ftc__deadline_in_ms(timeout_ms).ns));
 }
 
 /* A stream and an event meet only on the same device. */
@@ -233,9 +233,8 @@ int ftc_device_stream_wait_event(ftc_device_stream *s, ftc_device_event *e)
         rc = same_device(s, e);
     }
     return rc != 0 ? rc
-                   : ftc__device_slot_result(s->h.dev,
-                                             s->h.dev->table.stream_wait_event(
-                                                 s->h.impl, e->h.impl));
+                   : ftc__device_rc(s->h.dev, s->h.dev->table.stream_wait_event(
+                                                  s->h.impl, e->h.impl));
 }
 
 int ftc_device_event_create(int kind, int index, ftc_device_event **out)
@@ -263,10 +262,9 @@ int ftc_device_event_record(ftc_device_event *e, ftc_device_stream *s)
     if (rc == 0) {
         rc = same_device(s, e);
     }
-    return rc != 0
-               ? rc
-               : ftc__device_slot_result(e->h.dev, e->h.dev->table.event_record(
-                                                       e->h.impl, s->h.impl));
+    return rc != 0 ? rc
+                   : ftc__device_rc(e->h.dev, e->h.dev->table.event_record(
+                                                  e->h.impl, s->h.impl));
 }
 
 int ftc_device_event_query(ftc_device_event *e, int *done)
@@ -278,8 +276,8 @@ int ftc_device_event_query(ftc_device_event *e, int *done)
     }
     return rc != 0
                ? rc
-               : ftc__device_slot_result(
-                     e->h.dev, e->h.dev->table.event_query(e->h.impl, done));
+               : ftc__device_rc(e->h.dev,
+                                e->h.dev->table.event_query(e->h.impl, done));
 }
 
 int ftc_device_event_synchronize(ftc_device_event *e, int64_t timeout_ms)
@@ -287,7 +285,7 @@ int ftc_device_event_synchronize(ftc_device_event *e, int64_t timeout_ms)
     ftc__clearerr();
     int rc = check_event(e);
     return rc != 0 ? rc
-                   : ftc__device_slot_result(
+                   : ftc__device_rc(
                          e->h.dev,
                          e->h.dev->table.event_synchronize(
                              e->h.impl, ftc__deadline_in_ms(timeout_ms).ns));

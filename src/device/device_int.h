@@ -16,8 +16,8 @@
 typedef struct ftc__device {
     ftc_device_plugin table;
     uint32_t caps; /* FTC_DEVCAP_* */
-    /* The plugin's FTC_DEVICE_PLUGIN_ERROR_SYMBOL, or NULL. */
-    const char *(*last_error)(void);
+    /* The plugin's optional ftc_device_plugin_error, or NULL. */
+    const char *(*error)(void);
 } ftc__device;
 
 /* The built-in cpu device's table. */
@@ -37,9 +37,10 @@ void ftc__device_env_read(ftc__device_env *out);
  * FTC_ENOTSUP / FTC_EINVAL with a message. */
 int ftc__device_get(int kind, const ftc__device **out);
 
-/* rc, a slot's result; when it is an error and the plugin has a message
- * for it, that message becomes ftc_last_error() ("device 'xpu': ..."). */
-int ftc__device_slot_result(const ftc__device *dev, int rc);
+/* Returns rc, a slot's result; when it is a failure and the plugin
+ * explains it (ftc_device_plugin_error), sets the message to the plugin's
+ * text, so the runtime's own words reach ftc_last_error(). */
+int ftc__device_rc(const ftc__device *dev, int rc);
 
 /* Installs a plugin table for its kind, checked as a loaded one is (tests
  * use it to install fakes): FTC_EINVAL naming what is wrong, or a cpu

@@ -26,7 +26,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ftc__device devices[FTC_DEVICE_KIND_COUNT];
 static int present[FTC_DEVICE_KIND_COUNT];
 static int load_tried[FTC_DEVICE_KIND_COUNT];
-static char load_error[FTC_DEVICE_KIND_COUNT][768];
+static char load_error[FTC_DEVICE_KIND_COUNT][1024];
 
 static const struct {
     uint32_t cap;
@@ -183,7 +183,7 @@ static void load_plugin(int kind)
 {
     const char *name = ftc_device_kind_name(kind);
     const char *symbol = FTC_DEVICE_PLUGIN_ENTRY_SYMBOL;
-    char env[64], lib[128], why[512];
+    char env[64], lib[128], why[640];
     snprintf(env, sizeof(env), "FTC_DEVICE_%s_PLUGIN",
              kind == FTC_DEVICE_CUDA ? "CUDA" : "XPU");
     ftc__device_env de;
@@ -206,13 +206,13 @@ static void load_plugin(int kind)
     entry_fn entry;
     *(void **)&entry = dlsym(h, symbol);
     const ftc_device_plugin *table = entry != NULL ? entry() : NULL;
-    const char *(*last_error)(void);
-    *(void **)&last_error = dlsym(h, FTC_DEVICE_PLUGIN_ERROR_SYMBOL);
-    const char *message = last_error != NULL ? last_error() : NULL;
+    const char *(*error)(void);
+    *(void **)&error = dlsym(h, FTC_DEVICE_PLUGIN_ERROR_SYMBOL);
+    const char *text = table == NULL && error != NULL ? error() : NULL;
     if (entry == NULL) {
         snprintf(why, sizeof(why), "does not export it");
-    } else if (table == NULL && message != NULL && message[0] != '\0') {
-        snprintf(why, sizeof(why), "returned no table: %s", message);
+    } else if (table == NULL && text != NULL && text[0] != '\0') {
+        snprintf(why, sizeof(why), "returned no table: %s", text);
     } else if (table == NULL) {
         snprintf(why, sizeof(why),
                  "returned no table (its device runtime "
@@ -227,16 +227,15 @@ static void load_plugin(int kind)
         dlclose(h);
         return;
     }
-    devices[kind].last_error = last_error;
+    devices[kind].error = error;
     present[kind] = 1;
 }
 
-int ftc__device_slot_result(const ftc__device *dev, int rc)
+int ftc__device_rc(const ftc__device *dev, int rc)
 {
-    const char *message =
-        rc < 0 && dev->last_error != NULL ? dev->last_error() : NULL;
-    if (message != NULL && message[0] != '\0') {
-        return ftc__seterr(rc, "device '%s': %s", dev->table.name, message);
+    const char *text = rc < 0 && dev->error != NULL ? dev->error() : NULL;
+    if (text != NULL && text[0] != '\0') {
+        return ftc__seterr(rc, "device '%s': %s", dev->table.name, text);
     }
     return rc;
 }

@@ -108,16 +108,14 @@ typedef struct ftc_device_plugin {
  * runtime cannot be used in this process (the kind is then unavailable). */
 FTC_PLUGIN_EXPORT const ftc_device_plugin *ftc_device_plugin_entry(void);
 
-/* Optional second export: the plugin's own message for its last failure
- * on the calling thread ("" or NULL when it has none), e.g. "Level Zero
- * zeInit failed: ZE_RESULT_ERROR_UNINITIALIZED (0x78000001)". The library
- * reads it right after the entry returns NULL (the kind's FTC_ENOTSUP then
- * carries it) and after a slot returns an error (ftc_last_error() then
- * carries it), on the same thread. A plugin without it gets the library's
- * generic messages. Not part of the table, so the ABI version is
- * unchanged. */
-#define FTC_DEVICE_PLUGIN_ERROR_SYMBOL "ftc_device_plugin_last_error"
-FTC_PLUGIN_EXPORT const char *ftc_device_plugin_last_error(void);
+/* Optional, looked up next to the entry (ABI 1.0 plugins may lack it): the
+ * reason for the calling thread's last failure in the plugin, the entry's
+ * NULL or a slot's FTC_E* code, with the runtime's own text ("libcudart.so.13:
+ * cudaGetDeviceCount: CUDA driver version is insufficient ..."); "" or NULL
+ * if none. The library puts it into the message ftc_last_error() returns.
+ * The string stays valid until the thread's next call into the plugin. */
+#define FTC_DEVICE_PLUGIN_ERROR_SYMBOL "ftc_device_plugin_error"
+FTC_PLUGIN_EXPORT const char *ftc_device_plugin_error(void);
 
 #ifdef __cplusplus
 }

@@ -80,7 +80,7 @@ const char *ftc__xpu_ze_result_name(ze_result_t r);
 int ftc__xpu_ze_code(ze_result_t r);
 
 /* Sets this thread's plugin message (read by the library through
- * ftc_device_plugin_last_error) and returns code. */
+ * ftc_device_plugin_error) and returns code. */
 int ftc__xpu_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

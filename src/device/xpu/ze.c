@@ -19,7 +19,7 @@ static const char *loader_path(void)
 
 static _Thread_local char message[512];
 
-const char *ftc_device_plugin_last_error(void)
+const char *ftc_device_plugin_error(void)
 {
     return message;
 }

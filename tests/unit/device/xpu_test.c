@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "device/device_int.h"
-#include "testkit.h"
+#include "pg_kit.h"
 
 /* Loads the built plugin as the xpu kind with loader (NULL: the default
  * libze_loader.so.1) and returns ftc_device_available's result. */
@@ -99,6 +99,39 @@ static void loader_without_symbols_names_first_missing(void **state)
     assert_non_null(
         strstr(msg, "the Level Zero loader libm.so.6 lacks symbol zeInit"));
     assert_nothing_started();
+    forget_xpu();
+}
+
+/* mesh_2d(devices_per_node = 0) asks the xpu plugin for the count; without
+ * a GPU it fails with the plugin's own reason. */
+static int mesh_xpu(ftc_pg *pg, void *arg)
+{
+    int available = *(int *)arg;
+    ftc_pg *shard = NULL, *rep = NULL;
+    int rc = ftc_pg_mesh_2d(pg, 0, FTC_DEVICE_XPU, NULL, &shard, &rep);
+    if (!available) {
+        const char *msg = ftc_last_error();
+        printf("%s\n", msg);
+        assert_int_equal(rc, FTC_ENOTSUP);
+        assert_non_null(strstr(msg, "mesh_2d"));
+        assert_non_null(strstr(msg, "Level Zero ze"));
+        assert_null(shard);
+        assert_null(rep);
+    } else if (rc == 0) { /* one xpu device: a node of one rank */
+        assert_int_equal(ftc_pg_size(shard), 1);
+        ftc_pg_destroy(shard);
+        ftc_pg_destroy(rep);
+    } else { /* one rank is not a whole node of several devices */
+        assert_int_equal(rc, FTC_EINVAL);
+    }
+    return 0;
+}
+
+static void mesh_2d_takes_the_plugin_count(void **state)
+{
+    (void)state;
+    int available = load_xpu(NULL) == 0;
+    pgt_run_threads(1, NULL, mesh_xpu, &available);
     forget_xpu();
 }
 
@@ -264,6 +297,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(real_loader_without_gpu_names_level_zero_result),
         cmocka_unit_test(missing_loader_is_named),
         cmocka_unit_test(loader_without_symbols_names_first_missing),
+        cmocka_unit_test(mesh_2d_takes_the_plugin_count),
         cmocka_unit_test(gpu_streams_events_and_memory),
     };
     return tk_main(argc, argv, NULL, 0, tests);
