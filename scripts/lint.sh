@@ -31,4 +31,9 @@ fi
 python3 scripts/decisions_index.py --check || status=1
 # The naming rule: ftc_ only for names declared in include/ftc/.
 python3 scripts/lint_names.py || status=1
+# A merge's conflict markers left in any tracked text file.
+if git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ':!*.py' ; then
+  echo "lint: merge conflict markers above"
+  status=1
+fi
 exit $status

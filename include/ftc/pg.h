@@ -178,6 +178,13 @@ typedef struct ftc_pg_opts {
      * authenticated both ways (HMAC-SHA256); a dialer without it, or with
      * another, is refused with FTC_EAUTH. Copied. */
     const char *token;
+    /* The backend that moves this group's data, by name (copied): "tcp"
+     * (built in) or a plugin loaded from libftc_pg_<name>.so or the path
+     * in FTC_PG_<NAME>_BACKEND (ftc/plugin/backend.h). NULL (default):
+     * the environment variable FTC_PG_BACKEND, else "tcp" for
+     * ftc_pg_create and the parent's backend for a subgroup. A backend
+     * that cannot be loaded fails the create with FTC_ENOTSUP. */
+    const char *backend;
 } ftc_pg_opts;
 
 FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);

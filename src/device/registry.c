@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
+#include "base/plugin.h"
 #include "device/device_int.h"
 
 /* The size of the first version of the table (ABI 1.0): a plugin's table
@@ -94,15 +95,9 @@ static int derive(uint32_t cap, const slot *slots, size_t n, uint32_t *caps,
 static int adopt(const ftc_device_plugin *t, int kind, ftc__device *dev,
                  char *why, size_t why_size)
 {
-    uint32_t major = FTC_PLUGIN_ABI_MAJOR(FTC_DEVICE_PLUGIN_ABI_VERSION);
-    if (FTC_PLUGIN_ABI_MAJOR(t->abi_version) != major ||
-        t->struct_size < FIRST_SIZE) {
-        snprintf(why, why_size,
-                 "has ABI version %u.%u with struct_size %u; this library "
-                 "needs ABI %u.x with struct_size >= %zu",
-                 FTC_PLUGIN_ABI_MAJOR(t->abi_version),
-                 FTC_PLUGIN_ABI_MINOR(t->abi_version), t->struct_size, major,
-                 FIRST_SIZE);
+    if (ftc__plugin_check_abi(t->abi_version, t->struct_size,
+                              FTC_DEVICE_PLUGIN_ABI_VERSION, FIRST_SIZE, why,
+                              why_size) != 0) {
         return -1;
     }
     memset(dev, 0, sizeof(*dev));

@@ -120,6 +120,7 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         snprintf(pg->host, sizeof(pg->host), "%s", pg->opts.host);
         pg->opts.host = pg->host;
     }
+    pg->opts.backend = NULL; /* ftc__pg_build sets it to pg->backend */
     ftc__pg_env env;
     ftc__pg_env_read(&env);
     const char *cc = pg->opts.tcp_congestion != NULL ? pg->opts.tcp_congestion
@@ -146,6 +147,15 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
     for (int i = 0; i < size; i++) {
         pg->parent_ranks[i] = parent_ranks != NULL ? parent_ranks[i] : i;
     }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&pg->submit_mu, NULL);
+    pthread_mutex_init(&pg->done_mu, NULL);
+    pthread_cond_init(&pg->done_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&pg->aborted, 0);
+    pg->sync_ready = 1;
     pg->magic = FTC__PG_MAGIC;
     pg->rank = rank;
     pg->size = size;
@@ -154,6 +164,12 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
 
 void ftc__pg_free(ftc_pg *pg)
 {
+    if (pg->sync_ready) {
+        pthread_mutex_destroy(&pg->submit_mu);
+        pthread_mutex_destroy(&pg->done_mu);
+        pthread_cond_destroy(&pg->done_cv);
+    }
+    ftc__free(pg->prefix);
     ftc__free(pg->parent_ranks);
     ftc__free(pg->token);
     pg->magic = 0;
@@ -182,6 +198,7 @@ void ftc_pg_destroy(ftc_pg *pg)
 void ftc_pg_abort(ftc_pg *pg)
 {
     if (check_pg(pg) == 0) {
+        atomic_store(&pg->aborted, 1);
         pg->ops->abort(pg->impl);
     }
 }
@@ -245,7 +262,15 @@ static int check_tensor(req *r, const ftc_tensor *t, const char *name)
     if (t->data == NULL && t->count > 0) {
         return ftc__seterr(FTC_EINVAL, "%s: %s has no data", r->what, name);
     }
-    int rc = r->pg->ops->check_device(r->pg->impl, t->device);
+    const ftc_pg_backend *be = r->pg->ops;
+    if (t->device < 0 || t->device >= 32 ||
+        (be->devices & FTC_PG_BIT(t->device)) == 0) {
+        return ftc__seterr(
+            FTC_ENOTSUP, "%s: %s: the '%s' backend cannot move %s buffers",
+            r->what, name, be->name, ftc_device_kind_name(t->device));
+    }
+    int rc =
+        be->check_device != NULL ? be->check_device(r->pg->impl, t->device) : 0;
     if (rc != 0) {
         return ftc__adderr(rc, "%s: %s", r->what, name);
     }
@@ -358,16 +383,71 @@ static void set_buffers(req *r, const ftc_tensor *in, const ftc_tensor *out)
     r->op->elem = ftc_dtype_size(t->dtype);
     if (in != NULL) {
         r->op->in = data_of(in);
+        r->op->desc.send_count = in->count;
     }
     if (out != NULL) {
         r->op->out = data_of(out);
+        r->op->desc.recv_count = out->count;
     }
+    r->op->desc.device = t->device;
+}
+
+/* FTC_ENOTSUP unless the backend's masks cover the request. */
+static int check_caps(req *r)
+{
+    const ftc_pg_backend *be = r->pg->ops;
+    const ftc__op *op = r->op;
+    bool reducing = op->coll == FTC__ALLREDUCE || op->coll == FTC__REDUCE ||
+                    op->coll == FTC__REDUCE_SCATTER;
+    bool has_data = op->coll != FTC__BARRIER;
+    if ((be->colls & FTC_PG_BIT(op->coll)) == 0 ||
+        (has_data && (be->dtypes & FTC_PG_BIT(op->dtype)) == 0) ||
+        (reducing &&
+         (op->op < 0 || op->op >= 32 || (be->ops & FTC_PG_BIT(op->op)) == 0))) {
+        return ftc__seterr(FTC_ENOTSUP,
+                           "%s: the '%s' backend does not support %s of %s "
+                           "with op %s (nothing was started)",
+                           r->what, be->name, r->what,
+                           has_data ? ftc_dtype_name(op->dtype) : "-",
+                           reducing ? ftc_op_name(op->op) : "-");
+    }
+    return 0;
+}
+
+/* The published descriptor of the op (ftc/plugin/backend.h). */
+static void describe(req *r)
+{
+    ftc__op *op = r->op;
+    ftc_pg_request *d = &op->desc;
+    d->struct_size = sizeof(*d);
+    d->coll = op->coll;
+    d->dtype = op->dtype;
+    d->op = op->op;
+    d->root = op->root;
+    d->tag = op->tag;
+    d->send = op->in;
+    d->recv = op->out;
+    d->send_counts = op->counts;
+    d->recv_counts = op->coll == FTC__ALLTOALLV || op->coll == FTC__ALLTOALL
+                         ? op->rcounts
+                         : NULL;
+    d->epoch = r->pg->opts.epoch;
+    d->deadline_ns = op->deadline.ns;
 }
 
 /* Hands the op over (or frees it on an earlier error) and returns the
  * work. */
 static int finish(req *r, int rc, ftc_work **work)
 {
+    if (rc == 0) {
+        describe(r);
+        rc = check_caps(r);
+    }
+    if (rc == 0 && atomic_load(&r->pg->aborted)) {
+        rc = ftc__seterr(FTC_ECANCELED,
+                         "%s: the group was aborted (unusable until rebuilt)",
+                         r->what);
+    }
     if (rc != 0) {
         ftc__op_free(r->op);
         return rc;
@@ -378,7 +458,12 @@ static int finish(req *r, int rc, ftc_work **work)
         return ftc__seterr(FTC_ENOMEM, "%s: out of memory", r->what);
     }
     r->op->work = w;
-    rc = r->pg->ops->submit(r->pg->impl, r->op);
+    pthread_mutex_lock(&r->pg->submit_mu);
+    if (r->op->coll != FTC__SEND && r->op->coll != FTC__RECV) {
+        r->op->desc.seq = ++r->pg->seq;
+    }
+    rc = r->pg->ops->submit(r->pg->impl, r->op, &r->op->desc);
+    pthread_mutex_unlock(&r->pg->submit_mu);
     if (rc != 0) {
         ftc__work_unref(w); /* the engine's reference: never submitted */
         ftc__work_unref(w);

@@ -8,4 +8,16 @@ void ftc__pg_env_read(ftc__pg_env *out)
     out->host = getenv("FTC_PG_HOST");
     out->tcp_congestion = getenv("FTC_PG_TCP_CONGESTION");
     out->token = getenv("FTC_TOKEN");
+    out->backend = getenv("FTC_PG_BACKEND");
+}
+
+const char *ftc__pg_backend_path_env(const char *name)
+{
+    char var[80];
+    int n = snprintf(var, sizeof(var), "FTC_PG_");
+    for (const char *c = name; *c != '\0' && n < 60; c++) {
+        var[n++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+    }
+    snprintf(var + n, sizeof(var) - (size_t)n, "_BACKEND");
+    return getenv(var);
 }

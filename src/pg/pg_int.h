@@ -15,23 +15,24 @@
 #include "ftc/pg.h"
 #include "ftc/plugin/backend.h"
 
-/* Operation kinds; also the `op` byte of collective messages on the wire,
- * so a rank that called a different collective is told so. */
+/* Operation kinds: the published ftc_pg_coll numbers; also the `op` byte
+ * of collective messages on the wire, so a rank that called a different
+ * collective is told so. */
 typedef enum ftc__coll {
-    FTC__ALLREDUCE = 1,
-    FTC__BROADCAST = 2,
-    FTC__REDUCE = 3,
-    FTC__ALLGATHER = 4,
-    FTC__ALLGATHERV = 5,
-    FTC__REDUCE_SCATTER = 6,
-    FTC__ALLTOALL = 7,
-    FTC__ALLTOALLV = 8,
-    FTC__GATHER = 9,
-    FTC__SCATTER = 10,
-    FTC__BARRIER = 11,
-    FTC__SEND = 12,
-    FTC__RECV = 13,
-    FTC__COLL_END = 14,
+    FTC__ALLREDUCE = FTC_PG_COLL_ALLREDUCE,
+    FTC__BROADCAST = FTC_PG_COLL_BROADCAST,
+    FTC__REDUCE = FTC_PG_COLL_REDUCE,
+    FTC__ALLGATHER = FTC_PG_COLL_ALLGATHER,
+    FTC__ALLGATHERV = FTC_PG_COLL_ALLGATHERV,
+    FTC__REDUCE_SCATTER = FTC_PG_COLL_REDUCE_SCATTER,
+    FTC__ALLTOALL = FTC_PG_COLL_ALLTOALL,
+    FTC__ALLTOALLV = FTC_PG_COLL_ALLTOALLV,
+    FTC__GATHER = FTC_PG_COLL_GATHER,
+    FTC__SCATTER = FTC_PG_COLL_SCATTER,
+    FTC__BARRIER = FTC_PG_COLL_BARRIER,
+    FTC__SEND = FTC_PG_COLL_SEND,
+    FTC__RECV = FTC_PG_COLL_RECV,
+    FTC__COLL_END = FTC_PG_COLL_COUNT,
 } ftc__coll;
 
 const char *ftc__coll_name(int coll);
@@ -57,6 +58,7 @@ typedef struct ftc_pg_backend_request {
     ftc__deadline deadline;
     ftc_work *work;
     struct ftc_pg_backend_request *next;
+    ftc_pg_request desc; /* what a backend plugin reads */
 } ftc__op;
 
 void ftc__op_free(ftc__op *op);
@@ -98,6 +100,8 @@ void ftc__set_in_callback(bool on);
 /* --------------------------------------------------------------- group */
 
 #define FTC__PG_MAGIC 0x50475250U /* "PGRP" */
+/* Longest backend name, with its NUL. */
+#define FTC__PG_BACKEND_NAME_MAX 32
 /* Longest TCP congestion control name, with its NUL (the kernel's
  * TCP_CA_NAME_MAX). */
 #define FTC__CC_NAME_MAX 16
@@ -115,7 +119,53 @@ struct ftc_pg {
     int *parent_ranks;         /* size entries */
     const ftc_pg_backend *ops; /* the backend's table */
     void *impl;
+    char backend[FTC__PG_BACKEND_NAME_MAX]; /* opts.backend points here */
+    char *prefix; /* the rendezvous prefix, owned (subgroups derive theirs) */
+    /* Submission order: seq is assigned and the request submitted under
+     * submit_mu, so a backend sees collectives in seq order. */
+    pthread_mutex_t submit_mu;
+    uint64_t seq;
+    atomic_int aborted; /* ftc_pg_abort was called: refuse new calls */
+    int sync_ready;     /* the mutexes below and submit_mu are initialised */
+    /* Waiting for ftc_pg_backend_complete (backends without a wait slot):
+     * a work's done flag is set under done_mu and done_cv broadcast. */
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
 };
+
+/* The registry of backends (backend.c): "tcp" built in, any other name
+ * loaded from libftc_pg_<name>.so or FTC_PG_<NAME>_BACKEND on first use.
+ * *out is the checked copy of the table, valid for the process's life.
+ * FTC_EINVAL for a malformed name, FTC_ENOTSUP naming the library, the
+ * symbol and the versions when it cannot be loaded. */
+int ftc__pg_backend_get(const char *name, const ftc_pg_backend **out);
+/* The backend a group uses: opts->backend, else FTC_PG_BACKEND, else
+ * fallback (the parent's for a subgroup, "tcp" for ftc_pg_create). */
+const char *ftc__pg_backend_choose(const ftc_pg_opts *opts,
+                                   const char *fallback);
+/* The tcp backend's table. */
+extern const ftc_pg_backend ftc__tcp_backend;
+
+/* Where the members of a new group meet (ftc_pg_backend_exchange). */
+struct ftc_pg_backend_rendezvous {
+    ftc_store_client *store; /* ftc_pg_create: store and prefix */
+    const char *prefix;
+    ftc_pg *parent;     /* a subgroup: the parent group and this group's */
+    const int *members; /* members' parent ranks (size entries) */
+    int rank, size;
+    uint32_t tag; /* parent p2p tag of the next exchange */
+};
+
+/* Builds a group on the named backend: allocates and initialises the
+ * handle (ftc__pg_init), calls the table's create with the rendezvous
+ * and returns the group. On failure nothing is left. */
+int ftc__pg_build(const ftc_pg_backend *be, ftc_pg_backend_rendezvous *rv,
+                  int rank, int size, const int *parent_ranks,
+                  uint64_t group_id, const ftc_pg_opts *opts,
+                  int64_t deadline_ns, ftc_pg **out);
+
+/* Waits for w on a group whose backend has no wait slot. */
+int ftc__pg_wait_completion(ftc_pg *pg, ftc_work *w, int64_t deadline_ns);
 
 /* Every environment variable the pg layer reads (docs/operations.md,
  * "Environment variables"), NULL when unset. ftc__pg_env_read (pg_env.c)
@@ -124,8 +174,11 @@ typedef struct ftc__pg_env {
     const char *host;           /* FTC_PG_HOST */
     const char *tcp_congestion; /* FTC_PG_TCP_CONGESTION */
     const char *token;          /* FTC_TOKEN */
+    const char *backend;        /* FTC_PG_BACKEND */
 } ftc__pg_env;
 void ftc__pg_env_read(ftc__pg_env *out);
+/* FTC_PG_<NAME>_BACKEND for backend name (upper-cased), NULL when unset. */
+const char *ftc__pg_backend_path_env(const char *name);
 
 /* Fills a new group's common fields: opts resolved (defaults, ranges),
  * parent ranks copied (NULL: identity). The backend sets ops and impl. */

@@ -1,7 +1,9 @@
-/* ftc_pg_create: rendezvous through a store. Every rank publishes
- * "host:port|nonce" under "<prefix>/pg/rank/<r>", fetches all of them in
- * one multi_get (which waits for the missing ones), and connects the mesh;
- * the group id is rank 0's nonce, fresh for every group. */
+/* ftc_pg_create: rendezvous through a store. The pg layer agrees on a
+ * fresh group id (rank 0's random number, under "<prefix>/backend/group")
+ * and calls the chosen backend's create. tcp's create (here): every rank
+ * publishes "host:port|nonce" under "<prefix>/pg/rank/<r>", fetches all
+ * of them in one multi_get (which waits for the missing ones), and
+ * connects the mesh. */
 #include <stdlib.h>
 
 #include "pg/pg_int.h"
@@ -40,29 +42,19 @@ static void key_of(char *out, const char *prefix, int rank)
     snprintf(out, KEY_MAX, "%s/pg/rank/%d", prefix, rank);
 }
 
-int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
-                  int size, const ftc_pg_opts *opts, ftc_pg **out)
+int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
 {
-    ftc__clearerr();
-    if (out == NULL) {
-        return ftc__seterr(FTC_EINVAL, "create: out is NULL");
-    }
-    *out = NULL;
-    if (store == NULL || prefix == NULL || prefix[0] == '\0' ||
-        strlen(prefix) > KEY_MAX - 32 || size < 1 || rank < 0 || rank >= size) {
+    *impl = NULL;
+    if (args->store == NULL) {
         return ftc__seterr(FTC_EINVAL,
-                           "create: needs a store, a prefix and 0 <= rank "
-                           "(%d) < size (%d)",
-                           rank, size);
+                           "tcp: a subgroup is built by ftc_pg_split");
     }
-    ftc_pg_opts o;
-    int rc = ftc__pg_resolve_opts(&o, opts);
-    if (rc != 0) {
-        return rc;
-    }
-    ftc__deadline dl = ftc__deadline_in_ms(o.connect_timeout_ms);
+    ftc_store_client *store = args->store;
+    const char *prefix = args->prefix;
+    int rank = args->rank, size = args->size;
+    ftc__deadline dl = {args->deadline_ns};
     ftc__pg_listener l;
-    rc = ftc__pg_listen(o.host, &l);
+    int rc = ftc__pg_listen(args->opts->host, &l);
     if (rc != 0) {
         return rc;
     }
@@ -91,17 +83,13 @@ int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
         rc = ftc_store_client_multi_get(store, kp, (size_t)size, vals,
                                         ftc__deadline_left_ms(dl));
     }
-    uint64_t id = 0, nonce = 0;
+    uint64_t nonce = 0;
     for (int i = 0; rc == 0 && i < size; i++) {
         rc = parse(&vals[i], i, addrs[i], FTC_HOST_MAX + 16, &nonce);
-        id = i == 0 ? nonce : id;
     }
     if (rc == 0) {
-        /* What is left of the connect timeout applies to connecting. */
-        o.connect_timeout_ms = ftc__deadline_left_ms(dl);
-        o.connect_timeout_ms =
-            o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 1;
-        rc = ftc__pg_create_from_peers(out, &l, ap, rank, size, id, NULL, &o);
+        rc = ftc__tcp_build(args->group, &l, ap, args->group_id,
+                            args->deadline_ns, impl);
     } else {
         ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
         ftc__pg_listener_close(&l);
@@ -115,4 +103,44 @@ int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
     ftc__free(addrs);
     ftc__free(ap);
     return rc;
+}
+
+int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
+                  int size, const ftc_pg_opts *opts, ftc_pg **out)
+{
+    ftc__clearerr();
+    if (out == NULL) {
+        return ftc__seterr(FTC_EINVAL, "create: out is NULL");
+    }
+    *out = NULL;
+    if (store == NULL || prefix == NULL || prefix[0] == '\0' ||
+        strlen(prefix) > KEY_MAX - 32 || size < 1 || rank < 0 || rank >= size) {
+        return ftc__seterr(FTC_EINVAL,
+                           "create: needs a store, a prefix and 0 <= rank "
+                           "(%d) < size (%d)",
+                           rank, size);
+    }
+    ftc_pg_opts o;
+    int rc = ftc__pg_resolve_opts(&o, opts);
+    const ftc_pg_backend *be = NULL;
+    if (rc == 0) {
+        /* Before anything is published: a backend that cannot be loaded
+         * leaves no trace in the store. */
+        rc = ftc__pg_backend_get(ftc__pg_backend_choose(&o, "tcp"), &be);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    ftc__deadline dl =
+        ftc__deadline_from_timeout(o.connect_timeout_ms, o.connect_timeout_ms);
+    ftc_pg_backend_rendezvous rv = {
+        .store = store, .prefix = prefix, .rank = rank, .size = size};
+    uint8_t id[8];
+    ftc__put_u64le(id, ftc__rand_u64());
+    rc = ftc_pg_backend_exchange(&rv, "group", id, sizeof(id), dl.ns);
+    if (rc != 0) {
+        return ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
+    }
+    return ftc__pg_build(be, &rv, rank, size, NULL, ftc__get_u64le(id), &o,
+                         dl.ns, out);
 }

@@ -1,8 +1,12 @@
 /* Subgroups: MPI_Comm_split over a group, and the two layouts built on it
  * (contiguous new_subgroups, and the intra-/inter-node groups of
- * HYBRID_SHARD). New groups meet through their parent: every rank opens a
- * listener and the addresses travel in one allgather, so no store is
- * involved. */
+ * HYBRID_SHARD). New groups meet through their parent: one allgather of
+ * every rank's color, key and nonce (and, for tcp, its listening address),
+ * so no store is involved. A new group takes the parent's backend unless
+ * its opts name another; a backend other than tcp builds it through its
+ * create, with a rendezvous over the parent (ftc_pg_backend_exchange sends
+ * from the first member to the others) and the prefix
+ * "<parent prefix>/split/<group id>". */
 #include "pg/pg_int.h"
 #include "pg/tcp/tcp.h"
 
@@ -79,7 +83,7 @@ static int exchange(ftc_pg *pg, const uint8_t *mine, uint8_t *all,
 
 /* Builds this rank's new group from the exchanged records. */
 static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
-                const ftc_pg_opts *o, ftc_pg **out)
+                const ftc_pg_backend *be, const ftc_pg_opts *o, ftc_pg **out)
 {
     entry *mem = ftc__calloc((size_t)pg->size, sizeof(*mem));
     const char **addrs = ftc__calloc((size_t)pg->size, sizeof(*addrs));
@@ -94,11 +98,27 @@ static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
         parent[i] = mem[i].rank;
         me = mem[i].rank == pg->rank ? i : me;
     }
-    if (rc == 0) {
-        /* The group id is the first member's random nonce: fresh for
-         * every split, the same on every member. */
-        rc = ftc__pg_create_from_peers(out, l, addrs, me, m, mem[0].nonce,
-                                       parent, o);
+    /* The group id is the first member's random nonce: fresh for every
+     * split, the same on every member. */
+    uint64_t id = m > 0 ? mem[0].nonce : 0;
+    char prefix[512];
+    snprintf(prefix, sizeof(prefix), "%.400s/split/%016llx",
+             pg->prefix != NULL ? pg->prefix : "", (unsigned long long)id);
+    if (rc == 0 && strcmp(be->name, "tcp") == 0) {
+        rc = ftc__pg_create_from_peers(out, l, addrs, me, m, id, parent, o);
+        if (rc == 0) {
+            (*out)->prefix = ftc__strdup(prefix);
+        }
+    } else if (rc == 0) {
+        ftc__pg_listener_close(l);
+        ftc_pg_backend_rendezvous rv = {.parent = pg,
+                                        .prefix = prefix,
+                                        .members = parent,
+                                        .rank = me,
+                                        .size = m};
+        ftc__deadline dl = ftc__deadline_from_timeout(o->connect_timeout_ms,
+                                                      o->connect_timeout_ms);
+        rc = ftc__pg_build(be, &rv, me, m, parent, id, o, dl.ns, out);
     } else {
         ftc__pg_listener_close(l);
     }
@@ -130,7 +150,18 @@ int ftc_pg_split(ftc_pg *pg, int color, int key, const ftc_pg_opts *opts,
     const ftc_pg_opts *o = &mine_opts;
     ftc__pg_listener l = {.fd = -1};
     int send_color = color;
-    if (color >= 0 && ftc__pg_listen(o->host, &l) != 0) {
+    /* The parent's backend unless opts name another (not FTC_PG_BACKEND:
+     * the environment chose the parent's already). */
+    const ftc_pg_backend *be = NULL;
+    char be_err[FTC__PG_MSG_MAX] = "";
+    int be_rc = ftc__pg_backend_get(
+        opts != NULL && opts->backend != NULL ? opts->backend : pg->backend,
+        &be);
+    if (be_rc != 0) {
+        snprintf(be_err, sizeof(be_err), "%s", ftc_last_error());
+        send_color = color >= 0 ? LISTEN_FAILED : color;
+    } else if (color >= 0 && strcmp(be->name, "tcp") == 0 &&
+               ftc__pg_listen(o->host, &l) != 0) {
         FTC_LOG_WARN("pg.split", "rank %d: %s", pg->rank, ftc_last_error());
         send_color = LISTEN_FAILED; /* the others must hear it too */
     }
@@ -145,14 +176,20 @@ int ftc_pg_split(ftc_pg *pg, int color, int key, const ftc_pg_opts *opts,
             ftc__adderr(rc, "split: exchanging addresses");
         }
     }
+    if (rc == 0 && be_rc != 0) {
+        rc = ftc__seterr(be_rc, "split: %s", be_err);
+    }
     for (int i = 0; rc == 0 && i < pg->size; i++) {
         decode(all + (size_t)i * REC_SIZE, i, &ents[i]);
         if (ents[i].color == LISTEN_FAILED) {
-            rc = ftc__seterr(FTC_EPEER, "split: rank %d could not listen", i);
+            rc = ftc__seterr(FTC_EPEER,
+                             "split: rank %d could not listen or load the "
+                             "backend",
+                             i);
         }
     }
     if (rc == 0 && color >= 0) {
-        rc = join(pg, ents, &l, color, o, out);
+        rc = join(pg, ents, &l, color, be, o, out);
     } else {
         ftc__pg_listener_close(&l);
     }

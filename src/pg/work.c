@@ -89,9 +89,10 @@ int ftc_work_wait(ftc_work *w, int64_t timeout_ms)
         return result(w);
     }
     ftc_pg *pg = w->pg;
-    rc = pg->ops->wait(
-        pg->impl, w,
-        ftc__deadline_from_timeout(timeout_ms, FTC_TIMEOUT_INFINITE).ns);
+    int64_t dl =
+        ftc__deadline_from_timeout(timeout_ms, FTC_TIMEOUT_INFINITE).ns;
+    rc = pg->ops->wait != NULL ? pg->ops->wait(pg->impl, w, dl)
+                               : ftc__pg_wait_completion(pg, w, dl);
     return rc != 0 ? rc : result(w);
 }
 

@@ -29,12 +29,28 @@ static int tcp_wait(void *impl, ftc_work *w, int64_t deadline_ns)
     return ftc__tcp_wait(impl, w, (ftc__deadline){deadline_ns});
 }
 
-static const ftc_pg_backend tcp_ops = {
+static int tcp_submit(void *impl, ftc_pg_backend_request *request,
+                      const ftc_pg_request *desc)
+{
+    (void)desc; /* tcp reads the internal op */
+    return ftc__tcp_submit(impl, request);
+}
+
+#define ALL_BITS(n) ((uint32_t)((1ull << (n)) - 1u))
+
+const ftc_pg_backend ftc__tcp_backend = {
     .abi_version = FTC_PG_BACKEND_ABI_VERSION,
     .struct_size = sizeof(ftc_pg_backend),
     .name = "tcp",
+    /* Every collective, dtype and op; any device kind the device layer
+     * says is host-addressable (check_device). */
+    .colls = ALL_BITS(FTC_PG_COLL_COUNT) & ~1u,
+    .dtypes = ALL_BITS(FTC_DTYPE_COUNT),
+    .ops = ALL_BITS(FTC_OP_COUNT),
+    .devices = ALL_BITS(FTC_DEVICE_KIND_COUNT),
+    .create = ftc__tcp_create,
     .check_device = check_device,
-    .submit = ftc__tcp_submit,
+    .submit = tcp_submit,
     .wait = tcp_wait,
     .abort = ftc__tcp_abort,
     .status = ftc__tcp_status,
@@ -227,32 +243,19 @@ static int prepare_chans(ftc__tcp *g)
     return 0;
 }
 
-int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
-                              const char *const *addrs, int rank, int size,
-                              uint64_t group_id, const int *parent_ranks,
-                              const ftc_pg_opts *opts)
+int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
+                   uint64_t group_id, int64_t deadline_ns, void **impl)
 {
-    *out = NULL;
-    ftc_pg *pg = ftc__calloc(1, sizeof(*pg));
-    int rc = pg == NULL ? ftc__seterr(FTC_ENOMEM, "out of memory") : 0;
-    if (rc == 0) {
-        rc = ftc__pg_init(pg, rank, size, parent_ranks, opts);
-    }
-    if (rc == 0) {
-        rc = ftc__tcp_check_congestion(&pg->opts);
-    }
+    *impl = NULL;
+    int rc = ftc__tcp_check_congestion(&pg->opts);
     ftc__tcp *g = NULL;
     if (rc == 0) {
         rc = alloc_group(&g, pg, group_id);
     }
     if (rc == 0) {
-        pg->ops = &tcp_ops;
-        pg->impl = g;
-        g->spin_ns = choose_spin_ns(&pg->opts, addrs, rank, size);
+        g->spin_ns = choose_spin_ns(&pg->opts, addrs, pg->rank, pg->size);
         g->spin_cur = g->spin_ns;
-        ftc__deadline dl = ftc__deadline_from_timeout(
-            pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__mesh_connect(g, l, addrs, dl);
+        rc = ftc__mesh_connect(g, l, addrs, (ftc__deadline){deadline_ns});
     }
     ftc__pg_listener_close(l);
     if (rc == 0) {
@@ -266,6 +269,34 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
             ftc__tcp_engine_stop(g);
             free_group(g);
         }
+        return rc;
+    }
+    *impl = g;
+    return 0;
+}
+
+int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
+                              const char *const *addrs, int rank, int size,
+                              uint64_t group_id, const int *parent_ranks,
+                              const ftc_pg_opts *opts)
+{
+    *out = NULL;
+    ftc_pg *pg = ftc__calloc(1, sizeof(*pg));
+    int rc = pg == NULL ? ftc__seterr(FTC_ENOMEM, "out of memory") : 0;
+    if (rc == 0) {
+        rc = ftc__pg_init(pg, rank, size, parent_ranks, opts);
+    }
+    if (rc == 0) {
+        snprintf(pg->backend, sizeof(pg->backend), "tcp");
+        pg->opts.backend = pg->backend;
+        pg->ops = &ftc__tcp_backend;
+        ftc__deadline dl = ftc__deadline_from_timeout(
+            pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
+        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, &pg->impl);
+    } else {
+        ftc__pg_listener_close(l);
+    }
+    if (rc != 0) {
         if (pg != NULL) {
             pg->impl = NULL;
             ftc__pg_free(pg);

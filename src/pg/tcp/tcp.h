@@ -27,6 +27,17 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
                               uint64_t group_id, const int *parent_ranks,
                               const ftc_pg_opts *opts);
 
+/* The tcp member of group pg (initialised by ftc__pg_init) from the
+ * members' addresses: connects the mesh by deadline_ns and starts the
+ * engine. Consumes the listener. */
+int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
+                   uint64_t group_id, int64_t deadline_ns, void **impl);
+
+/* The table's create: the store rendezvous of rendezvous.c (addresses
+ * under "<prefix>/pg/rank/<r>"). Subgroups of tcp groups are built by
+ * split.c from addresses exchanged over the parent. */
+int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl);
+
 #ifdef FTC_TESTING
 /* Shuts down the collective connection(s) to peer, as a network fault
  * would (chaos tests). */
