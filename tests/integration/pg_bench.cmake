@@ -14,3 +14,11 @@ ftc_add_test(pg_bench_tuned_test
   TIMEOUT 120 LABELS integration
   PASS_REGEX "\"op\":\"allreduce\",\"ranks\":2,\"bytes\":1048576"
   FAIL_REGEX "failed|invalid")
+# --backend: a missing backend prints one line and the others run; rows
+# name their backend.
+ftc_add_test(pg_bench_backends_test
+  COMMAND ftc_cli bench pg --ranks 2 --op allreduce --sizes 4K --iters 2
+          --budget 1 --json --backend nosuch,tcp
+  TIMEOUT 120 LABELS integration
+  PASS_REGEX "nosuch: not available: .*libftc_pg_nosuch.*\"backend\":\"tcp\",\"op\":\"allreduce\",\"ranks\":2,\"bytes\":4096|\"backend\":\"tcp\",\"op\":\"allreduce\",\"ranks\":2,\"bytes\":4096.*nosuch: not available: .*libftc_pg_nosuch"
+  FAIL_REGEX "failed|invalid")

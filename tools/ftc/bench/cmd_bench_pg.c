@@ -14,34 +14,26 @@
 
 #include "base/base_int.h"
 #include "cli_args.h"
+#include "bench/bench_coll.h"
 #include "bench/cmd_bench.h"
 #include "ftc/ftc.h"
 
 #define MAX_SIZES 32
 #define MAX_RANKS 64
-
-enum {
-    OP_ALLREDUCE,
-    OP_BROADCAST,
-    OP_ALLGATHER,
-    OP_REDUCE_SCATTER,
-    OP_ALLTOALL,
-    NOPS
-};
-
-/* "all" sets every bit. */
-static const char *const op_names[NOPS + 2] = {
-    "allreduce", "broadcast", "allgather", "reduce_scatter",
-    "alltoall",  "all",       NULL};
+#define MAX_BACKENDS 8
 
 static const char *const algo_names[] = {"auto", "ring",  "rdouble", "direct",
                                          "tree", "chain", NULL};
 
 typedef struct cfg {
     int ranks;
-    int ops; /* bit i: op_names[i] */
+    int ops; /* bit i: bench_coll_op_names[i] */
     size_t sizes[MAX_SIZES];
     int nsizes;
+    const char *backend_list; /* --backend */
+    char *backend_copy;       /* split in place into backends */
+    const char *backends[MAX_BACKENDS];
+    int nbackends;
     bool json;
     double budget_s; /* per (op, size) */
     int iters;       /* 0: by size */
@@ -57,8 +49,14 @@ typedef struct cfg {
 static const ftc__cli_option options[] = {
     {"ranks", FTC__CLI_INT, FTC__CLI_FIELD(cfg, ranks), .min = 1,
      .max = MAX_RANKS, .metavar = "N", .help = "ranks"},
-    {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops), .names = op_names,
-     .metavar = "LIST", .help = "collectives", .default_text = "all"},
+    {"backend", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, backend_list),
+     .metavar = "LIST",
+     .help = "backends by name (tcp, xccl, ...), comma-separated: one block "
+             "each, interleaved per op and size",
+     .env = "FTC_PG_BACKEND"},
+    {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops),
+     .names = bench_coll_op_names, .metavar = "LIST", .help = "collectives",
+     .default_text = "all"},
     {"sizes", FTC__CLI_SIZE_LIST, FTC__CLI_ARRAY(cfg, sizes, nsizes), .min = 1,
      .max = INT64_MAX, .metavar = "LIST",
      .help = "per-rank buffer sizes with K/M/G suffixes"},
@@ -66,11 +64,12 @@ static const ftc__cli_option options[] = {
      .max = 1000000, .metavar = "K", .help = "iterations per size",
      .default_text = "500 at 4K down to 12 at 64M, within --budget"},
     {"budget", FTC__CLI_DOUBLE, FTC__CLI_FIELD(cfg, budget_s), .real_min = 1,
-     .real_max = 3600, .metavar = "S", .help = "seconds per op and size"},
+     .real_max = 3600, .metavar = "S",
+     .help = "seconds per op, size and backend"},
     {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(cfg, json),
-     .help = "one JSON object per line instead of a table (op, ranks, "
-             "bytes, count, p50_us, p10_us, p90_us, algbw_gbps, busbw_gbps, "
-             "b2b_us, b2b_busbw_gbps)"},
+     .help = "one JSON object per line instead of a table (backend, op, "
+             "ranks, bytes, count, iters, p50_us, p10_us, p90_us, algbw_gbps, "
+             "busbw_gbps, b2b_us, b2b_busbw_gbps)"},
     {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -2,
      .max = 1000000, .metavar = "US",
      .help = "ftc_pg_opts.spin_us (0: never poll)",
@@ -101,176 +100,89 @@ static const ftc__cli_command command = {
              "algbw = size / time; busbw = algbw x 2(N-1)/N (allreduce),\n"
              "x 1 (broadcast), x (N-1)/N (allgather, reduce_scatter,\n"
              "alltoall). size is the per-rank buffer (allgather: output,\n"
-             "reduce_scatter: input), f32 elements.\n",
+             "reduce_scatter: input), f32 elements. With several backends,\n"
+             "each (op, size) runs on each in turn, so load hits them alike.\n",
+    .notes = "A backend that cannot be created prints \"NAME: not available:\n"
+             "REASON\" on stderr and the others run. Exit status: 0 when\n"
+             "every available backend ran, 1 when a run failed or none was\n"
+             "available, 2 for bad usage.\n",
     FTC__CLI_OPTIONS(options),
 };
 
 /* ------------------------------------------------------------- worker */
 
-typedef struct bufs {
-    float *in, *out;
-    size_t in_n, out_n;
-} bufs;
-
-/* Element counts of in and out for one op at nccl-tests size `bytes`. */
-static void shape(int op, size_t bytes, int n, size_t *in_n, size_t *out_n)
+/* Waits for and releases *w when the call that made it (rc) succeeded. */
+static int wait_work(int rc, ftc_work **w)
 {
-    size_t c = bytes / sizeof(float);
-    c -= c % (size_t)n; /* blocks divide evenly */
-    *in_n = *out_n = c;
-    if (op == OP_ALLGATHER) {
-        *in_n = c / (size_t)n;
-    } else if (op == OP_REDUCE_SCATTER) {
-        *out_n = c / (size_t)n;
+    if (rc == 0) {
+        rc = ftc_work_wait(*w, FTC_TIMEOUT_INFINITE);
+        ftc_work_release(*w);
     }
+    return rc;
 }
 
-static int run_op(ftc_pg *pg, int op, bufs *b)
+static int pg_run(void *ctx, int op, const bench_coll_bufs *b)
 {
+    ftc_pg *pg = ctx;
     ftc_tensor in = ftc_tensor_cpu(b->in, b->in_n, FTC_DTYPE_F32);
     ftc_tensor out = ftc_tensor_cpu(b->out, b->out_n, FTC_DTYPE_F32);
     ftc_work *w = NULL;
     int rc;
     switch (op) {
-    case OP_ALLREDUCE:
+    case BENCH_COLL_ALLREDUCE:
         rc = ftc_pg_allreduce(pg, &in, &in, FTC_OP_SUM, NULL, &w);
         break;
-    case OP_BROADCAST:
+    case BENCH_COLL_BROADCAST:
         rc = ftc_pg_broadcast(pg, &in, 0, NULL, &w);
         break;
-    case OP_ALLGATHER:
+    case BENCH_COLL_ALLGATHER:
         rc = ftc_pg_allgather(pg, &in, &out, NULL, &w);
         break;
-    case OP_REDUCE_SCATTER:
+    case BENCH_COLL_REDUCE_SCATTER:
         rc = ftc_pg_reduce_scatter(pg, &in, &out, FTC_OP_SUM, NULL, &w);
         break;
     default:
         rc = ftc_pg_alltoall(pg, &in, &out, NULL, &w);
         break;
     }
-    if (rc == 0) {
-        rc = ftc_work_wait(w, FTC_TIMEOUT_INFINITE);
-        ftc_work_release(w);
-    }
-    return rc;
+    return wait_work(rc, &w);
 }
 
-/* A blocking collective on small data: barrier, max, broadcast. */
-static int sync_op(ftc_pg *pg, int kind, double *v, size_t n)
+static int pg_barrier(void *ctx)
+{
+    ftc_work *w = NULL;
+    int rc = ftc_pg_barrier(ctx, NULL, &w);
+    return wait_work(rc, &w);
+}
+
+static int pg_max(void *ctx, double *v, size_t n)
 {
     ftc_tensor t = ftc_tensor_cpu(v, n, FTC_DTYPE_F64);
-    ftc_work *w;
-    int rc = kind == 0   ? ftc_pg_barrier(pg, NULL, &w)
-             : kind == 1 ? ftc_pg_allreduce(pg, &t, &t, FTC_OP_MAX, NULL, &w)
-                         : ftc_pg_broadcast(pg, &t, 0, NULL, &w);
-    if (rc == 0) {
-        rc = ftc_work_wait(w, FTC_TIMEOUT_INFINITE);
-        ftc_work_release(w);
-    }
-    return rc;
+    ftc_work *w = NULL;
+    int rc = ftc_pg_allreduce(ctx, &t, &t, FTC_OP_MAX, NULL, &w);
+    return wait_work(rc, &w);
 }
 
-static int default_iters(size_t bytes)
+static int pg_bcast(void *ctx, double *v, size_t n)
 {
-    return bytes <= (8u << 10)     ? 500
-           : bytes <= (128u << 10) ? 300
-           : bytes <= (2u << 20)   ? 100
-           : bytes <= (32u << 20)  ? 30
-                                   : 12;
+    ftc_tensor t = ftc_tensor_cpu(v, n, FTC_DTYPE_F64);
+    ftc_work *w = NULL;
+    int rc = ftc_pg_broadcast(ctx, &t, 0, NULL, &w);
+    return wait_work(rc, &w);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Creates this rank's group on backend b (under "<prefix>/<name>"), then
+ * every rank publishes whether it could and reads the others', so all
+ * agree: *pg stays NULL on every rank when one failed, and rank 0 says
+ * why (its own reason, else the first failed rank's). 0, or the store's
+ * error. */
+static int create_backend(const cfg *c, ftc_store_client *store, int b,
+                          ftc_pg **pg)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double bus_factor(int op, int n)
-{
-    if (op == OP_ALLREDUCE) {
-        return 2.0 * (n - 1) / n;
-    }
-    return op == OP_BROADCAST ? 1.0 : (double)(n - 1) / n;
-}
-
-static void report(const cfg *c, int op, size_t bytes, size_t count,
-                   double *lat, int iters, double b2b)
-{
-    qsort(lat, (size_t)iters, sizeof(double), cmp_double);
-    double p50 = lat[iters / 2], p10 = lat[iters / 10];
-    double p90 = lat[iters * 9 / 10];
-    double f = bus_factor(op, c->ranks);
-    double algbw = (double)bytes / p50 / 1e3; /* us -> GB/s */
-    if (c->json) {
-        printf("{\"op\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"count\":%zu,"
-               "\"iters\":%d,\"p50_us\":%.2f,\"p10_us\":%.2f,\"p90_us\":%.2f,"
-               "\"algbw_gbps\":%.4f,\"busbw_gbps\":%.4f,\"b2b_us\":%.2f,"
-               "\"b2b_busbw_gbps\":%.4f}\n",
-               op_names[op], c->ranks, bytes, count, iters, p50, p10, p90,
-               algbw, algbw * f, b2b, (double)bytes / b2b / 1e3 * f);
-    } else {
-        printf("%14s %12zu %11zu %10.1f %8.3f %8.3f %10.1f %10.1f %8.3f\n",
-               op_names[op], bytes, count, p50, algbw, algbw * f, p90, b2b,
-               (double)bytes / b2b / 1e3 * f);
-    }
-    fflush(stdout);
-}
-
-/* Times one op at one size on every rank; rank 0 reports. */
-static int bench_one(ftc_pg *pg, const cfg *c, int op, size_t bytes,
-                     double *lat)
-{
-    int n = ftc_pg_size(pg), r = ftc_pg_rank(pg);
-    bufs b;
-    shape(op, bytes, n, &b.in_n, &b.out_n);
-    b.in = calloc(b.in_n + 1, sizeof(float)); /* zeros: sums stay finite */
-    b.out = calloc(b.out_n + 1, sizeof(float));
-    int iters = c->iters > 0 ? c->iters : default_iters(bytes);
-    int rc = b.in != NULL && b.out != NULL ? 0 : FTC_ENOMEM;
-    for (int i = 0; rc == 0 && i < 3; i++) {
-        rc = run_op(pg, op, &b);
-    }
-    int done = 0;
-    int64_t start = ftc__now_ns();
-    while (rc == 0 && done < iters) {
-        rc = sync_op(pg, 0, NULL, 0);
-        int64_t t0 = ftc__now_ns();
-        rc = rc ? rc : run_op(pg, op, &b);
-        lat[done++] = (double)(ftc__now_ns() - t0) / 1e3;
-        if (rc == 0 && done % 8 == 0) {
-            /* Rank 0 decides for all whether the budget is spent. */
-            double stop =
-                r == 0 && (double)(ftc__now_ns() - start) / 1e9 > c->budget_s;
-            rc = sync_op(pg, 2, &stop, 1);
-            if (stop != 0) {
-                break;
-            }
-        }
-    }
-    rc = rc ? rc : sync_op(pg, 1, lat, (size_t)done);
-    rc = rc ? rc : sync_op(pg, 0, NULL, 0);
-    int64_t t0 = ftc__now_ns();
-    for (int i = 0; rc == 0 && i < done; i++) {
-        rc = run_op(pg, op, &b);
-    }
-    double b2b = (double)(ftc__now_ns() - t0) / 1e3 / (done ? done : 1);
-    rc = rc ? rc : sync_op(pg, 1, &b2b, 1);
-    if (rc == 0 && r == 0) {
-        report(c, op, bytes, b.in_n, lat, done, b2b);
-    }
-    free(b.in);
-    free(b.out);
-    return rc;
-}
-
-static int worker(const cfg *c)
-{
-    ftc_store_client *store = NULL;
-    ftc_pg *pg = NULL;
-    int rc = ftc_store_client_connect(c->store, NULL, &store);
     ftc_pg_opts o;
     ftc_pg_opts_init(&o);
     o.host = "127.0.0.1";
+    o.backend = c->backends[b];
     o.spin_us = c->spin_us;
     o.streams = c->streams;
     o.segment_bytes = c->segment;
@@ -280,22 +192,84 @@ static int worker(const cfg *c)
         c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_DIRECT ? c->algo : 0;
     o.broadcast_algo =
         c->algo == FTC_ALGO_TREE || c->algo == FTC_ALGO_CHAIN ? c->algo : 0;
-    if (rc == 0) {
-        rc = ftc_pg_create(store, c->prefix, c->rank, c->ranks, &o, &pg);
+    char prefix[256], key[320], why[512] = "ok";
+    snprintf(prefix, sizeof(prefix), "%s/%s", c->prefix, c->backends[b]);
+    int rc = ftc_pg_create(store, prefix, c->rank, c->ranks, &o, pg);
+    if (rc != 0) {
+        snprintf(why, sizeof(why), "%s (%s)", ftc_last_error(),
+                 ftc_strerror(rc));
+    }
+    snprintf(key, sizeof(key), "%s/created/%d", prefix, c->rank);
+    int src = ftc_store_client_set(store, key, why, strlen(why), 60000);
+    bool all_ok = rc == 0;
+    char first[512] = "";
+    for (int r = 0; src == 0 && r < c->ranks; r++) {
+        void *v = NULL;
+        size_t len = 0;
+        snprintf(key, sizeof(key), "%s/created/%d", prefix, r);
+        src = ftc_store_client_get(store, key, &v, &len, 600000);
+        if (src == 0 && !(len == 2 && memcmp(v, "ok", 2) == 0)) {
+            if (all_ok) {
+                snprintf(first, sizeof(first), "rank %d: %.*s", r,
+                         (int)(len < 400 ? len : 400), (const char *)v);
+            }
+            all_ok = false;
+        }
+        ftc_free(v);
+    }
+    if (!all_ok) {
+        if (c->rank == 0) {
+            fprintf(stderr, "%s: not available: %s\n", c->backends[b],
+                    rc != 0 ? why : first);
+        }
+        ftc_pg_destroy(*pg);
+        *pg = NULL;
+    }
+    return src;
+}
+
+static int worker(const cfg *c)
+{
+    ftc_store_client *store = NULL;
+    ftc_pg *pgs[MAX_BACKENDS] = {NULL};
+    bench_coll_comm comms[MAX_BACKENDS];
+    int rc = ftc_store_client_connect(c->store, NULL, &store);
+    int available = 0;
+    for (int b = 0; rc == 0 && b < c->nbackends; b++) {
+        rc = create_backend(c, store, b, &pgs[b]);
+        comms[b] = (bench_coll_comm){.ctx = pgs[b],
+                                     .rank = c->rank,
+                                     .size = c->ranks,
+                                     .run = pg_run,
+                                     .barrier = pg_barrier,
+                                     .max = pg_max,
+                                     .bcast = pg_bcast};
+        available += pgs[b] != NULL;
     }
     double *lat = calloc(1000000, sizeof(double));
-    if (rc == 0 && c->rank == 0 && !c->json) {
-        printf("# ftc bench pg: %d ranks, f32, tcp backend, loopback\n"
-               "# %12s %12s %11s %10s %8s %8s %10s %10s %8s\n"
-               "# %12s %12s %11s %10s %8s %8s %10s %10s %8s\n",
-               c->ranks, "op", "size(B)", "count", "time(us)", "algbw", "busbw",
-               "p90(us)", "b2b(us)", "b2b bus", "", "", "(elems)", "p50",
-               "(GB/s)", "(GB/s)", "", "", "(GB/s)");
-        fflush(stdout);
+    rc = rc == 0 && lat == NULL ? FTC_ENOMEM : rc;
+    if (rc == 0 && available > 0 && c->rank == 0 && !c->json) {
+        printf("# ftc bench pg: %d ranks, f32, loopback, backends", c->ranks);
+        for (int b = 0; b < c->nbackends; b++) {
+            printf(pgs[b] != NULL ? " %s" : " (%s: not available)",
+                   c->backends[b]);
+        }
+        printf("\n");
+        bench_coll_print_header();
     }
-    for (int op = 0; rc == 0 && op < NOPS; op++) {
+    for (int op = 0; rc == 0 && op < BENCH_COLL_NOPS; op++) {
         for (int s = 0; rc == 0 && (c->ops & (1 << op)) && s < c->nsizes; s++) {
-            rc = bench_one(pg, c, op, c->sizes[s], lat);
+            for (int b = 0; rc == 0 && b < c->nbackends; b++) {
+                bench_coll_result res;
+                if (pgs[b] == NULL) {
+                    continue;
+                }
+                rc = bench_coll_one(&comms[b], op, c->sizes[s], c->iters,
+                                    c->budget_s, lat, &res);
+                if (rc == 0 && c->rank == 0) {
+                    bench_coll_print(&res, c->backends[b], c->json);
+                }
+            }
         }
     }
     if (rc != 0) {
@@ -303,9 +277,11 @@ static int worker(const cfg *c)
                 ftc_strerror(rc), ftc_last_error());
     }
     free(lat);
-    ftc_pg_destroy(pg);
+    for (int b = 0; b < c->nbackends; b++) {
+        ftc_pg_destroy(pgs[b]);
+    }
     ftc_store_client_close(store);
-    return rc == 0 ? 0 : 1;
+    return rc == 0 && available > 0 ? 0 : 1;
 }
 
 /* ------------------------------------------------------------- launcher */
@@ -375,12 +351,45 @@ static int launch(const cfg *c, int argc, char **argv)
     return status;
 }
 
+/* --backend's names into c->backends: none empty, none twice. */
+static int split_backends(cfg *c)
+{
+    c->backend_copy = strdup(c->backend_list);
+    if (c->backend_copy == NULL) {
+        return 1;
+    }
+    char *save = NULL;
+    for (char *p = c->backend_copy;; p = NULL) {
+        char *name = strtok_r(p, ",", &save);
+        if (name == NULL) {
+            break;
+        }
+        if (c->nbackends == MAX_BACKENDS) {
+            return ftc__cli_usage_error(&command, "--backend: at most %d names",
+                                        MAX_BACKENDS);
+        }
+        for (int i = 0; i < c->nbackends; i++) {
+            if (strcmp(c->backends[i], name) == 0) {
+                return ftc__cli_usage_error(&command, "--backend: %s twice",
+                                            name);
+            }
+        }
+        c->backends[c->nbackends++] = name;
+    }
+    if (c->nbackends == 0) {
+        return ftc__cli_usage_error(&command, "--backend: no name in '%s'",
+                                    c->backend_list);
+    }
+    return 0;
+}
+
 int bench_pg_main(int argc, char **argv)
 {
     ftc_pg_opts defaults;
     ftc_pg_opts_init(&defaults);
     cfg c = {.ranks = 2,
-             .ops = (1 << NOPS) - 1,
+             .ops = (1 << BENCH_COLL_NOPS) - 1,
+             .backend_list = "tcp",
              .sizes = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20},
              .nsizes = 5,
              .budget_s = 5,
@@ -392,11 +401,13 @@ int bench_pg_main(int argc, char **argv)
     if (rc != FTC__CLI_PARSED) {
         return rc;
     }
-    if (c.ops & (1 << NOPS)) { /* "all" */
-        c.ops = (1 << NOPS) - 1;
+    if (c.ops & (1 << BENCH_COLL_NOPS)) { /* "all" */
+        c.ops = (1 << BENCH_COLL_NOPS) - 1;
     }
-    if (c.rank >= 0) {
-        return worker(&c);
+    rc = split_backends(&c);
+    if (rc == 0) {
+        rc = c.rank >= 0 ? worker(&c) : launch(&c, argc, argv);
     }
-    return launch(&c, argc, argv);
+    free(c.backend_copy);
+    return rc;
 }
