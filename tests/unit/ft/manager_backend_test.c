@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ft/manager/manager.h"
+#include "lighthouse_kit.h"
 #include "manager_kit.h"
 #include "pg/pg_int.h"
 #include "testkit.h"
@@ -44,10 +45,20 @@ static void *round_main(void *arg)
     return NULL;
 }
 
-static void run(replica *rs, int n)
+/* One round of rs[0..n-1]; the last one starts first and the others once
+ * the lighthouse has it waiting: the previous members alone would
+ * otherwise form a fast quorum without it. */
+static void run(const mf_env *env, replica *rs, int n)
 {
     pthread_t t[2];
-    for (int i = 0; i < n; i++) {
+    char id[256];
+    TK_OK(ftc_manager_replica_id(rs[n - 1].m, id, sizeof(id)));
+    assert_int_equal(pthread_create(&t[n - 1], NULL, round_main, &rs[n - 1]),
+                     0);
+    if (n > 1) {
+        TK_WAIT_UNTIL(lt_is_participant(env->lh_addr, "default", id), 10000);
+    }
+    for (int i = 0; i < n - 1; i++) {
         assert_int_equal(pthread_create(&t[i], NULL, round_main, &rs[i]), 0);
     }
     for (int i = 0; i < n; i++) {
@@ -83,10 +94,10 @@ static void rebuilt_on_the_named_backend(void **state)
     /* Replica 0 alone, then both: the quorum changes and the group is
      * rebuilt on "loop" each time. */
     make(env, &rs[0], 0);
-    run(rs, 1);
+    run(env, rs, 1);
     assert_int_equal(rs[0].world, 1);
     make(env, &rs[1], 1);
-    run(rs, 2);
+    run(env, rs, 2);
     assert_int_equal(rs[0].world, 2);
     assert_int_equal(rs[1].world, 2);
     for (int i = 0; i < 2; i++) {
