@@ -9,13 +9,17 @@
 #                     its own stream and checks the bytes it copies back
 #   nccl_api_test     NCCL loaded with dlopen: version, unique id, a 1-rank
 #                     communicator (count, rank, async error, finalize)
+#   nccl_backend_test the nccl pg backend (libftc_pg_nccl.so): a 1-rank
+#                     group, allreduce SUM/AVG/MAX, broadcast, allgather,
+#                     barrier on device buffers checked after copying
+#                     back, host buffers refused, abort of a pending send
 # Without a GPU the same tests check only the loading and error paths
 # (FTC_ENOTSUP with CUDA's and NCCL's own text) and the script says so and
 # exits 0. Logs: BUILD_DIR/gpu_suite.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
-tests='^(device_cuda_test|cuda_ipc_test|nccl_api_test)$'
+tests='^(device_cuda_test|cuda_ipc_test|nccl_api_test|nccl_backend_test)$'
 
 echo "gpu_suite: building $dir"
 scripts/build.sh "$dir"
@@ -33,7 +37,7 @@ export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 status=0
 ctest --test-dir "$dir" -V -R "$tests" >"$log" 2>&1 || status=$?
 # Each test prints one line saying what it could check.
-grep -E '^[0-9]+: (GPU:|no GPU|NCCL |child:)' "$log" | sed 's/^[0-9]*: /  /' || true
+grep -E '^[0-9]+: (GPU:|no GPU|NCCL |child:|refused:)' "$log" | sed 's/^[0-9]*: /  /' || true
 grep -E 'tests passed|tests failed|Failed|\*\*\*' "$log" | sed 's/^/  /' || true
 if [[ $status -ne 0 ]]; then
   echo "gpu_suite: FAILED (details in $log)" >&2
@@ -47,8 +51,9 @@ if grep -q 'no GPU' "$log"; then
        "with an NVIDIA GPU for the real checks."
 else
   echo "gpu_suite: GPU checks passed (streams, events, IPC memory and" \
-       "events across two processes, 1-rank NCCL communicator)."
+       "events across two processes, 1-rank NCCL communicator, the nccl" \
+       "backend's collectives and abort)."
 fi
-echo "gpu_suite: not in the suite yet (issue 12, later parts): the nccl" \
-     "backend's collectives, the tcp backend with device tensors, a" \
+echo "gpu_suite: not in the suite yet (issue 12, later parts): the tcp" \
+     "backend with device tensors, a" \
      "training run with device tensors."

@@ -15,7 +15,7 @@ for f in "${files[@]}"; do
 done
 # Unbounded or unsafe string/number functions are banned everywhere; raw
 # allocation is banned outside src/base (use ftc__malloc and friends) and
-# the device plugins, which are shared objects that do not link libftc.
+# the plugins (device/xpu, pg/nccl), shared objects that do not link libftc.
 banned='\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atoll|strtok)\s*\('
 if grep -nE "$banned" "${files[@]}" /dev/null; then
   echo "lint: banned function above (see docs/decisions.md)"
@@ -23,7 +23,7 @@ if grep -nE "$banned" "${files[@]}" /dev/null; then
 fi
 raw_alloc='(^|[^_a-z])(malloc|calloc|realloc|free|strdup)\s*\('
 if grep -nE "$raw_alloc" $(printf '%s\n' "${files[@]}" | grep '^src/' | \
-     grep -vE '^src/(base|device/xpu)/') /dev/null | grep -v 'ftc__'; then
+     grep -vE '^src/(base|device/xpu|pg/nccl)/') /dev/null | grep -v 'ftc__'; then
   echo "lint: raw allocation outside src/base (use ftc__malloc etc.)"
   status=1
 fi

@@ -22,6 +22,9 @@ static void usage(FILE *out, const char *name)
             "  --lr X --momentum M  SGD (0.05 0.9)\n"
             "  --noise S --seed S   the synthetic task (2.0 1)\n"
             "  --step-sleep-ms T  extra time per step, for demos (0)\n"
+            "  --backend NAME     process-group backend of the in-group and\n"
+            "                     cross-replica groups: tcp, nccl, xccl, ...\n"
+            "                     (FTC_PG_BACKEND, else tcp)\n"
             "  DiLoCo: --sync-every H (20) --fragments F (2) --delay D (1)\n"
             "          --alpha A (0) --outer-lr X (0.7) --outer-momentum M "
             "(0.9)\n",
@@ -47,6 +50,7 @@ static int parse_args(trainer_cfg *c, int argc, char **argv, const char *name)
         {"alpha", required_argument, NULL, 'a'},
         {"outer-lr", required_argument, NULL, 'L'},
         {"outer-momentum", required_argument, NULL, 'M'},
+        {"backend", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     *c = (trainer_cfg){.steps = 300,
@@ -62,6 +66,8 @@ static int parse_args(trainer_cfg *c, int argc, char **argv, const char *name)
                        .alpha = 0.0f,
                        .outer_lr = 0.7f,
                        .outer_momentum = 0.9f};
+    const char *env = getenv("FTC_PG_BACKEND");
+    c->backend = env != NULL && env[0] != '\0' ? env : "tcp";
     int ch;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
@@ -112,6 +118,9 @@ static int parse_args(trainer_cfg *c, int argc, char **argv, const char *name)
             break;
         case 'M':
             c->outer_momentum = strtof(optarg, NULL);
+            break;
+        case 'B':
+            c->backend = optarg;
             break;
         case 'h':
             usage(stdout, name);
@@ -164,6 +173,7 @@ static int connect_group(trainer *t, const ftc_manager_opts *mo)
     ftc_pg_opts po;
     ftc_pg_opts_init(&po);
     po.timeout_ms = TIMEOUT_MS;
+    po.backend = t->cfg.backend;
     if (ftc_pg_create(t->store, prefix, t->group_rank, t->group_size, &po,
                       &t->intra) != 0) {
         return fail("creating the in-group process group");
@@ -223,6 +233,15 @@ int trainer_init(trainer *t, int argc, char **argv, const char *name)
     if (alloc_model(t) != 0 || connect_group(t, &mo) != 0) {
         return 1;
     }
+    /* The cross-replica group on the same backend (the manager rebuilds
+     * it on that backend after every quorum change). */
+    ftc_pg_opts mpo;
+    ftc_pg_opts_init(&mpo);
+    if (mo.pg_opts != NULL) {
+        mpo = *mo.pg_opts;
+    }
+    mpo.backend = t->cfg.backend;
+    mo.pg_opts = &mpo;
     if (ftc_manager_create(&mo, &t->manager) != 0) {
         return fail("creating the manager");
     }

@@ -25,6 +25,9 @@ typedef struct trainer_cfg {
     float noise;       /* the task's class spread */
     uint64_t seed;     /* task and initial weights */
     int step_sleep_ms; /* pacing for demos: pretend compute takes longer */
+    /* The pg backend of the in-group and the cross-replica groups:
+     * --backend, else FTC_PG_BACKEND, else "tcp". */
+    const char *backend;
     /* DiLoCo only */
     int sync_every;
     int fragments;

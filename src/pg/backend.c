@@ -2,6 +2,7 @@
  * names loaded from a plugin library on first use), building a group on
  * a backend, and the calls ftc/plugin/backend.h offers a backend:
  * completing a request, the unique-id exchange, setting an error. */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ static int valid_name(const char *name)
 static int load(const char *name)
 {
     const char *symbol = FTC_PG_BACKEND_ENTRY_SYMBOL;
-    char lib[96], why[320];
+    char lib[96], why[768];
     const char *path = ftc__pg_backend_path_env(name);
     if (path == NULL || path[0] == '\0') {
         snprintf(lib, sizeof(lib), "libftc_pg_%s.so", name);
@@ -100,9 +101,16 @@ static int load(const char *name)
         typedef const ftc_pg_backend *(*entry_fn)(void);
         const ftc_pg_backend *t = ((entry_fn)fn)();
         if (t == NULL) {
-            snprintf(why, sizeof(why),
-                     "returned no table (its library is unusable in this "
-                     "process)");
+            /* The optional ftc__pg_backend_error() says why (as the device
+             * plugins' ftc_device_plugin_error()). */
+            typedef const char *(*error_fn)(void);
+            error_fn err = NULL;
+            *(void **)&err = dlsym(h, "ftc__pg_backend_error");
+            const char *text = err != NULL ? err() : NULL;
+            snprintf(why, sizeof(why), "returned no table: %s",
+                     text != NULL && text[0] != '\0'
+                         ? text
+                         : "its library is unusable in this process");
             bad = -1;
         } else {
             bad = adopt(t, &backends[count].table, why, sizeof(why));

@@ -130,3 +130,13 @@ int pgt_wait(ftc_work *w)
     ftc_work_release(w);
     return rc;
 }
+
+void pgt_assert_unpublished(ftc_store_client *c, const char *prefix)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "%s/backend/group", prefix);
+    const char *keys[] = {key};
+    int ready = -1;
+    assert_int_equal(ftc_store_client_check(c, keys, 1, &ready, 1000), 0);
+    assert_int_equal(ready, 0);
+}

@@ -32,6 +32,10 @@ double pgt_value(int seed, int rank, size_t i, int dtype, int op);
  * it. */
 int pgt_wait(ftc_work *w);
 
+/* Asserts that ftc_pg_create left nothing under prefix: its group key
+ * "<prefix>/backend/group" was never set (a refused backend). */
+void pgt_assert_unpublished(ftc_store_client *c, const char *prefix);
+
 #endif
 
 /* Collectives pgt_check knows (the ftc__coll numbering). */

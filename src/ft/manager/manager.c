@@ -138,6 +138,20 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     if (m->pg_opts.host == NULL && host != NULL && host[0] != '\0') {
         m->pg_opts.host = m->host;
     }
+    /* The backend's name is copied: every rebuild of the cross-replica
+     * group after a quorum change uses it, long after the caller's
+     * string may be gone. */
+    if (m->pg_opts.backend != NULL) {
+        if (strlen(m->pg_opts.backend) >= sizeof(m->pg_backend)) {
+            FTC__FAIL(FTC_EINVAL,
+                      "manager: pg_opts.backend '%.40s' is longer "
+                      "than %zu characters",
+                      m->pg_opts.backend, sizeof(m->pg_backend) - 1);
+        }
+        snprintf(m->pg_backend, sizeof(m->pg_backend), "%s",
+                 m->pg_opts.backend);
+        m->pg_opts.backend = m->pg_backend;
+    }
     m->pg_opts.timeout_ms = o.timeout_ms;
     m->pg_opts.connect_timeout_ms = o.connect_timeout_ms;
     o.pg_opts = &m->pg_opts;

@@ -91,7 +91,8 @@ struct ftc_manager {
     char base_id[FTC__MGR_BASE_ID_MAX + 1];
     char store_addr[FTC_HOST_MAX + 16], store_prefix[FTC__MGR_BASE_ID_MAX + 64];
     char host[FTC_HOST_MAX], token[FTC_HOST_MAX];
-    ftc_pg_opts pg_opts;
+    ftc_pg_opts pg_opts; /* backend points at pg_backend */
+    char pg_backend[32]; /* a pg backend name is at most 31 characters */
     bool init_sync;
 
     ftc_store_client *store_conn; /* the group store */

@@ -176,12 +176,7 @@ static void refused(const char *name, const char *const *want)
             fail_msg("'%s' lacks '%s'", msg, want[i]);
         }
     }
-    char key[64];
-    snprintf(key, sizeof(key), "%s/backend/group", name);
-    const char *keys[] = {key};
-    int ready = -1;
-    assert_int_equal(ftc_store_client_check(c, keys, 1, &ready, 1000), 0);
-    assert_int_equal(ready, 0);
+    pgt_assert_unpublished(c, name);
     ftc_store_client_close(c);
 }
 
