@@ -101,11 +101,11 @@ static int load(const char *name)
         typedef const ftc_pg_backend *(*entry_fn)(void);
         const ftc_pg_backend *t = ((entry_fn)fn)();
         if (t == NULL) {
-            /* The optional ftc__pg_backend_error() says why (as the device
+            /* The optional ftc_pg_backend_error() says why (as the device
              * plugins' ftc_device_plugin_error()). */
             typedef const char *(*error_fn)(void);
             error_fn err = NULL;
-            *(void **)&err = dlsym(h, "ftc__pg_backend_error");
+            *(void **)&err = dlsym(h, FTC_PG_BACKEND_ERROR_SYMBOL);
             const char *text = err != NULL ? err() : NULL;
             snprintf(why, sizeof(why), "returned no table: %s",
                      text != NULL && text[0] != '\0'

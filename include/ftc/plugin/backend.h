@@ -237,6 +237,13 @@ typedef struct ftc_pg_backend {
  * fails with FTC_ENOTSUP). */
 FTC_PLUGIN_EXPORT const ftc_pg_backend *ftc_pg_backend_entry(void);
 
+/* Optional, looked up next to the entry: why the entry returned NULL, with
+ * the vendor's own text ("libcudart.so.13: cudaGetDeviceCount: CUDA driver
+ * version is insufficient ..."); "" or NULL if it did not say. The library
+ * puts it into the FTC_ENOTSUP message of the failed create. */
+#define FTC_PG_BACKEND_ERROR_SYMBOL "ftc_pg_backend_error"
+FTC_PLUGIN_EXPORT const char *ftc_pg_backend_error(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,7 @@
  * linked: both are dlopen'd when the pg registry first asks for "nccl".
  *
  * - The entry refuses (no table) when NCCL cannot be loaded or the cuda
- *   device kind is unavailable, with the reason in ftc__pg_backend_error():
+ *   device kind is unavailable, with the reason in ftc_pg_backend_error():
  *   the pg layer then fails ftc_pg_create with FTC_ENOTSUP carrying that
  *   text before anything is published in the store.
  * - create: member 0's ncclGetUniqueId through ftc_pg_backend_exchange,
@@ -51,7 +51,7 @@ static struct {
 
 static ftc__nccl_api api;
 
-/* Why the entry returned no table (ftc__pg_backend_error). */
+/* Why the entry returned no table (ftc_pg_backend_error). */
 static _Thread_local char entry_error[640];
 
 /* One queued work: its request and the event recorded after it. */
@@ -655,8 +655,7 @@ static const ftc_pg_backend table = {
 };
 #undef B
 
-FTC_PLUGIN_EXPORT const char *ftc__pg_backend_error(void);
-FTC_PLUGIN_EXPORT const char *ftc__pg_backend_error(void)
+FTC_PLUGIN_EXPORT const char *ftc_pg_backend_error(void)
 {
     return entry_error;
 }
