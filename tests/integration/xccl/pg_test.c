@@ -13,13 +13,15 @@
  *   tensor refused at the call;
  * - split with keys in reverse order, new_subgroups and mesh_2d, each a
  *   fresh oneCCL communicator, checked by membership and a collective;
- * - abort fails a queued work with FTC_ECANCELED.
+ * - a receive stuck in oneCCL: FTC_ETIMEDOUT at its deadline, the group
+ *   latched failed, abort failing the work queued behind it.
  * The role "missing" checks FTC_CCL_LIBRARY=/nonexistent: FTC_ENOTSUP at
  * ftc_pg_create naming the path, no key published in the store. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "pg_kit.h"
@@ -211,6 +213,74 @@ static int subgroups(ftc_pg *world)
     return 0;
 }
 
+/* A call oneCCL cannot finish in time: rank 0 receives from rank 1 with
+ * a 300 ms deadline while rank 1 holds its send back. ftc_work_wait
+ * (no timeout of its own) returns FTC_ETIMEDOUT at the deadline, the
+ * group is latched failed, abort fails the allreduce queued behind the
+ * receive at once; then rank 1 sends, so the receive returns and destroy
+ * can join the worker. */
+static int stuck(ftc_pg *pg, const char *store)
+{
+    int r = ftc_pg_rank(pg);
+    if (r > 1) {
+        return 0;
+    }
+    ftc_store_client *c = NULL;
+    TK_OK(ftc_store_client_connect(store, NULL, &c));
+    float b[4] = {1, 2, 3, 4}, s[1] = {1};
+    ftc_tensor t = ftc_tensor_cpu(b, 4, FTC_DTYPE_F32);
+    ftc_tensor one = ftc_tensor_cpu(s, 1, FTC_DTYPE_F32);
+    ftc_work *w1 = NULL, *w2 = NULL;
+    int rc = 0, done = 0;
+    if (r == 1) {
+        void *v = NULL;
+        size_t len = 0;
+        TK_OK(ftc_store_client_get(c, "xccl_pg/stuck_seen", &v, &len,
+                                   tk_ms(60000)));
+        ftc_free(v);
+        ftc_store_client_close(c);
+        rc = ftc_pg_send(pg, &t, 0, 3, NULL, &w1);
+        return rc ? rc : pgt_wait(w1);
+    }
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    o.timeout_ms = 300;
+    TK_OK(ftc_pg_recv(pg, &t, 1, 3, &o, &w1));
+    TK_OK(ftc_pg_allreduce(pg, &one, &one, FTC_OP_SUM, NULL, &w2));
+    int64_t t0 = tk_now_ms();
+    rc = ftc_work_wait(w1, FTC_TIMEOUT_INFINITE);
+    int64_t took = tk_now_ms() - t0;
+    if (rc != FTC_ETIMEDOUT || strstr(ftc_last_error(), "deadline") == NULL ||
+        took > tk_ms(5000)) {
+        FAIL("stuck recv: %s after %lld ms", ftc_err_name(rc), (long long)took);
+    }
+    if (ftc_pg_status(pg) != FTC_ETIMEDOUT) {
+        FAIL("status after the deadline");
+    }
+    ftc_pg_abort(pg);
+    rc = ftc_work_test(w2, &done);
+    if (!done || rc == 0) {
+        FAIL("queued allreduce after abort: done %d, %s", done,
+             ftc_err_name(rc));
+    }
+    ftc_work_release(w2);
+    TK_OK(ftc_store_client_set(c, "xccl_pg/stuck_seen", "1", 1, 10000));
+    ftc_store_client_close(c);
+    /* oneCCL's receive returns now (a wait would time out at once: the
+     * work is past its deadline). */
+    int64_t end = tk_now_ms() + tk_ms(60000);
+    done = 0;
+    while ((rc = ftc_work_test(w1, &done)) == 0 && !done && tk_now_ms() < end) {
+        usleep(10000);
+    }
+    ftc_work_release(w1);
+    if (rc != 0 || !done) {
+        FAIL("the late receive (done %d)", done);
+    }
+    printf("xccl: stuck recv timed out after %lld ms\n", (long long)took);
+    return 0;
+}
+
 /* Role: one member. argv: store size rank */
 static int member(int argc, char **argv)
 {
@@ -234,14 +304,7 @@ static int member(int argc, char **argv)
     rc = rc ? rc : matrix(pg);
     rc = rc ? rc : send_recv(pg);
     rc = rc ? rc : subgroups(pg);
-    if (rc == 0) {
-        /* Abort: what has not started fails; the group reports it. */
-        ftc_pg_abort(pg);
-        if (ftc_pg_status(pg) == 0) {
-            fprintf(stderr, "rank %d: status 0 after abort\n", rank);
-            rc = 1;
-        }
-    }
+    rc = rc ? rc : stuck(pg, argv[1]);
     ftc_pg_destroy(pg);
     return rc;
 }
