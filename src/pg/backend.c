@@ -1,5 +1,5 @@
-/* Backends as the pg layer sees them: the registry (tcp built in, other
- * names loaded from a plugin library on first use), building a group on
+/* Backends as the pg layer sees them: the registry (tcp and xccl built in,
+ * other names loaded from a plugin library on first use), building a group on
  * a backend, and the calls ftc/plugin/backend.h offers a backend:
  * completing a request, the unique-id exchange, setting an error. */
 #include <dlfcn.h>
@@ -148,9 +148,14 @@ int ftc__pg_backend_get(const char *name, const ftc_pg_backend **out)
         if (adopt(&ftc__tcp_backend, &backends[0].table, why, sizeof(why)) !=
             0) {
             rc = ftc__seterr(FTC_ENOTSUP, "pg backend 'tcp': it %s", why);
+        } else if (adopt(&ftc__xccl_backend, &backends[1].table, why,
+                         sizeof(why)) != 0) {
+            rc = ftc__seterr(FTC_ENOTSUP, "pg backend 'xccl': it %s", why);
         } else {
+            /* xccl loads oneCCL itself, at its first create. */
             snprintf(backends[0].name, sizeof(backends[0].name), "tcp");
-            count = 1;
+            snprintf(backends[1].name, sizeof(backends[1].name), "xccl");
+            count = 2;
         }
     }
     int i = 0;

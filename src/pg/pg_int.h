@@ -133,8 +133,8 @@ struct ftc_pg {
     pthread_cond_t done_cv;
 };
 
-/* The registry of backends (backend.c): "tcp" built in, any other name
- * loaded from libftc_pg_<name>.so or FTC_PG_<NAME>_BACKEND on first use.
+/* The registry of backends (backend.c): "tcp" and "xccl" built in, any other
+ * name loaded from libftc_pg_<name>.so or FTC_PG_<NAME>_BACKEND on first use.
  * *out is the checked copy of the table, valid for the process's life.
  * FTC_EINVAL for a malformed name, FTC_ENOTSUP naming the library, the
  * symbol and the versions when it cannot be loaded. */
@@ -143,8 +143,14 @@ int ftc__pg_backend_get(const char *name, const ftc_pg_backend **out);
  * fallback (the parent's for a subgroup, "tcp" for ftc_pg_create). */
 const char *ftc__pg_backend_choose(const ftc_pg_opts *opts,
                                    const char *fallback);
-/* The tcp backend's table. */
+/* The built-in backends' tables: tcp, and xccl over oneCCL (loaded by
+ * dlopen at its first create, src/pg/xccl/xccl.c). */
 extern const ftc_pg_backend ftc__tcp_backend;
+extern const ftc_pg_backend ftc__xccl_backend;
+/* Loads oneCCL (and sets its environment) for a group of size with this
+ * rank, so that ftc_pg_create fails before publishing anything when it
+ * is missing: FTC_ENOTSUP naming the library. */
+int ftc__xccl_prepare(const ftc_pg_opts *opts, int rank, int size);
 
 /* Where the members of a new group meet (ftc_pg_backend_exchange). */
 struct ftc_pg_backend_rendezvous {

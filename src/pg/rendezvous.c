@@ -128,6 +128,9 @@ int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
          * leaves no trace in the store. */
         rc = ftc__pg_backend_get(ftc__pg_backend_choose(&o, "tcp"), &be);
     }
+    if (rc == 0 && strcmp(be->name, "xccl") == 0) {
+        rc = ftc__xccl_prepare(&o, rank, size); /* oneCCL loaded here */
+    }
     if (rc != 0) {
         return rc;
     }
