@@ -147,10 +147,11 @@ typedef struct ftc_pg_opts {
     /* TCP connections per peer for collectives; large transfers are
      * striped over them (default 1, at most 8). */
     int streams;
-    /* Microseconds a waiting thread polls before it sleeps:
-     * FTC_PG_SPIN_AUTO (default) chooses by whether this host has a core
-     * per local rank (50 us if it has, else none); 0 (or -1) never
-     * polls. */
+    /* Microseconds a waiting thread polls before it sleeps (tcp: the
+     * waiters and the progress thread; xccl: ftc_work_wait and the
+     * group's worker on its queue): FTC_PG_SPIN_AUTO (default) chooses by
+     * whether this host has a core per local rank (50 us if it has, else
+     * none); 0 (or -1) never polls. */
     int spin_us;
     /* Socket buffer sizes requested from the kernel. 0 (default): left
      * to the kernel's autotuning, which grows each buffer as the

@@ -3,6 +3,7 @@
  * a backend, and the calls ftc/plugin/backend.h offers a backend:
  * completing a request, the unique-id exchange, setting an error. */
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -265,6 +266,17 @@ void ftc_pg_backend_complete(ftc_pg_backend_request *request, int rc,
         ftc__set_in_callback(was);
     }
     ftc__work_unref(w); /* the backend's reference */
+}
+
+int64_t ftc__pg_spin_ns(const ftc_pg_opts *opts, int local_ranks)
+{
+    if (opts->spin_us != FTC_PG_SPIN_AUTO) {
+        return opts->spin_us <= 0 ? 0 : (int64_t)opts->spin_us * 1000;
+    }
+    cpu_set_t set;
+    int cpus =
+        sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    return local_ranks <= cpus ? FTC__SPIN_DEFAULT_US * 1000 : 0;
 }
 
 int ftc__pg_wait_completion(ftc_pg *pg, ftc_work *w, int64_t deadline_ns)

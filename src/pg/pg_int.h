@@ -173,6 +173,16 @@ int ftc__pg_build(const ftc_pg_backend *be, ftc_pg_backend_rendezvous *rv,
 /* Waits for w on a group whose backend has no wait slot. */
 int ftc__pg_wait_completion(ftc_pg *pg, ftc_work *w, int64_t deadline_ns);
 
+/* How long a waiter polls before sleeping when spin_us is automatic and
+ * every local rank has a core (docs/decisions.md). */
+#define FTC__SPIN_DEFAULT_US 50
+
+/* The pg layer's polling policy, in ns (0: never poll): opts->spin_us
+ * when set, else FTC__SPIN_DEFAULT_US when local_ranks (this host's
+ * ranks of the group) fit this process's cores, else 0: with more ranks
+ * than cores a poller steals the time of the rank it waits for. */
+int64_t ftc__pg_spin_ns(const ftc_pg_opts *opts, int local_ranks);
+
 /* Every environment variable the pg layer reads (docs/operations.md,
  * "Environment variables"), NULL when unset. ftc__pg_env_read (pg_env.c)
  * is the layer's only getenv: it reads them when called. */

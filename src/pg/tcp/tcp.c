@@ -1,7 +1,6 @@
 /* The tcp backend: building a group from peer addresses, its table, and
  * tearing it down. */
 #include <netdb.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -117,14 +116,13 @@ void ftc__pg_listener_close(ftc__pg_listener *l)
 
 /* ---------------------------------------------------------------- create */
 
-/* Poll before sleeping only when every local rank can have a core: with
- * more ranks than cores a poller steals the time of the rank it waits
- * for (docs/decisions.md has the measurements). */
+/* Poll before sleeping only when every local rank can have a core
+ * (ftc__pg_spin_ns; docs/decisions.md has the measurements). */
 static int64_t choose_spin_ns(const ftc_pg_opts *o, const char *const *addrs,
                               int rank, int size)
 {
     if (o->spin_us != FTC_PG_SPIN_AUTO) {
-        return o->spin_us <= 0 ? 0 : (int64_t)o->spin_us * 1000;
+        return ftc__pg_spin_ns(o, 1);
     }
     char mine[FTC_HOST_MAX], other[FTC_HOST_MAX];
     int port, local = 0;
@@ -137,10 +135,7 @@ static int64_t choose_spin_ns(const ftc_pg_opts *o, const char *const *addrs,
             local++;
         }
     }
-    cpu_set_t set;
-    int cpus =
-        sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    return local <= cpus ? FTC__SPIN_DEFAULT_US * 1000 : 0;
+    return ftc__pg_spin_ns(o, local);
 }
 
 static void free_group(ftc__tcp *g)

@@ -15,9 +15,6 @@
 #include <sys/uio.h>
 
 #define FTC__STAGE_CAP (64 * 1024)
-/* How long a waiter polls before sleeping when spin_us is automatic and
- * every local rank has a core (docs/decisions.md). */
-#define FTC__SPIN_DEFAULT_US 50
 /* Payloads at least this large are received straight into their
  * destination instead of through the staging buffer. */
 #define FTC__DIRECT_MIN (16 * 1024)

@@ -16,6 +16,8 @@
  * fresh communicator through create (oneCCL's split ignores the key).
  * Choices: docs/decisions.md, "pg: the xccl backend". */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,11 @@ typedef struct xccl {
     pthread_cond_t cv;
     ftc__op *head, **tail; /* not started, in call order (op->next) */
     ftc__op *running;      /* inside oneCCL now, NULL when none */
+    /* head != NULL || stop, readable without mu: the worker polls it for
+     * spin_ns after each request before sleeping on cv. */
+    atomic_int ready;
+    int sleeping;    /* the worker waits on cv (mu): submit signals it */
+    int64_t spin_ns; /* ftc__pg_spin_ns: the worker's and waiter's polling */
     int stop;
     int failed; /* 0, or the latched failure (message in msg) */
     char msg[FTC__PG_MSG_MAX];
@@ -225,13 +232,33 @@ static int run(xccl *x, const ftc_pg_request *d)
     return rc;
 }
 
+/* Polls for the next request for up to spin_ns before the worker sleeps
+ * on cv: a caller that submits again within that time is not woken
+ * through the scheduler twice (the wake-up of the worker and its own).
+ * Yields between looks: on a host with fewer cores than busy threads the
+ * poller gives way (oneCCL's threads run with CCL_YIELD=sched_yield
+ * there too). */
+static void poll_ready(xccl *x)
+{
+    if (x->spin_ns <= 0) {
+        return;
+    }
+    int64_t end = ftc__now_ns() + x->spin_ns;
+    while (!atomic_load_explicit(&x->ready, memory_order_relaxed) &&
+           ftc__now_ns() < end) {
+        sched_yield();
+    }
+}
+
 static void *worker(void *arg)
 {
     xccl *x = arg;
     pthread_mutex_lock(&x->mu);
     for (;;) {
         while (x->head == NULL && !x->stop) {
+            x->sleeping = 1;
             pthread_cond_wait(&x->cv, &x->mu);
+            x->sleeping = 0;
         }
         ftc__op *op = x->head;
         if (op == NULL) {
@@ -240,6 +267,7 @@ static void *worker(void *arg)
         x->head = op->next;
         if (x->head == NULL) {
             x->tail = &x->head;
+            atomic_store_explicit(&x->ready, x->stop, memory_order_relaxed);
         }
         int rc = x->failed;
         char msg[FTC__PG_MSG_MAX];
@@ -263,6 +291,7 @@ static void *worker(void *arg)
         }
         pthread_mutex_unlock(&x->mu);
         ftc_pg_backend_complete(op, rc, rc != 0 ? msg : NULL);
+        poll_ready(x);
         pthread_mutex_lock(&x->mu);
     }
     pthread_mutex_unlock(&x->mu);
@@ -370,6 +399,10 @@ static int xccl_create(const ftc_pg_backend_create_args *a, void **impl)
     x->rank = a->rank;
     x->size = a->size;
     x->tail = &x->head;
+    /* Every rank on this host, as the oneCCL environment assumes
+     * (local_size = size in load). */
+    x->spin_ns = ftc__pg_spin_ns(a->opts, a->size);
+    atomic_init(&x->ready, 0);
     if (a->store != NULL) {
         /* ftc_pg_create: ccl_api.c's exchange, which also waits for every
          * rank's arrival key before init. */
@@ -413,7 +446,10 @@ static int xccl_submit(void *impl, ftc_pg_backend_request *request,
         request->next = NULL;
         *x->tail = request;
         x->tail = &request->next;
-        pthread_cond_signal(&x->cv);
+        atomic_store_explicit(&x->ready, 1, memory_order_relaxed);
+        if (x->sleeping) {
+            pthread_cond_signal(&x->cv);
+        }
     } else {
         ftc__seterr(rc, "%s", x->msg);
     }
@@ -427,6 +463,7 @@ static ftc__op *take_queue(xccl *x)
     ftc__op *q = x->head;
     x->head = NULL;
     x->tail = &x->head;
+    atomic_store_explicit(&x->ready, x->stop, memory_order_relaxed);
     return q;
 }
 
@@ -490,8 +527,18 @@ static int xccl_wait(void *impl, ftc_work *w, int64_t deadline_ns)
     }
     pthread_mutex_unlock(&x->mu);
     bool own_first = found != NULL && own < deadline_ns;
-    int rc =
-        ftc__pg_wait_completion(x->group, w, own_first ? own : deadline_ns);
+    int64_t until = own_first ? own : deadline_ns;
+    /* Polls the work for up to spin_ns before sleeping on the group's
+     * done_cv: a short call then returns without a wake-up. */
+    if (x->spin_ns > 0) {
+        int64_t end = ftc__now_ns() + x->spin_ns;
+        end = end < until ? end : until;
+        while (!atomic_load_explicit(&w->done, memory_order_acquire) &&
+               ftc__now_ns() < end) {
+            sched_yield();
+        }
+    }
+    int rc = ftc__pg_wait_completion(x->group, w, until);
     if (rc == FTC_ETIMEDOUT && own_first) {
         char msg[FTC__PG_MSG_MAX];
         snprintf(msg, sizeof(msg),
@@ -517,6 +564,7 @@ static void xccl_destroy(void *impl)
     xccl_abort(x);
     pthread_mutex_lock(&x->mu);
     x->stop = 1;
+    atomic_store_explicit(&x->ready, 1, memory_order_relaxed);
     pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mu);
     /* Blocks while a call is stuck inside oneCCL (a dead peer): see the
