@@ -1,5 +1,6 @@
 /* Backends as the pg layer sees them: the registry (tcp and xccl built in,
- * other names loaded from a plugin library on first use), building a group on
+ * "baby-<inner>" made from the inner one's table, other names loaded from a
+ * plugin library on first use), building a group on
  * a backend, and the calls ftc/plugin/backend.h offers a backend:
  * completing a request, the unique-id exchange, setting an error. */
 #include <dlfcn.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/plugin.h"
+#include "pg/baby/baby.h"
 #include "pg/pg_int.h"
 
 /* The end of the 1.0 table: a plugin's table is never smaller. */
@@ -131,40 +133,84 @@ static int load(const char *name)
     return 0;
 }
 
+static int find(const char *name)
+{
+    int i = 0;
+    while (i < count && strcmp(backends[i].name, name) != 0) {
+        i++;
+    }
+    return i;
+}
+
+/* The built-in tables, once (lock held). */
+static int builtins(void)
+{
+    if (count > 0) {
+        return 0;
+    }
+    char why[320];
+    /* The built-in table passes the same checks as a plugin's. */
+    if (adopt(&ftc__tcp_backend, &backends[0].table, why, sizeof(why)) != 0) {
+        return ftc__seterr(FTC_ENOTSUP, "pg backend 'tcp': it %s", why);
+    }
+    if (adopt(&ftc__xccl_backend, &backends[1].table, why, sizeof(why)) != 0) {
+        return ftc__seterr(FTC_ENOTSUP, "pg backend 'xccl': it %s", why);
+    }
+    /* xccl loads oneCCL itself, at its first create. */
+    snprintf(backends[0].name, sizeof(backends[0].name), "tcp");
+    snprintf(backends[1].name, sizeof(backends[1].name), "xccl");
+    count = 2;
+    return 0;
+}
+
+/* "baby-<inner>": the Baby table over the inner backend's capabilities
+ * (lock held). The inner one is loaded here, in the parent, so a missing
+ * plugin fails the create before a child is started. */
+static int add_baby(const char *name)
+{
+    const char *inner = name + strlen(FTC__BABY_PREFIX);
+    if (strncmp(inner, FTC__BABY_PREFIX, strlen(FTC__BABY_PREFIX)) == 0 ||
+        !valid_name(inner)) {
+        return ftc__seterr(FTC_EINVAL,
+                           "pg backend '%s': a Baby backend names one inner "
+                           "backend ('baby-tcp', 'baby-xccl')",
+                           name);
+    }
+    int i = find(inner);
+    int rc = i < count ? 0 : load(inner);
+    if (rc != 0) {
+        return ftc__adderr(rc, "pg backend '%s'", name);
+    }
+    if (count == MAX_BACKENDS) {
+        return ftc__seterr(FTC_ENOTSUP,
+                           "pg backend '%s': %d backends are loaded already",
+                           name, MAX_BACKENDS);
+    }
+    snprintf(backends[count].name, sizeof(backends[count].name), "%s", name);
+    ftc__baby_table(backends[count].name, &backends[i].table,
+                    &backends[count].table);
+    count++;
+    return 0;
+}
+
 int ftc__pg_backend_get(const char *name, const ftc_pg_backend **out)
 {
     *out = NULL;
-    if (name == NULL || !valid_name(name)) {
+    bool baby = name != NULL &&
+                strncmp(name, FTC__BABY_PREFIX, strlen(FTC__BABY_PREFIX)) == 0;
+    if (name == NULL || (!baby && !valid_name(name)) ||
+        strlen(name) >= FTC__PG_BACKEND_NAME_MAX) {
         return ftc__seterr(FTC_EINVAL,
                            "pg backend name '%.40s': use 1 to %d of a-z, "
-                           "0-9, _",
+                           "0-9, _ (or baby- and such a name)",
                            name != NULL ? name : "(null)",
                            FTC__PG_BACKEND_NAME_MAX - 1);
     }
-    int rc = 0;
     pthread_mutex_lock(&lock);
-    if (count == 0) {
-        char why[320];
-        /* The built-in table passes the same checks as a plugin's. */
-        if (adopt(&ftc__tcp_backend, &backends[0].table, why, sizeof(why)) !=
-            0) {
-            rc = ftc__seterr(FTC_ENOTSUP, "pg backend 'tcp': it %s", why);
-        } else if (adopt(&ftc__xccl_backend, &backends[1].table, why,
-                         sizeof(why)) != 0) {
-            rc = ftc__seterr(FTC_ENOTSUP, "pg backend 'xccl': it %s", why);
-        } else {
-            /* xccl loads oneCCL itself, at its first create. */
-            snprintf(backends[0].name, sizeof(backends[0].name), "tcp");
-            snprintf(backends[1].name, sizeof(backends[1].name), "xccl");
-            count = 2;
-        }
-    }
-    int i = 0;
-    while (rc == 0 && i < count && strcmp(backends[i].name, name) != 0) {
-        i++;
-    }
+    int rc = builtins();
+    int i = rc == 0 ? find(name) : 0;
     if (rc == 0 && i == count) {
-        rc = load(name);
+        rc = baby ? add_baby(name) : load(name);
     }
     if (rc == 0) {
         *out = &backends[i].table;

@@ -411,7 +411,8 @@ static int check_caps(req *r)
                            has_data ? ftc_dtype_name(op->dtype) : "-",
                            reducing ? ftc_op_name(op->op) : "-");
     }
-    return 0;
+    /* ABI 1.1: the backend's own finer refusals (nothing started). */
+    return be->check_request != NULL ? be->check_request(&op->desc) : 0;
 }
 
 /* The published descriptor of the op (ftc/plugin/backend.h). */

@@ -191,6 +191,8 @@ typedef struct ftc__pg_env {
     const char *tcp_congestion; /* FTC_PG_TCP_CONGESTION */
     const char *token;          /* FTC_TOKEN */
     const char *backend;        /* FTC_PG_BACKEND */
+    const char *baby_helper;    /* FTC_PG_BABY_HELPER */
+    const char *baby_hang_ms;   /* FTC_PG_BABY_HANG_MS */
 } ftc__pg_env;
 void ftc__pg_env_read(ftc__pg_env *out);
 /* FTC_PG_<NAME>_BACKEND for backend name (upper-cased), NULL when unset. */

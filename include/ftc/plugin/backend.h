@@ -53,7 +53,7 @@ extern "C" {
 #endif
 
 /* The version of ftc_pg_backend this header describes. */
-#define FTC_PG_BACKEND_ABI_VERSION FTC_PLUGIN_ABI(1, 0)
+#define FTC_PG_BACKEND_ABI_VERSION FTC_PLUGIN_ABI(1, 1)
 
 /* The name the library looks up with dlsym. */
 #define FTC_PG_BACKEND_ENTRY_SYMBOL "ftc_pg_backend_entry"
@@ -230,6 +230,14 @@ typedef struct ftc_pg_backend {
     /* Ends the group: pending works complete (FTC_ECANCELED), the
      * backend's threads stop, then impl is freed. Required. */
     void (*destroy)(void *impl);
+    /* --- ABI 1.1 --- */
+    /* Optional finer check of a request the masks accept, before it is
+     * submitted and on the calling thread (for instance xccl refuses a
+     * recv from FTC_PG_ANY_SOURCE): 0, or FTC_ENOTSUP / FTC_EINVAL with
+     * ftc_last_error set, and the call fails with nothing started. No
+     * group state: a wrapper backend (baby-<inner>) calls the inner
+     * backend's. */
+    int (*check_request)(const ftc_pg_request *desc);
 } ftc_pg_backend;
 
 /* The entry every backend plugin exports: its table, or NULL if its

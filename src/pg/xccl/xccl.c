@@ -435,11 +435,7 @@ static int xccl_submit(void *impl, ftc_pg_backend_request *request,
                        const ftc_pg_request *desc)
 {
     xccl *x = impl;
-    if (desc->coll == FTC_PG_COLL_RECV && desc->root == FTC_PG_ANY_SOURCE) {
-        return ftc__seterr(FTC_ENOTSUP,
-                           "xccl backend: recv from FTC_PG_ANY_SOURCE "
-                           "(oneCCL receives from a named peer only)");
-    }
+    (void)desc;
     pthread_mutex_lock(&x->mu);
     int rc = x->failed;
     if (rc == 0) {
@@ -455,6 +451,16 @@ static int xccl_submit(void *impl, ftc_pg_backend_request *request,
     }
     pthread_mutex_unlock(&x->mu);
     return rc;
+}
+
+static int xccl_check_request(const ftc_pg_request *desc)
+{
+    if (desc->coll == FTC_PG_COLL_RECV && desc->root == FTC_PG_ANY_SOURCE) {
+        return ftc__seterr(FTC_ENOTSUP,
+                           "xccl backend: recv from FTC_PG_ANY_SOURCE "
+                           "(oneCCL receives from a named peer only)");
+    }
+    return 0;
 }
 
 /* Takes the requests that have not started (mu held). */
@@ -600,4 +606,5 @@ const ftc_pg_backend ftc__xccl_backend = {
     .abort = xccl_abort,
     .status = xccl_status,
     .destroy = xccl_destroy,
+    .check_request = xccl_check_request,
 };

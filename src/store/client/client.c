@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "store/client/client_int.h"
+#include "store/client/endpoint.h"
 
 void ftc_store_client_opts_init(ftc_store_client_opts *opts)
 {
@@ -323,4 +324,47 @@ int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v)
 {
     rc = ftc__store_call_send(k, rc);
     return rc != 0 ? rc : ftc__store_conn_recv_i64(k->conn, v, k->dl);
+}
+
+int ftc__store_client_endpoint(const ftc_store_client *client,
+                               ftc__store_endpoint *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!valid(client)) {
+        return ftc__seterr(FTC_EMISUSE, "store endpoint: not a store client");
+    }
+    const char *view = client->prefix != NULL ? client->prefix : "";
+    if (strlen(view) >= sizeof(out->view)) {
+        return ftc__seterr(FTC_EINVAL,
+                           "store endpoint: the view prefix is %zu bytes "
+                           "(at most %zu)",
+                           strlen(view), sizeof(out->view) - 1);
+    }
+    const ftc__store_core *core = client->core;
+    snprintf(out->host, sizeof(out->host), "%s", core->conn.host);
+    out->port = core->conn.port;
+    out->opts = core->opts;
+    snprintf(out->view, sizeof(out->view), "%s", view);
+    return 0;
+}
+
+int ftc__store_client_reach(const ftc__store_endpoint *ep,
+                            ftc_store_client **conn, ftc_store_client **out)
+{
+    *conn = NULL;
+    *out = NULL;
+    char addr[FTC_HOST_MAX + 16];
+    bool v6 = strchr(ep->host, ':') != NULL;
+    snprintf(addr, sizeof(addr), v6 ? "[%s]:%d" : "%s:%d", ep->host, ep->port);
+    int rc = ftc_store_client_connect(addr, &ep->opts, conn);
+    if (rc != 0 || ep->view[0] == '\0') {
+        *out = *conn;
+        return rc;
+    }
+    rc = ftc_store_client_prefix(*conn, ep->view, out);
+    if (rc != 0) {
+        ftc_store_client_close(*conn);
+        *conn = NULL;
+    }
+    return rc;
 }

@@ -218,10 +218,14 @@ static int subgroups(ftc_pg *world)
  * (no timeout of its own) returns FTC_ETIMEDOUT at the deadline, the
  * group is latched failed, abort fails the allreduce queued behind the
  * receive at once; then rank 1 sends, so the receive returns and destroy
- * can join the worker. */
+ * can join the worker. On baby-xccl the deadline kills the child, so the
+ * receive has already failed with FTC_ETIMEDOUT and rank 1 sends nothing
+ * (its oneCCL would wait forever for the killed peer). */
 static int stuck(ftc_pg *pg, const char *store)
 {
     int r = ftc_pg_rank(pg);
+    const char *be = getenv("FTC_PG_BACKEND");
+    bool baby = be != NULL && strncmp(be, "baby-", 5) == 0;
     if (r > 1) {
         return 0;
     }
@@ -239,6 +243,9 @@ static int stuck(ftc_pg *pg, const char *store)
                                    tk_ms(60000)));
         ftc_free(v);
         ftc_store_client_close(c);
+        if (baby) {
+            return 0;
+        }
         rc = ftc_pg_send(pg, &t, 0, 3, NULL, &w1);
         return rc ? rc : pgt_wait(w1);
     }
@@ -274,7 +281,7 @@ static int stuck(ftc_pg *pg, const char *store)
         usleep(10000);
     }
     ftc_work_release(w1);
-    if (rc != 0 || !done) {
+    if ((baby ? rc != FTC_ETIMEDOUT : rc != 0) || !done) {
         FAIL("the late receive (done %d)", done);
     }
     printf("xccl: stuck recv timed out after %lld ms\n", (long long)took);

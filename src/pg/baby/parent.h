@@ -1,0 +1,76 @@
+/* A Baby group's parent side, shared by baby.c (the table), watch.c (the
+ * thread that reads completions and watches the child) and arena.c. */
+#ifndef FTC_PG_BABY_PARENT_H
+#define FTC_PG_BABY_PARENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "pg/baby/baby.h"
+#include "pg/baby/baby_shm.h"
+#include "pg/pg_int.h"
+#include "store/client/endpoint.h"
+
+/* One request between submit and completion. */
+typedef struct baby_op {
+    ftc__op *op;
+    ftc__baby_req req;
+    uint64_t off, len; /* its arena region */
+    size_t recv_bytes; /* copied back to desc.recv on success */
+    bool coll;         /* a collective (completes in order) */
+    bool pushed;       /* in the request ring */
+    struct baby_op *next;
+} baby_op;
+
+/* The arena's regions in use, sorted by offset (arena.c). */
+typedef struct baby_region {
+    uint64_t off, len;
+} baby_region;
+
+typedef struct baby {
+    ftc_pg *group;
+    char name[FTC__PG_BACKEND_NAME_MAX]; /* "baby-tcp", for messages */
+    int rank, size;
+    pid_t pid;    /* the child; -1 once reaped */
+    int status;   /* its wait status once reaped */
+    int sock;     /* the set-up socket: the child's exit hangs it up */
+    int efd_req;  /* the child's eventfd (request ring) */
+    int efd_done; /* ours (completion ring) */
+    ftc__baby_shm *shm;
+    uint8_t *arena;
+    ftc__baby_end req_end;  /* we produce */
+    ftc__baby_end done_end; /* we consume (watcher thread only) */
+    int64_t hang_ns;
+    ftc__store_endpoint store; /* for the children of subgroups */
+    pthread_t watcher;
+    pthread_mutex_t mu;   /* everything below */
+    pthread_cond_t cv;    /* stop, for a watcher with nothing to watch */
+    baby_op *head, *tail; /* pending, in id order */
+    uint64_t next_id;
+    uint32_t inflight; /* pushed and not completed (<= FTC__BABY_SLOTS) */
+    baby_region *regions;
+    size_t nregions, cap_regions;
+    int failed; /* 0, or the latched failure (message in msg) */
+    char msg[FTC__PG_MSG_MAX];
+    bool killed; /* SIGKILL sent */
+    bool stop;
+} baby;
+
+/* Arena regions (mu held). alloc: FTC_EMSGSIZE when len does not fit. */
+int ftc__baby_arena_alloc(baby *b, uint64_t len, uint64_t *off);
+void ftc__baby_arena_free(baby *b, uint64_t off);
+
+/* The watcher thread (watch.c). */
+void *ftc__baby_watch(void *arg);
+/* Pushes the requests not yet in the ring while there is room (mu held). */
+void ftc__baby_pump(baby *b);
+/* Fails the group: latches rc and msg (the first failure wins), kills
+ * the child unless keep_child (a destroy lets it leave its group first),
+ * completes every pending request with rc and the latched message. Takes
+ * mu. */
+void ftc__baby_fail(baby *b, int rc, const char *msg, bool keep_child);
+/* "exited with status 3", "was killed by signal 9 (Killed)". */
+void ftc__baby_describe_status(int status, char *out, size_t cap);
+
+#endif

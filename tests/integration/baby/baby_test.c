@@ -1,0 +1,484 @@
+/* Baby process groups (src/pg/baby/) on the backend FTC_PG_BACKEND names
+ * (baby-tcp or baby-xccl, set by CMake): what only a group whose inner
+ * backend lives in a child process can do, with the resources of this
+ * process counted before and after each case (descriptors, shared-memory
+ * mappings, children and zombies):
+ * - abort while the inner library is stuck in a collective a peer never
+ *   joins: ftc_pg_abort returns and the work has failed with
+ *   FTC_ECANCELED by then;
+ * - destroy of a healthy group, a child killed under a live group, a
+ *   child stopped (SIGSTOP) until its heartbeat times out;
+ * - kill -9 of the parent: the child dies too;
+ * - hostile children (hostile_child.c): each fails the group with
+ *   FTC_EPROTO or FTC_EPEER and a message saying why, and writes nothing
+ *   of the caller's but the failing call's own output. */
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pg/baby/baby.h"
+#include "pg_kit.h"
+
+/* ------------------------------------------------------------ resources */
+
+typedef struct usage {
+    int fds, maps, kids;
+} usage;
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = -1; /* the directory's own descriptor */
+    while (d != NULL && readdir(d) != NULL) {
+        n++;
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n - 2; /* "." and ".." */
+}
+
+static int count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, "ftc-baby") != NULL;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return n;
+}
+
+/* Children of this process, zombies included. */
+static int count_kids(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') {
+            continue;
+        }
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t got = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f != NULL) {
+            fclose(f);
+        }
+        buf[got] = '\0';
+        char *close_paren = strrchr(buf, ')');
+        int ppid = 0;
+        if (close_paren != NULL &&
+            sscanf(close_paren + 1, " %*c %d", &ppid) == 1 &&
+            ppid == getpid()) {
+            n++;
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
+}
+
+static usage now_usage(void)
+{
+    pgt_store(); /* its descriptors belong to the baseline */
+    return (usage){count_fds(), count_maps(), count_kids()};
+}
+
+static bool same(usage a, usage b)
+{
+    return a.fds == b.fds && a.maps == b.maps && a.kids == b.kids;
+}
+
+/* The store server's side of the children's connections closes when it
+ * notices, so the counts are polled back to the baseline. */
+#define ASSERT_CLEAN(before)                                                   \
+    do {                                                                       \
+        TK_WAIT_UNTIL(same(now_usage(), before), 10000);                       \
+        assert_int_equal(count_maps(), 0);                                     \
+    } while (0)
+
+/* -------------------------------------------------------------- members */
+
+typedef struct shared shared;
+typedef int (*member_fn)(ftc_pg *pg, int rank, shared *s, char *err);
+
+struct shared {
+    pthread_barrier_t barrier;
+    member_fn fn;
+    const char *name;
+    int n;
+};
+
+typedef struct member {
+    shared *s;
+    int rank;
+    int rc;
+    char err[512];
+} member;
+
+static void *member_main(void *p)
+{
+    member *m = p;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.host = "127.0.0.1";
+    o.timeout_ms = tk_ms(60000);
+    ftc_pg *pg = NULL;
+    m->rc = pgt_create(pgt_store(), m->s->name, m->rank, m->s->n, &o, &pg);
+    if (m->rc != 0) {
+        snprintf(m->err, sizeof(m->err), "create: %s", ftc_last_error());
+        return NULL;
+    }
+    m->rc = m->s->fn(pg, m->rank, m->s, m->err);
+    ftc_pg_destroy(pg);
+    return NULL;
+}
+
+/* Runs fn on n threads, one member each, of a fresh group. */
+static void run(int n, member_fn fn)
+{
+    static int groups;
+    char name[64];
+    snprintf(name, sizeof(name), "baby%d", ++groups);
+    shared s = {.fn = fn, .name = name, .n = n};
+    pthread_barrier_init(&s.barrier, NULL, (unsigned)n);
+    member ms[4];
+    pthread_t t[4];
+    for (int i = 0; i < n; i++) {
+        ms[i] = (member){.s = &s, .rank = i};
+        assert_int_equal(pthread_create(&t[i], NULL, member_main, &ms[i]), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+    }
+    pthread_barrier_destroy(&s.barrier);
+    for (int i = 0; i < n; i++) {
+        if (ms[i].rc != 0) {
+            fail_msg("rank %d: %s (%s)", i, ftc_err_name(ms[i].rc), ms[i].err);
+        }
+    }
+}
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            int n_ = snprintf(err, 512, __VA_ARGS__);                          \
+            snprintf(err + n_, (size_t)(512 - n_), " [%s]", ftc_last_error()); \
+            return FTC_EPROTO;                                                 \
+        }                                                                      \
+    } while (0)
+
+static int allreduce(ftc_pg *pg, float *x, size_t n, int64_t timeout_ms,
+                     ftc_work **w)
+{
+    ftc_tensor t = ftc_tensor_cpu(x, n, FTC_DTYPE_F32);
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    o.timeout_ms = timeout_ms;
+    return ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, &o, w);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+/* Rank 0 enters a second allreduce rank 1 never joins: the inner library
+ * waits in the child; abort kills it and the work has failed when abort
+ * returns. */
+static int stuck_then_abort(ftc_pg *pg, int rank, shared *s, char *err)
+{
+    float x[4] = {1, 2, 3, 4};
+    ftc_work *w = NULL;
+    CHECK(allreduce(pg, x, 4, FTC_TIMEOUT_DEFAULT, &w) == 0, "allreduce");
+    CHECK(pgt_wait(w) == 0 && x[3] == 8, "first allreduce: %g", x[3]);
+    if (rank == 0) {
+        CHECK(allreduce(pg, x, 4, FTC_TIMEOUT_DEFAULT, &w) == 0, "second");
+        ftc_pg_abort(pg);
+        int done = 0, rc = ftc_work_test(w, &done);
+        ftc_work_release(w);
+        CHECK(done && rc == FTC_ECANCELED, "after abort: done %d, %s", done,
+              ftc_err_name(rc));
+        CHECK(ftc_pg_status(pg) == FTC_ECANCELED, "status after abort");
+        CHECK(ftc__baby_child_pid(pg) == -1 || kill(ftc__baby_child_pid(pg),
+                                                    0) == 0,
+              "child pid");
+    }
+    pthread_barrier_wait(&s->barrier);
+    return 0;
+}
+
+static void abort_while_stuck(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    run(2, stuck_then_abort);
+    ASSERT_CLEAN(before);
+}
+
+static int healthy(ftc_pg *pg, int rank, shared *s, char *err)
+{
+    (void)rank;
+    (void)s;
+    float x[1000];
+    for (int i = 0; i < 1000; i++) {
+        x[i] = (float)i;
+    }
+    ftc_work *w = NULL;
+    CHECK(allreduce(pg, x, 1000, FTC_TIMEOUT_DEFAULT, &w) == 0, "allreduce");
+    CHECK(pgt_wait(w) == 0 && x[999] == 1998, "allreduce: %g", x[999]);
+    CHECK(ftc__baby_child_pid(pg) > 0, "no child");
+    return 0;
+}
+
+static void destroy_leaves_nothing(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    run(2, healthy);
+    ASSERT_CLEAN(before);
+}
+
+/* Rank 0 kills its own child: its group fails naming the signal; rank
+ * 1's next allreduce fails (its peer is gone). */
+static int child_killed(ftc_pg *pg, int rank, shared *s, char *err)
+{
+    float x[4] = {1, 2, 3, 4};
+    ftc_work *w = NULL;
+    CHECK(allreduce(pg, x, 4, FTC_TIMEOUT_DEFAULT, &w) == 0, "allreduce");
+    CHECK(pgt_wait(w) == 0, "first allreduce");
+    pthread_barrier_wait(&s->barrier);
+    if (rank == 0) {
+        CHECK(kill(ftc__baby_child_pid(pg), SIGKILL) == 0, "kill");
+        int64_t end = tk_now_ms() + tk_ms(10000);
+        while (ftc_pg_status(pg) == 0 && tk_now_ms() < end) {
+            tk_pause_ms(5);
+        }
+        CHECK(ftc_pg_status(pg) == FTC_EPEER &&
+                  strstr(ftc_last_error(), "killed by signal 9") != NULL,
+              "status after the child's death: %s",
+              ftc_err_name(ftc_pg_status(pg)));
+        int rc = allreduce(pg, x, 4, FTC_TIMEOUT_DEFAULT, &w);
+        CHECK(rc == FTC_EPEER && w == NULL, "a call on the failed group: %s",
+              ftc_err_name(rc));
+    } else {
+        int rc = allreduce(pg, x, 4, tk_ms(2000), &w);
+        rc = rc != 0 ? rc : pgt_wait(w);
+        CHECK(rc != 0, "allreduce with a dead peer succeeded");
+    }
+    return 0;
+}
+
+static void child_death(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    run(2, child_killed);
+    ASSERT_CLEAN(before);
+}
+
+static int child_stopped(ftc_pg *pg, int rank, shared *s, char *err)
+{
+    (void)rank;
+    (void)s;
+    pid_t pid = ftc__baby_child_pid(pg);
+    CHECK(pid > 0 && kill(pid, SIGSTOP) == 0, "stop");
+    int64_t end = tk_now_ms() + tk_ms(10000);
+    while (ftc_pg_status(pg) == 0 && tk_now_ms() < end) {
+        tk_pause_ms(5);
+    }
+    CHECK(ftc_pg_status(pg) == FTC_ETIMEDOUT &&
+              strstr(ftc_last_error(), "heartbeat") != NULL,
+          "status of a stopped child");
+    return 0;
+}
+
+static void child_hang(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    setenv("FTC_PG_BABY_HANG_MS", "300", 1);
+    run(1, child_stopped);
+    unsetenv("FTC_PG_BABY_HANG_MS");
+    ASSERT_CLEAN(before);
+}
+
+/* Role: a parent killed with -9 while its group lives. argv: store. */
+static int victim(int argc, char **argv)
+{
+    if (argc < 2) {
+        return 2;
+    }
+    ftc_pg *pg = NULL;
+    TK_OK(pgt_create(argv[1], "victim", 0, 1, NULL, &pg));
+    ftc_store_client *c = NULL;
+    TK_OK(ftc_store_client_connect(argv[1], NULL, &c));
+    char pid[16];
+    int n = snprintf(pid, sizeof(pid), "%d", (int)ftc__baby_child_pid(pg));
+    TK_OK(ftc_store_client_set(c, "victim/pid", pid, (size_t)n, 10000));
+    poll(NULL, 0, (int)tk_ms(60000)); /* until killed */
+    return 1;
+}
+
+static void parent_kill(void **state)
+{
+    (void)state;
+    ftc_store_client *c = NULL;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &c));
+    tk_child kid;
+    char *args[] = {(char *)pgt_store(), NULL};
+    tk_spawn(&kid, "victim", args, NULL);
+    void *v = NULL;
+    size_t len = 0;
+    TK_OK(ftc_store_client_get(c, "victim/pid", &v, &len, tk_ms(60000)));
+    char text[16] = {0};
+    memcpy(text, v, len < 15 ? len : 15);
+    ftc_free(v);
+    ftc_store_client_close(c);
+    pid_t child = (pid_t)strtol(text, NULL, 10);
+    int fd = (int)syscall(SYS_pidfd_open, child, 0);
+    assert_true(fd >= 0);
+    /* Only the parent is killed: its child is still in its process group,
+     * which tk_reap would kill too, so the check comes first. */
+    tk_signal(&kid, SIGKILL);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, (int)tk_ms(10000)), 1);
+    close(fd);
+    tk_reap(&kid, 1, 10000);
+    assert_int_equal(tk_exit_code(&kid), 128 + SIGKILL);
+}
+
+/* ------------------------------------------------------------- hostile */
+
+/* A size-1 group served by hostile_child.c in mode; calls is how many
+ * allreduces to start on a [guard | 8 floats | guard] buffer. Returns the
+ * works' results in rc[] with the last message in msg. */
+static void hostile(const char *mode, int calls, int rc[2], char *msg,
+                    float out[2][10])
+{
+    usage before = now_usage();
+    setenv("FTC_PG_BABY_HELPER", getenv("FTC_TEST_BABY_HOSTILE"), 1);
+    setenv("FTC_TEST_BABY_MODE", mode, 1);
+    ftc_pg *pg = NULL;
+    TK_OK(pgt_create(pgt_store(), mode, 0, 1, NULL, &pg));
+    unsetenv("FTC_PG_BABY_HELPER");
+    ftc_work *w[2] = {NULL, NULL};
+    for (int i = 0; i < calls; i++) {
+        for (int j = 0; j < 10; j++) {
+            out[i][j] = (float)(j + 100 * i);
+        }
+        TK_OK(allreduce(pg, &out[i][1], 8, tk_ms(20000), &w[i]));
+    }
+    for (int i = 0; i < calls; i++) {
+        rc[i] = ftc_work_wait(w[i], tk_ms(30000));
+        snprintf(msg, 512, "%s", ftc_last_error());
+        ftc_work_release(w[i]);
+    }
+    ftc_pg_destroy(pg);
+    ASSERT_CLEAN(before);
+    for (int i = 0; i < calls; i++) {
+        assert_true(out[i][0] == (float)(100 * i) &&
+                    out[i][9] == (float)(9 + 100 * i)); /* the guards */
+    }
+}
+
+static void untouched(const float *x, int i)
+{
+    for (int j = 1; j < 9; j++) {
+        assert_true(x[j] == (float)(j + 100 * i));
+    }
+}
+
+static void hostile_phantom(void **state)
+{
+    (void)state;
+    int rc[2];
+    char msg[512];
+    float x[2][10];
+    hostile("phantom", 1, rc, msg, x);
+    assert_int_equal(rc[0], FTC_EPROTO);
+    assert_non_null(strstr(msg, "not in flight"));
+    untouched(x[0], 0);
+}
+
+static void hostile_garbage(void **state)
+{
+    (void)state;
+    int rc[2];
+    char msg[512];
+    float x[2][10];
+    hostile("garbage", 1, rc, msg, x);
+    assert_int_equal(rc[0], FTC_EPROTO);
+    assert_non_null(strstr(msg, "impossible completion ring index"));
+    untouched(x[0], 0);
+}
+
+static void hostile_unrun(void **state)
+{
+    (void)state;
+    int rc[2];
+    char msg[512];
+    float x[2][10];
+    hostile("unrun", 2, rc, msg, x);
+    assert_int_equal(rc[0], 0); /* indistinguishable from a real answer */
+    unsigned char ab[4] = {0xab, 0xab, 0xab, 0xab};
+    for (int j = 1; j < 9; j++) {
+        assert_memory_equal(&x[0][j], ab, 4); /* its own output only */
+    }
+    assert_int_equal(rc[1], FTC_EPROTO);
+    assert_non_null(strstr(msg, "unknown result code"));
+    untouched(x[1], 1);
+}
+
+static void hostile_order(void **state)
+{
+    (void)state;
+    int rc[2];
+    char msg[512];
+    float x[2][10];
+    hostile("order", 2, rc, msg, x);
+    assert_int_equal(rc[0], FTC_EPROTO);
+    assert_int_equal(rc[1], FTC_EPROTO);
+    assert_non_null(strstr(msg, "completed before an earlier one"));
+    untouched(x[0], 0);
+    untouched(x[1], 1);
+}
+
+static void hostile_exit(void **state)
+{
+    (void)state;
+    int rc[2];
+    char msg[512];
+    float x[2][10];
+    hostile("exit", 1, rc, msg, x);
+    assert_int_equal(rc[0], FTC_EPEER);
+    assert_non_null(strstr(msg, "exited with status 7"));
+    untouched(x[0], 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const tk_role roles[] = {{"victim", victim}};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(abort_while_stuck),
+        cmocka_unit_test(destroy_leaves_nothing),
+        cmocka_unit_test(child_death),
+        cmocka_unit_test(child_hang),
+        cmocka_unit_test(parent_kill),
+        cmocka_unit_test(hostile_phantom),
+        cmocka_unit_test(hostile_garbage),
+        cmocka_unit_test(hostile_unrun),
+        cmocka_unit_test(hostile_order),
+        cmocka_unit_test(hostile_exit),
+    };
+    return tk_main(argc, argv, roles, 1, tests);
+}
