@@ -209,8 +209,8 @@ static int stuck_then_abort(ftc_pg *pg, int rank, shared *s, char *err)
         CHECK(done && rc == FTC_ECANCELED, "after abort: done %d, %s", done,
               ftc_err_name(rc));
         CHECK(ftc_pg_status(pg) == FTC_ECANCELED, "status after abort");
-        CHECK(ftc__baby_child_pid(pg) == -1 || kill(ftc__baby_child_pid(pg),
-                                                    0) == 0,
+        CHECK(ftc__baby_child_pid(pg) == -1 ||
+                  kill(ftc__baby_child_pid(pg), 0) == 0,
               "child pid");
     }
     pthread_barrier_wait(&s->barrier);

@@ -50,8 +50,8 @@ int main(void)
                        ftc__deadline_in_ms(30000)) != 0) {
         return 2;
     }
-    shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
-               0);
+    shm =
+        mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
     arena = mmap(NULL, FTC__BABY_ARENA_BYTES, PROT_READ | PROT_WRITE,
                  MAP_SHARED, fds[1], 0);
     if (shm == MAP_FAILED || arena == MAP_FAILED) {
