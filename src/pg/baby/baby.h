@@ -27,8 +27,10 @@ extern const ftc_pg_backend ftc__baby_backend;
  * tree's. FTC_ENOTSUP naming the places when none is executable. */
 int ftc__baby_helper(char *out, size_t cap);
 /* Spawns path with fd as its FTC__BABY_CHILD_FD, from the process's
- * spawning thread (spawn.c says why). */
-int ftc__baby_spawn(const char *path, int fd, pid_t *pid);
+ * spawning thread (spawn.c says why). label is its argv[1], which the
+ * child ignores: ps then shows which group a child serves (its inner
+ * group's prefix). */
+int ftc__baby_spawn(const char *path, const char *label, int fd, pid_t *pid);
 
 /* The helper's whole program: serves one group over FTC__BABY_CHILD_FD.
  * Returns the exit status. */
@@ -40,9 +42,10 @@ int ftc__baby_send(int sock, const void *msg, size_t len, const int *fds,
                    int nfds, ftc__deadline dl);
 /* Receives one message of exactly len bytes and exactly nfds descriptors
  * (close-on-exec): FTC_ECLOSED when the other end is gone, FTC_EPROTO for
- * another length or count (descriptors received are closed). */
+ * another length or count (descriptors received are closed),
+ * FTC_ECANCELED as soon as cancel_fd (-1: none) is readable. */
 int ftc__baby_recv(int sock, void *msg, size_t len, int *fds, int nfds,
-                   ftc__deadline dl);
+                   ftc__deadline dl, int cancel_fd);
 
 /* For tests: the pid of a Baby group's child (-1: not a Baby group, or
  * the child was reaped). */

@@ -11,11 +11,16 @@
 
 #define MAX_FDS 8
 
-static int wait_fd(int sock, short events, ftc__deadline dl, const char *what)
+static int wait_fd(int sock, short events, ftc__deadline dl, const char *what,
+                   int cancel_fd)
 {
     for (;;) {
-        struct pollfd p = {.fd = sock, .events = events};
-        int n = poll(&p, 1, ftc__deadline_poll_ms(dl));
+        struct pollfd p[2] = {{.fd = sock, .events = events},
+                              {.fd = cancel_fd, .events = POLLIN}};
+        int n = poll(p, cancel_fd >= 0 ? 2 : 1, ftc__deadline_poll_ms(dl));
+        if (n > 0 && p[0].revents == 0) {
+            return ftc__seterr(FTC_ECANCELED, "baby: %s cancelled", what);
+        }
         if (n > 0) {
             return 0;
         }
@@ -47,7 +52,7 @@ int ftc__baby_send(int sock, const void *msg, size_t len, const int *fds,
         h->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
         memcpy(CMSG_DATA(h), fds, sizeof(int) * (size_t)nfds);
     }
-    int rc = wait_fd(sock, POLLOUT, dl, "send");
+    int rc = wait_fd(sock, POLLOUT, dl, "send", -1);
     if (rc != 0) {
         return rc;
     }
@@ -79,7 +84,7 @@ static void close_received(struct msghdr *m)
 }
 
 int ftc__baby_recv(int sock, void *msg, size_t len, int *fds, int nfds,
-                   ftc__deadline dl)
+                   ftc__deadline dl, int cancel_fd)
 {
     union {
         struct cmsghdr h;
@@ -91,7 +96,7 @@ int ftc__baby_recv(int sock, void *msg, size_t len, int *fds, int nfds,
                        .msg_iovlen = 1,
                        .msg_control = c.buf,
                        .msg_controllen = sizeof(c.buf)};
-    int rc = wait_fd(sock, POLLIN, dl, "receive");
+    int rc = wait_fd(sock, POLLIN, dl, "receive", cancel_fd);
     if (rc != 0) {
         return rc;
     }

@@ -254,7 +254,7 @@ int ftc__baby_child_main(void)
     static ftc__baby_config c;
     int fds[4];
     int rc = ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds, 4,
-                            ftc__deadline_in_ms(60000));
+                            ftc__deadline_in_ms(60000), -1);
     if (rc != 0) {
         return EXIT_SETUP;
     }

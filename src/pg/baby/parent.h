@@ -55,7 +55,19 @@ typedef struct baby {
     char msg[FTC__PG_MSG_MAX];
     bool killed; /* SIGKILL sent */
     bool stop;
+    /* The failure watch (peers.c): its own connections to the store (the
+     * get blocks one), and the key every member watches. */
+    ftc_store_client *peers_wait, *peers_wait_conn;
+    ftc_store_client *peers_tell, *peers_tell_conn;
+    char peers_key[FTC__STORE_VIEW_MAX + 16];
+    pthread_t peers_thread;
+    bool peers_started, peers_stop, peers_done;
 } baby;
+
+/* The table's create (create.c), and what undoes it: kills and reaps a
+ * child, stops the failure watch, unmaps, closes, frees. */
+int ftc__baby_create(const ftc_pg_backend_create_args *a, void **impl);
+void ftc__baby_release(baby *b);
 
 /* Arena regions (mu held). alloc: FTC_EMSGSIZE when len does not fit. */
 int ftc__baby_arena_alloc(baby *b, uint64_t len, uint64_t *off);
@@ -65,11 +77,25 @@ void ftc__baby_arena_free(baby *b, uint64_t off);
 void *ftc__baby_watch(void *arg);
 /* Pushes the requests not yet in the ring while there is room (mu held). */
 void ftc__baby_pump(baby *b);
-/* Fails the group: latches rc and msg (the first failure wins), kills
- * the child unless keep_child (a destroy lets it leave its group first),
- * completes every pending request with rc and the latched message. Takes
- * mu. */
-void ftc__baby_fail(baby *b, int rc, const char *msg, bool keep_child);
+/* How ftc__baby_fail fails the group. */
+enum {
+    FTC__BABY_TELL = 0,      /* kill the child, tell the other members */
+    FTC__BABY_SILENT = 1,    /* kill the child (a member told us) */
+    FTC__BABY_KEEP_CHILD = 2 /* a destroy: the child leaves on its own */
+};
+/* Fails the group: latches rc and msg (the first failure wins), acts on
+ * the child and the members as how says, completes every pending request
+ * with rc and the latched message. Takes mu. */
+void ftc__baby_fail(baby *b, int rc, const char *msg, int how);
+/* The failure watch (peers.c): start it on "<prefix>/failed" once the
+ * group exists; tell the others this member failed (not under mu); stop
+ * it and close its connections (close alone for a watch that never
+ * started). */
+int ftc__baby_peers_start(baby *b, const char *prefix);
+void ftc__baby_peers_tell(baby *b, const char *msg);
+void ftc__baby_peers_stop(baby *b);
+void ftc__baby_peers_close(baby *b);
+
 /* "exited with status 3", "was killed by signal 9 (Killed)". */
 void ftc__baby_describe_status(int status, char *out, size_t cap);
 

@@ -22,6 +22,7 @@ extern char **environ;
 
 typedef struct spawn_req {
     const char *path;
+    const char *label;
     int fd; /* becomes the child's descriptor 3 */
     int done;
     int err; /* posix_spawn's */
@@ -51,7 +52,7 @@ static void run(spawn_req *r)
     posix_spawnattr_setsigdefault(&at, &all);
     posix_spawnattr_setflags(&at,
                              POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[] = {(char *)"ftc-baby", NULL};
+    char *argv[] = {(char *)"ftc-baby", (char *)r->label, NULL};
     r->err = posix_spawn(&r->pid, r->path, &fa, &at, argv, environ);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
@@ -73,9 +74,9 @@ static void *spawner(void *arg)
     return NULL;
 }
 
-int ftc__baby_spawn(const char *path, int fd, pid_t *pid)
+int ftc__baby_spawn(const char *path, const char *label, int fd, pid_t *pid)
 {
-    spawn_req r = {.path = path, .fd = fd};
+    spawn_req r = {.path = path, .label = label, .fd = fd};
     int rc = 0;
     pthread_mutex_lock(&mu);
     if (!started) {

@@ -56,14 +56,17 @@ static void kill_child(baby *b)
     }
 }
 
-void ftc__baby_fail(baby *b, int rc, const char *msg, bool keep_child)
+void ftc__baby_fail(baby *b, int rc, const char *msg, int how)
 {
     pthread_mutex_lock(&b->mu);
+    /* The others are told of a failure of this member's own making (not
+     * of one a peer reported, not of a destroy). */
+    bool tell = b->failed == 0 && how == FTC__BABY_TELL;
     if (b->failed == 0) {
         b->failed = rc;
         snprintf(b->msg, sizeof(b->msg), "%s", msg);
     }
-    if (!keep_child) {
+    if (how != FTC__BABY_KEEP_CHILD) {
         kill_child(b);
     }
     baby_op *q = b->head;
@@ -75,6 +78,10 @@ void ftc__baby_fail(baby *b, int rc, const char *msg, bool keep_child)
     snprintf(latched, sizeof(latched), "%s", b->msg);
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
+    if (tell) {
+        FTC_LOG_WARN("pg.failed", "%s rank %d: %s", b->name, b->rank, latched);
+        ftc__baby_peers_tell(b, latched);
+    }
     while (q != NULL) {
         baby_op *next = q->next;
         ftc_pg_backend_complete(q->op, rc, latched);
@@ -90,7 +97,7 @@ static void protocol_error(baby *b, const char *what)
              "%s: the child (pid %d) broke the protocol (%s); it was killed "
              "and the group is unusable until rebuilt",
              b->name, (int)b->pid, what);
-    ftc__baby_fail(b, FTC_EPROTO, msg, false);
+    ftc__baby_fail(b, FTC_EPROTO, msg, FTC__BABY_TELL);
 }
 
 /* Finds and unlinks the request a completion names (mu held); NULL with
@@ -209,7 +216,7 @@ static void child_gone(baby *b)
              "%s: the child process (pid %d) %s%s; the group is unusable "
              "until rebuilt",
              b->name, (int)pid, how, killed ? " after ftc killed it" : "");
-    ftc__baby_fail(b, FTC_EPEER, msg, false);
+    ftc__baby_fail(b, FTC_EPEER, msg, FTC__BABY_TELL);
 }
 
 /* The earliest deadline of a request in flight, plus the grace (mu held). */
@@ -237,7 +244,7 @@ static void deadline_passed(baby *b, const baby_op *o)
              b->name, ftc__coll_name(o->op->coll),
              (unsigned long long)o->op->seq, (long long)o->op->timeout_ms,
              (int)b->pid);
-    ftc__baby_fail(b, FTC_ETIMEDOUT, msg, false);
+    ftc__baby_fail(b, FTC_ETIMEDOUT, msg, FTC__BABY_TELL);
 }
 
 static void hung(baby *b)
@@ -248,14 +255,14 @@ static void hung(baby *b)
              "for %lld ms (stopped or hung); it was killed and the group is "
              "unusable until rebuilt",
              b->name, (int)b->pid, (long long)(b->hang_ns / 1000000));
-    ftc__baby_fail(b, FTC_ETIMEDOUT, msg, false);
+    ftc__baby_fail(b, FTC_ETIMEDOUT, msg, FTC__BABY_TELL);
 }
 
 void *ftc__baby_watch(void *arg)
 {
     baby *b = arg;
     uint64_t beat = atomic_load(&b->shm->beat);
-    int64_t beat_at = ftc__now_ns();
+    int64_t beat_at = ftc__now_ns(), looked = beat_at;
     bool gone = false, broken = false;
     for (;;) {
         ftc__baby_done d;
@@ -278,6 +285,12 @@ void *ftc__baby_watch(void *arg)
         }
         int64_t now = ftc__now_ns();
         uint64_t beat_now = atomic_load(&b->shm->beat);
+        if (now - looked > b->hang_ns / 2) {
+            /* This process was not running (SIGSTOP of the job's process
+             * group stops the child too): the silence says nothing. */
+            beat_at = now;
+        }
+        looked = now;
         if (beat_now != beat) {
             beat = beat_now;
             beat_at = now;

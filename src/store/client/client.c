@@ -348,6 +348,11 @@ int ftc__store_client_endpoint(const ftc_store_client *client,
     return 0;
 }
 
+int ftc__store_client_cancel_fd(const ftc_store_client *client)
+{
+    return valid(client) ? client->core->cancel.fd : -1;
+}
+
 int ftc__store_client_reach(const ftc__store_endpoint *ep,
                             ftc_store_client **conn, ftc_store_client **out)
 {

@@ -21,6 +21,12 @@ typedef struct ftc__store_endpoint {
 int ftc__store_client_endpoint(const ftc_store_client *client,
                                ftc__store_endpoint *out);
 
+/* The descriptor that becomes readable when ftc_store_client_cancel is
+ * called on client (or a view of its connection), until its next call:
+ * another layer waiting on something the store call started can watch it
+ * too. -1 for a non-client. */
+int ftc__store_client_cancel_fd(const ftc_store_client *client);
+
 /* Connects to ep, then makes its view when it has one; *out is the view
  * (closing it does not close the connection: see *conn) or the
  * connection, and *conn the connection to close last. */

@@ -5,7 +5,8 @@
  * mappings, children and zombies):
  * - abort while the inner library is stuck in a collective a peer never
  *   joins: ftc_pg_abort returns and the work has failed with
- *   FTC_ECANCELED by then;
+ *   FTC_ECANCELED by then; the peer's group fails with FTC_EPEER naming
+ *   the aborted member (told through the store: oneCCL never notices);
  * - destroy of a healthy group, a child killed under a live group, a
  *   child stopped (SIGSTOP) until its heartbeat times out;
  * - kill -9 of the parent: the child dies too;
@@ -214,6 +215,17 @@ static int stuck_then_abort(ftc_pg *pg, int rank, shared *s, char *err)
               "child pid");
     }
     pthread_barrier_wait(&s->barrier);
+    if (rank == 1) {
+        /* Told through the store, whatever the inner library noticed. */
+        int64_t end = tk_now_ms() + tk_ms(10000);
+        while (ftc_pg_status(pg) == 0 && tk_now_ms() < end) {
+            tk_pause_ms(5);
+        }
+        CHECK(ftc_pg_status(pg) == FTC_EPEER &&
+                  strstr(ftc_last_error(), "rank 0 failed") != NULL,
+              "the peer of an aborted member: %s",
+              ftc_err_name(ftc_pg_status(pg)));
+    }
     return 0;
 }
 

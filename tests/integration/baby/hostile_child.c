@@ -47,7 +47,7 @@ int main(void)
     static ftc__baby_config c;
     int fds[4];
     if (ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds, 4,
-                       ftc__deadline_in_ms(30000)) != 0) {
+                       ftc__deadline_in_ms(30000), -1) != 0) {
         return 2;
     }
     shm =
