@@ -468,6 +468,7 @@ static int finish(req *r, int rc, ftc_work **work)
     if (rc != 0) {
         ftc__work_unref(w); /* the engine's reference: never submitted */
         ftc__work_unref(w);
+        ftc__op_free(r->op); /* not taken: still ours */
         return rc;
     }
     if (work != NULL) {

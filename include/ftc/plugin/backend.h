@@ -208,8 +208,9 @@ typedef struct ftc_pg_backend {
     int (*check_device)(void *impl, int device);
     /* Takes ownership of request: the backend completes it with
      * ftc_pg_backend_complete (never from inside submit's caller-visible
-     * failure: a non-zero return means not taken, and the pg layer fails
-     * the call with it, nothing started). desc is valid until completion.
+     * failure: a non-zero return means not taken, the request stays the
+     * pg layer's (it frees it), and the call fails with that code,
+     * nothing started). desc is valid until completion.
      * Returns the group's failure code when the group is unusable.
      * Required. */
     int (*submit)(void *impl, ftc_pg_backend_request *request,

@@ -521,8 +521,7 @@ int ftc__tcp_submit(void *impl, ftc__op *op)
         int rc = g->failed ? unusable(g)
                            : ftc__seterr(FTC_ECLOSED, "group is closing");
         pthread_mutex_unlock(&g->mu);
-        ftc__op_free(op);
-        return rc;
+        return rc; /* not taken: the pg layer frees op */
     }
     if (op->coll != FTC__SEND && op->coll != FTC__RECV) {
         op->seq = ++g->coll_seq;
