@@ -92,6 +92,19 @@ static inline ftc_tensor ftc_tensor_cpu(void *data, size_t count, int dtype)
     return t;
 }
 
+/* Host memory that Baby groups ("baby-<inner>" backends) move without a
+ * copy: it lives in one shared segment of this process that the child of
+ * every Baby group maps. A cpu tensor elsewhere is copied into the
+ * group's own segment at the call and its result copied back at
+ * completion (docs/decisions.md, "pg: Baby process groups"); on other
+ * backends this is ordinary memory. A Baby group's child can write all
+ * of it, not only a call's output. bytes: any size (0 gives a unique
+ * pointer); the memory is zero-filled and 64-byte aligned. FTC_EMSGSIZE
+ * when the segment's 64 GiB of address space are used up. */
+FTC_API int ftc_pg_mem_alloc(size_t bytes, void **out /* OUT */);
+/* Frees p (NULL: nothing); its pages go back to the system at once. */
+FTC_API void ftc_pg_mem_free(void *p);
+
 /* ------------------------------------------------------------------ group */
 
 typedef struct ftc_pg ftc_pg;

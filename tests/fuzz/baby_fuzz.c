@@ -34,10 +34,10 @@ static void check_accepted(const ftc__baby_req *r, int group_size)
 {
     size_t elem = ftc__baby_elem(r->dtype);
     if (elem == 0 || r->send_off + r->send_count * elem < r->send_off ||
-        r->send_off + r->send_count * elem > FTC__BABY_ARENA_BYTES ||
-        r->recv_off + r->recv_count * elem > FTC__BABY_ARENA_BYTES ||
+        r->send_off + r->send_count * elem > FTC__BABY_SPACE_BYTES ||
+        r->recv_off + r->recv_count * elem > FTC__BABY_SPACE_BYTES ||
         (r->counts_off != FTC__BABY_NONE &&
-         r->counts_off + (uint64_t)group_size * 8 > FTC__BABY_ARENA_BYTES)) {
+         r->counts_off + (uint64_t)group_size * 8 > FTC__BABY_SPACE_BYTES)) {
         abort();
     }
 }

@@ -24,6 +24,32 @@ const char *pgt_coll_name(int coll)
     return coll > 0 && coll < PGT_END ? names[coll] : "?";
 }
 
+/* The collective's own buffers: from ftc_pg_mem_alloc when
+ * PGT_SHARED_BUFFERS is set (what Baby groups move without a copy), else
+ * the C heap. Zero-filled. */
+static bool shared_buffers(void)
+{
+    return getenv("PGT_SHARED_BUFFERS") != NULL;
+}
+
+static void *buf_alloc(size_t n, size_t elem)
+{
+    void *p = NULL;
+    if (!shared_buffers()) {
+        return calloc(n, elem);
+    }
+    return ftc_pg_mem_alloc(n * elem, &p) == 0 ? p : NULL;
+}
+
+static void buf_free(void *p)
+{
+    if (shared_buffers()) {
+        ftc_pg_mem_free(p);
+    } else {
+        free(p);
+    }
+}
+
 /* Stores v (an exact small integer, or an AVG quotient) as dtype. */
 static void put(void *p, size_t i, int dt, double v)
 {
@@ -176,8 +202,8 @@ int pgt_check(ftc_pg *pg, int coll, int dt, int op, size_t count, int algo,
     default:
         break;
     }
-    b.in = calloc(b.in_n + 1, b.elem);
-    b.out = calloc(b.out_n + 1, b.elem);
+    b.in = buf_alloc(b.in_n + 1, b.elem);
+    b.out = buf_alloc(b.out_n + 1, b.elem);
     b.want = calloc(b.out_n + 1, b.elem);
     memset(b.out, 0xa5, b.out_n * b.elem); /* garbage the op must replace */
     fill_input(&b, seed, r, dt, op);
@@ -327,8 +353,8 @@ int pgt_check(ftc_pg *pg, int coll, int dt, int op, size_t count, int algo,
                     pgt_coll_name(coll), ftc_dtype_name(dt), ftc_op_name(op),
                     count, algo, root, seed, r, n);
     }
-    free(b.in);
-    free(b.out);
+    buf_free(b.in);
+    buf_free(b.out);
     free(b.want);
     free(scnt);
     free(rcnt);

@@ -16,31 +16,70 @@
 
 /* --------------------------------------------------------------- submit */
 
-/* Lays out a request's region: send part, receive part (the same for an
- * in-place call), then the count arrays. */
+/* Where a buffer of bytes bytes goes: its place in the shared heap
+ * (*off, already an offset the child resolves; true), else staged. */
+static bool in_heap(const baby *b, const void *p, uint64_t bytes, uint64_t *off)
+{
+    uint64_t h = 0;
+    if (bytes == 0 || !ftc__baby_heap_find(b->heap, p, bytes, &h)) {
+        return false;
+    }
+    *off = FTC__BABY_ARENA_BYTES + h;
+    return true;
+}
+
+static uint64_t up64(uint64_t v)
+{
+    return (v + 63) & ~(uint64_t)63;
+}
+
+/* Places a request's buffers: a buffer in the shared heap as it is, the
+ * others staged in an arena region (send part, receive part unless in
+ * place, then the count arrays) and their input copied in. */
 static int stage(baby *b, baby_op *o, const ftc_pg_request *d)
 {
     size_t elem = ftc_dtype_size(d->dtype);
     bool in_place = d->send == d->recv;
     uint64_t send_bytes = (uint64_t)d->send_count * elem;
     uint64_t recv_bytes = (uint64_t)d->recv_count * elem;
+    ftc__baby_req *r = &o->req;
+    bool send_shared = in_heap(b, d->send, send_bytes, &r->send_off);
+    bool recv_shared = in_heap(b, d->recv, recv_bytes, &r->recv_off);
+    if (in_place && send_shared != recv_shared) {
+        /* In place over the heap's end: stage both alike. */
+        send_shared = recv_shared = false;
+    }
+    uint64_t first = send_shared                           ? 0
+                     : in_place && recv_bytes > send_bytes ? up64(recv_bytes)
+                                                           : up64(send_bytes);
+    uint64_t second = in_place || recv_shared ? 0 : up64(recv_bytes);
     uint64_t counts = d->send_counts != NULL ? (uint64_t)b->size * 8 : 0;
     uint64_t rcounts = d->recv_counts != NULL ? (uint64_t)b->size * 8 : 0;
-    uint64_t first =
-        in_place && recv_bytes > send_bytes ? recv_bytes : send_bytes;
-    uint64_t second = in_place ? 0 : (recv_bytes + 63) & ~(uint64_t)63;
-    first = (first + 63) & ~(uint64_t)63;
-    pthread_mutex_lock(&b->mu);
-    int rc =
-        ftc__baby_arena_alloc(b, first + second + counts + rcounts, &o->off);
-    pthread_mutex_unlock(&b->mu);
-    if (rc != 0) {
-        return rc;
-    }
     o->len = first + second + counts + rcounts;
-    ftc__baby_req *r = &o->req;
-    r->send_off = o->off;
-    r->recv_off = in_place ? o->off : o->off + first;
+    if (o->len > 0) {
+        pthread_mutex_lock(&b->mu);
+        int rc = ftc__baby_regions_alloc(&b->regions, o->len,
+                                         FTC__BABY_ARENA_BYTES, &o->off);
+        pthread_mutex_unlock(&b->mu);
+        if (rc != 0) {
+            o->len = 0;
+            return rc == FTC_ENOMEM
+                       ? ftc__seterr(rc, "%s: out of memory", b->name)
+                       : ftc__seterr(rc,
+                                     "%s: %llu bytes to stage do not fit in "
+                                     "the arena (%llu bytes with the "
+                                     "requests in flight)",
+                                     b->name,
+                                     (unsigned long long)(first + second),
+                                     (unsigned long long)FTC__BABY_ARENA_BYTES);
+        }
+    }
+    if (!send_shared) {
+        r->send_off = o->off;
+    }
+    if (!recv_shared) {
+        r->recv_off = in_place ? r->send_off : o->off + first;
+    }
     r->counts_off = counts > 0 ? o->off + first + second : FTC__BABY_NONE;
     r->rcounts_off =
         rcounts > 0 ? o->off + first + second + counts : FTC__BABY_NONE;
@@ -48,8 +87,9 @@ static int stage(baby *b, baby_op *o, const ftc_pg_request *d)
      * broadcast's away from its root. */
     bool reads = d->coll != FTC_PG_COLL_RECV &&
                  (d->coll != FTC_PG_COLL_BROADCAST || d->root == b->rank);
-    if (reads && send_bytes > 0) {
+    if (reads && send_bytes > 0 && !send_shared) {
         memcpy(b->arena + r->send_off, d->send, send_bytes);
+        atomic_fetch_add_explicit(&b->copied, send_bytes, memory_order_relaxed);
     }
     for (int i = 0; i < b->size && counts > 0; i++) {
         uint64_t v = d->send_counts[i];
@@ -59,7 +99,8 @@ static int stage(baby *b, baby_op *o, const ftc_pg_request *d)
         uint64_t v = d->recv_counts[i];
         memcpy(b->arena + r->rcounts_off + (uint64_t)i * 8, &v, 8);
     }
-    o->recv_bytes = d->coll == FTC_PG_COLL_SEND ? 0 : (size_t)recv_bytes;
+    o->recv_bytes =
+        d->coll == FTC_PG_COLL_SEND || recv_shared ? 0 : (size_t)recv_bytes;
     return 0;
 }
 
@@ -109,7 +150,8 @@ static int baby_submit(void *impl, ftc_pg_backend_request *request,
         b->tail = o;
         ftc__baby_pump(b);
     } else if (o->len > 0) {
-        ftc__baby_arena_free(b, o->off);
+        uint64_t len;
+        ftc__baby_regions_free(&b->regions, o->off, &len);
     }
     pthread_mutex_unlock(&b->mu);
     if (rc != 0) {
@@ -185,6 +227,15 @@ pid_t ftc__baby_child_pid(ftc_pg *pg)
     pid_t pid = b->pid;
     pthread_mutex_unlock(&b->mu);
     return pid;
+}
+
+uint64_t ftc__baby_copied_bytes(ftc_pg *pg)
+{
+    if (pg == NULL || pg->ops->create != ftc__baby_backend.create) {
+        return 0;
+    }
+    baby *b = pg->impl;
+    return atomic_load_explicit(&b->copied, memory_order_relaxed);
 }
 
 const ftc_pg_backend ftc__baby_backend = {

@@ -50,5 +50,8 @@ int ftc__baby_recv(int sock, void *msg, size_t len, int *fds, int nfds,
 /* For tests: the pid of a Baby group's child (-1: not a Baby group, or
  * the child was reaped). */
 pid_t ftc__baby_child_pid(ftc_pg *pg);
+/* For tests: the bytes a Baby group copied in and out of its arena (0:
+ * not a Baby group); buffers in the shared heap add nothing. */
+uint64_t ftc__baby_copied_bytes(ftc_pg *pg);
 
 #endif

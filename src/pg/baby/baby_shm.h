@@ -6,6 +6,8 @@
  *   requests (parent to child) and completions (child to parent);
  * - the arena, a second memfd mapped at the same size in both: the staged
  *   buffers of the requests in flight, addressed by offset;
+ * - the process's shared heap (heap.h), mapped by the child right after
+ *   the arena: buffers the program allocated there cross without a copy;
  * - one eventfd per ring, written by the producer only when the consumer
  *   said it sleeps;
  * - a unix socket pair: the set-up messages (with the four descriptors),
@@ -32,8 +34,17 @@
 /* Address space of the arena in both processes. Pages exist only where
  * requests staged bytes (docs/decisions.md, "pg: Baby process groups"). */
 #define FTC__BABY_ARENA_BYTES ((uint64_t)1 << 36)
+/* Address space of the process's shared heap (ftc_pg_mem_alloc), which
+ * the child maps right after the arena: a request's offsets address
+ * both, arena first. */
+#define FTC__BABY_HEAP_BYTES ((uint64_t)1 << 36)
+#define FTC__BABY_SPACE_BYTES (FTC__BABY_ARENA_BYTES + FTC__BABY_HEAP_BYTES)
 /* "No array" for the count offsets of a request. */
 #define FTC__BABY_NONE UINT64_MAX
+/* Descriptors sent with the config, in this order: the control memfd,
+ * the arena memfd, the request ring's eventfd, the completion ring's
+ * eventfd, the shared heap's memfd. */
+#define FTC__BABY_NFDS 5
 /* How often the child beats (ms). */
 #define FTC__BABY_BEAT_MS 20
 

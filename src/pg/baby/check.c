@@ -51,15 +51,15 @@ int ftc__baby_config_check(const ftc__baby_config *c)
     return 0;
 }
 
-/* off .. off + n * elem lies in the arena, and off is aligned for
+/* off .. off + n * elem lies in the arena and heap, and off is aligned for
  * elements of elem bytes (the parent places every buffer on 64 bytes). */
 static int in_arena(uint64_t off, uint64_t n, size_t elem)
 {
-    if (elem == 0 || off % elem != 0 || n > FTC__BABY_ARENA_BYTES / elem) {
+    if (elem == 0 || off % elem != 0 || n > FTC__BABY_SPACE_BYTES / elem) {
         return 0;
     }
-    return off <= FTC__BABY_ARENA_BYTES &&
-           n * elem <= FTC__BABY_ARENA_BYTES - off;
+    return off <= FTC__BABY_SPACE_BYTES &&
+           n * elem <= FTC__BABY_SPACE_BYTES - off;
 }
 
 int ftc__baby_req_check(const ftc__baby_req *r, int size)

@@ -231,21 +231,31 @@ static void endpoint(const ftc__baby_config *c, ftc__store_endpoint *ep)
     snprintf(ep->view, sizeof(ep->view), "%s", c->store_view);
 }
 
-/* Maps the shared memory the parent sent (fds: control, arena, request
- * eventfd, completion eventfd). */
-static int attach(const int fds[4])
+/* Maps the shared memory the parent sent (fds: FTC__BABY_NFDS): the
+ * control segment, and the arena with the shared heap right after it, so
+ * that a request's offset addresses either. */
+static int attach(const int fds[FTC__BABY_NFDS])
 {
     void *ctl = mmap(NULL, sizeof(ftc__baby_shm), PROT_READ | PROT_WRITE,
                      MAP_SHARED, fds[0], 0);
-    void *arena = mmap(NULL, FTC__BABY_ARENA_BYTES, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, fds[1], 0);
+    uint8_t *space = mmap(NULL, FTC__BABY_SPACE_BYTES, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *arena = MAP_FAILED, *heap = MAP_FAILED;
+    if (space != MAP_FAILED) {
+        arena = mmap(space, FTC__BABY_ARENA_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_FIXED, fds[1], 0);
+        heap = mmap(space + FTC__BABY_ARENA_BYTES, FTC__BABY_HEAP_BYTES,
+                    PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fds[4], 0);
+    }
     close(fds[0]);
     close(fds[1]);
-    if (ctl == MAP_FAILED || arena == MAP_FAILED) {
+    close(fds[4]);
+    if (ctl == MAP_FAILED || arena == MAP_FAILED || heap == MAP_FAILED) {
         return ftc__seterr_errno(errno, "baby child: mmap");
     }
     child.shm = ctl;
-    child.arena = arena;
+    child.arena = space;
     if (child.shm->magic != FTC__BABY_MAGIC ||
         child.shm->version != FTC__BABY_VERSION ||
         child.shm->slots != FTC__BABY_SLOTS) {
@@ -268,9 +278,9 @@ int ftc__baby_child_main(void)
     /* Nothing of the parent's but descriptors 0-2 and the socket. */
     close_range(FTC__BABY_CHILD_FD + 1, ~0u, 0);
     static ftc__baby_config c;
-    int fds[4];
-    int rc = ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds, 4,
-                            ftc__deadline_in_ms(60000), -1);
+    int fds[FTC__BABY_NFDS];
+    int rc = ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds,
+                            FTC__BABY_NFDS, ftc__deadline_in_ms(60000), -1);
     if (rc != 0) {
         return EXIT_SETUP;
     }

@@ -135,6 +135,7 @@ void ftc__baby_release(baby *b)
     if (b->arena != NULL) {
         munmap(b->arena, FTC__BABY_ARENA_BYTES);
     }
+    ftc__baby_heap_unref(b->heap);
     int fds[] = {b->sock, b->efd_req, b->efd_done};
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
         if (fds[i] >= 0) {
@@ -143,7 +144,7 @@ void ftc__baby_release(baby *b)
     }
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
-    ftc__free(b->regions);
+    ftc__free(b->regions.v);
     ftc__free(b);
 }
 
@@ -154,10 +155,15 @@ static void *map(int fd, size_t len)
 }
 
 /* The segments, eventfds and socket; fds[] gets what the child is sent
- * (control memfd, arena memfd, its eventfd, ours) and child_sock its end. */
-static int make_channels(baby *b, int fds[4], int *child_sock)
+ * (FTC__BABY_NFDS says which) and child_sock its end. */
+static int make_channels(baby *b, int fds[FTC__BABY_NFDS], int *child_sock)
 {
     int sp[2] = {-1, -1};
+    int rc = ftc__baby_heap_ref(&b->heap);
+    if (rc != 0) {
+        return rc;
+    }
+    fds[4] = ftc__baby_heap_fd(b->heap); /* the heap's: not ours to close */
     fds[0] = memfd_create("ftc-baby-ctl", MFD_CLOEXEC);
     fds[1] = memfd_create("ftc-baby-arena", MFD_CLOEXEC);
     b->efd_req = fds[2] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -237,8 +243,9 @@ static int wait_hello(baby *b, ftc__baby_hello *h, ftc__deadline late,
 }
 
 /* Starts the child, hands it the config, waits for its hello. */
-static int start_child(baby *b, const ftc__baby_config *c, const int fds[4],
-                       int child_sock, ftc__deadline dl, int cancel_fd)
+static int start_child(baby *b, const ftc__baby_config *c,
+                       const int fds[FTC__BABY_NFDS], int child_sock,
+                       ftc__deadline dl, int cancel_fd)
 {
     char path[1024];
     int rc = ftc__baby_helper(path, sizeof(path));
@@ -247,7 +254,7 @@ static int start_child(baby *b, const ftc__baby_config *c, const int fds[4],
     }
     close(child_sock);
     if (rc == 0) {
-        rc = ftc__baby_send(b->sock, c, sizeof(*c), fds, 4, dl);
+        rc = ftc__baby_send(b->sock, c, sizeof(*c), fds, FTC__BABY_NFDS, dl);
     }
     ftc__baby_hello h;
     if (rc == 0) {
@@ -317,7 +324,7 @@ int ftc__baby_create(const ftc_pg_backend_create_args *a, void **impl)
     b->size = a->size;
     b->hang_ns = hang_ns();
     snprintf(b->name, sizeof(b->name), "%s", a->opts->backend);
-    int fds[4] = {-1, -1, -1, -1}, child_sock = -1;
+    int fds[FTC__BABY_NFDS] = {-1, -1, -1, -1, -1}, child_sock = -1;
     rc = store_of(a, &b->store);
     rc = rc != 0 ? rc : fill_config(a, b, inner, c);
     rc = rc != 0 ? rc : make_channels(b, fds, &child_sock);

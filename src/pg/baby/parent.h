@@ -9,6 +9,8 @@
 
 #include "pg/baby/baby.h"
 #include "pg/baby/baby_shm.h"
+#include "pg/baby/heap.h"
+#include "pg/baby/regions.h"
 #include "pg/pg_int.h"
 #include "store/client/endpoint.h"
 
@@ -16,17 +18,12 @@
 typedef struct baby_op {
     ftc__op *op;
     ftc__baby_req req;
-    uint64_t off, len; /* its arena region */
+    uint64_t off, len; /* its arena region (len 0: none) */
     size_t recv_bytes; /* copied back to desc.recv on success */
     bool coll;         /* a collective (completes in order) */
     bool pushed;       /* in the request ring */
     struct baby_op *next;
 } baby_op;
-
-/* The arena's regions in use, sorted by offset (arena.c). */
-typedef struct baby_region {
-    uint64_t off, len;
-} baby_region;
 
 typedef struct baby {
     ftc_pg *group;
@@ -39,6 +36,7 @@ typedef struct baby {
     int efd_done; /* ours (completion ring) */
     ftc__baby_shm *shm;
     uint8_t *arena;
+    ftc__baby_heap *heap;   /* the process's, mapped by the child too */
     ftc__baby_end req_end;  /* we produce */
     ftc__baby_end done_end; /* we consume (watcher thread only) */
     int64_t hang_ns;
@@ -49,9 +47,9 @@ typedef struct baby {
     baby_op *head, *tail; /* pending, in id order */
     uint64_t next_id;
     uint32_t inflight; /* pushed and not completed (<= FTC__BABY_SLOTS) */
-    baby_region *regions;
-    size_t nregions, cap_regions;
-    int failed; /* 0, or the latched failure (message in msg) */
+    ftc__baby_regions regions; /* of the arena */
+    _Atomic uint64_t copied;   /* bytes staged in and out (tests) */
+    int failed;                /* 0, or the latched failure (message in msg) */
     char msg[FTC__PG_MSG_MAX];
     bool killed; /* SIGKILL sent */
     bool stop;
@@ -68,10 +66,6 @@ typedef struct baby {
  * child, stops the failure watch, unmaps, closes, frees. */
 int ftc__baby_create(const ftc_pg_backend_create_args *a, void **impl);
 void ftc__baby_release(baby *b);
-
-/* Arena regions (mu held). alloc: FTC_EMSGSIZE when len does not fit. */
-int ftc__baby_arena_alloc(baby *b, uint64_t len, uint64_t *off);
-void ftc__baby_arena_free(baby *b, uint64_t off);
 
 /* The watcher thread (watch.c). */
 void *ftc__baby_watch(void *arg);

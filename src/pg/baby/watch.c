@@ -72,7 +72,7 @@ void ftc__baby_fail(baby *b, int rc, const char *msg, int how)
     baby_op *q = b->head;
     b->head = b->tail = NULL;
     b->inflight = 0;
-    b->nregions = 0; /* the child is gone: nothing of the arena is in use */
+    b->regions.n = 0; /* the child is gone: nothing of the arena is in use */
     rc = b->failed;
     char latched[FTC__PG_MSG_MAX];
     snprintf(latched, sizeof(latched), "%s", b->msg);
@@ -174,12 +174,17 @@ static void complete(baby *b, const ftc__baby_done *d)
     msg[sizeof(msg) - 1] = '\0';
     if (rc == 0 && o->recv_bytes > 0) {
         memcpy(desc->recv, b->arena + o->req.recv_off, o->recv_bytes);
+        atomic_fetch_add_explicit(&b->copied, o->recv_bytes,
+                                  memory_order_relaxed);
     }
     if (rc == 0 && desc->coll == FTC_PG_COLL_RECV) {
         o->op->root = d->source; /* what ftc_work_source reports */
     }
     pthread_mutex_lock(&b->mu);
-    ftc__baby_arena_free(b, o->off);
+    if (o->len > 0) {
+        uint64_t len;
+        ftc__baby_regions_free(&b->regions, o->off, &len);
+    }
     if (rc != 0 && rc != FTC_EMSGSIZE && b->failed == 0) {
         /* The inner group failed (a receive of the wrong size leaves it
          * usable, as on every backend). */

@@ -10,6 +10,8 @@
  * - destroy of a healthy group, a child killed under a live group, a
  *   child stopped (SIGSTOP) until its heartbeat times out;
  * - kill -9 of the parent: the child dies too;
+ * - buffers from ftc_pg_mem_alloc cross without a copy, and the heap
+ *   goes with its last allocation;
  * - hostile children (hostile_child.c): each fails the group with
  *   FTC_EPROTO or FTC_EPEER and a message saying why, and writes nothing
  *   of the caller's but the failing call's own output. */
@@ -260,6 +262,104 @@ static void destroy_leaves_nothing(void **state)
     ASSERT_CLEAN(before);
 }
 
+/* Buffers from ftc_pg_mem_alloc cross without a copy: collectives, a
+ * count-array collective and send/recv on them give the right values and
+ * the group copies no byte; a stack buffer is staged (the counter counts). */
+static int on_shared_heap(ftc_pg *pg, int rank, shared *s, char *err)
+{
+    (void)s;
+    enum { N = 1000 };
+    float *x = NULL, *all = NULL;
+    CHECK(ftc_pg_mem_alloc(N * sizeof(float), (void **)&x) == 0 &&
+              ftc_pg_mem_alloc(2 * N * sizeof(float), (void **)&all) == 0,
+          "ftc_pg_mem_alloc");
+    for (int i = 0; i < N; i++) {
+        CHECK(x[i] == 0, "not zero-filled at %d", i);
+        x[i] = (float)(i + rank);
+    }
+    ftc_work *w = NULL;
+    CHECK(allreduce(pg, x, N, FTC_TIMEOUT_DEFAULT, &w) == 0, "allreduce");
+    CHECK(pgt_wait(w) == 0 && x[999] == 1999 && x[0] == 1, "allreduce: %g",
+          x[999]);
+    ftc_tensor in = ftc_tensor_cpu(x, N, FTC_DTYPE_F32);
+    ftc_tensor out = ftc_tensor_cpu(all, 2 * N, FTC_DTYPE_F32);
+    x[0] = (float)(100 + rank);
+    CHECK(ftc_pg_allgather(pg, &in, &out, NULL, &w) == 0, "allgather");
+    CHECK(pgt_wait(w) == 0 && all[0] == 100 && all[N] == 101 &&
+              all[2 * N - 1] == 1999,
+          "allgather: %g %g", all[0], all[N]);
+    /* alltoallv: rank r sends r + 1 elements to each peer. */
+    size_t sc[2] = {(size_t)rank + 1, (size_t)rank + 1}, rc[2] = {1, 2};
+    for (int i = 0; i < 4; i++) {
+        x[i] = (float)(10 * rank + i);
+    }
+    ftc_tensor vin = ftc_tensor_cpu(x, 2 * ((size_t)rank + 1), FTC_DTYPE_F32);
+    ftc_tensor vout = ftc_tensor_cpu(all, 3, FTC_DTYPE_F32);
+    CHECK(ftc_pg_alltoallv(pg, &vin, sc, &vout, rc, NULL, &w) == 0,
+          "alltoallv");
+    float want0 = rank == 0 ? 0 : 1, want1 = rank == 0 ? 10 : 12;
+    CHECK(pgt_wait(w) == 0 && all[0] == want0 && all[1] == want1,
+          "alltoallv: %g %g (want %g %g)", all[0], all[1], want0, want1);
+    ftc_tensor one = ftc_tensor_cpu(x, N, FTC_DTYPE_F32);
+    if (rank == 0) {
+        x[N - 1] = 42;
+        CHECK(ftc_pg_send(pg, &one, 1, 7, NULL, &w) == 0, "send");
+        CHECK(pgt_wait(w) == 0, "send");
+    } else {
+        CHECK(ftc_pg_recv(pg, &one, 0, 7, NULL, &w) == 0, "recv");
+        CHECK(pgt_wait(w) == 0 && x[N - 1] == 42, "recv: %g", x[N - 1]);
+    }
+    CHECK(ftc__baby_copied_bytes(pg) == 0, "%llu bytes copied",
+          (unsigned long long)ftc__baby_copied_bytes(pg));
+    float stack[4] = {1, 2, 3, 4};
+    CHECK(allreduce(pg, stack, 4, FTC_TIMEOUT_DEFAULT, &w) == 0, "staged");
+    CHECK(pgt_wait(w) == 0 && stack[3] == 8, "staged allreduce");
+    CHECK(ftc__baby_copied_bytes(pg) == 2 * sizeof(stack),
+          "staged: %llu bytes copied",
+          (unsigned long long)ftc__baby_copied_bytes(pg));
+    ftc_pg_mem_free(x);
+    ftc_pg_mem_free(all);
+    return 0;
+}
+
+static void shared_heap(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    run(2, on_shared_heap);
+    ASSERT_CLEAN(before);
+}
+
+/* The allocator alone: freed memory comes back zero, misuse is refused
+ * or ignored, and the last free unmaps the heap. */
+static void shared_heap_alloc(void **state)
+{
+    (void)state;
+    usage before = now_usage();
+    assert_int_equal(ftc_pg_mem_alloc(8, NULL), FTC_EINVAL);
+    unsigned char *a = NULL, *b = NULL, *big = NULL;
+    assert_int_equal(ftc_pg_mem_alloc(100, (void **)&a), 0);
+    assert_int_equal(ftc_pg_mem_alloc(3 << 20, (void **)&big), 0);
+    assert_true((uintptr_t)a % 64 == 0 && (uintptr_t)big % 64 == 0);
+    memset(a, 0xff, 100);
+    memset(big, 0xff, 3 << 20);
+    ftc_pg_mem_free(a);
+    ftc_pg_mem_free(big);
+    assert_int_equal(ftc_pg_mem_alloc(200, (void **)&b), 0);
+    assert_ptr_equal(a, b); /* first fit: the same place, zeroed */
+    for (int i = 0; i < 200; i++) {
+        assert_int_equal(b[i], 0);
+    }
+    assert_true(count_maps() == 1);
+    ftc_pg_mem_free(b + 64); /* not an allocation: ignored */
+    ftc_pg_mem_free(NULL);
+    assert_int_equal(ftc_pg_mem_alloc(UINT64_MAX / 2, (void **)&a),
+                     FTC_EMSGSIZE);
+    assert_null(a);
+    ftc_pg_mem_free(b);
+    ASSERT_CLEAN(before);
+}
+
 /* Rank 0 kills its own child: its group fails naming the signal; rank
  * 1's next allreduce fails (its peer is gone). */
 static int child_killed(ftc_pg *pg, int rank, shared *s, char *err)
@@ -483,6 +583,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(abort_while_stuck),
         cmocka_unit_test(destroy_leaves_nothing),
+        cmocka_unit_test(shared_heap),
+        cmocka_unit_test(shared_heap_alloc),
         cmocka_unit_test(child_death),
         cmocka_unit_test(child_hang),
         cmocka_unit_test(parent_kill),

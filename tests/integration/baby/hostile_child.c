@@ -45,8 +45,8 @@ static void answer(uint64_t id, int rc)
 int main(void)
 {
     static ftc__baby_config c;
-    int fds[4];
-    if (ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds, 4,
+    int fds[FTC__BABY_NFDS];
+    if (ftc__baby_recv(FTC__BABY_CHILD_FD, &c, sizeof(c), fds, FTC__BABY_NFDS,
                        ftc__deadline_in_ms(30000), -1) != 0) {
         return 2;
     }

@@ -49,13 +49,28 @@ static double bus_factor(int op, int n)
     return op == BENCH_COLL_BROADCAST ? 1.0 : (double)(n - 1) / n;
 }
 
+static void *alloc_zero(const bench_coll_comm *cm, size_t bytes)
+{
+    return cm->alloc != NULL ? cm->alloc(bytes) : calloc(1, bytes);
+}
+
+static void release(const bench_coll_comm *cm, void *p)
+{
+    if (cm->release != NULL) {
+        cm->release(p);
+    } else {
+        free(p);
+    }
+}
+
 int bench_coll_one(const bench_coll_comm *cm, int op, size_t bytes, int iters,
                    double budget_s, double *lat, bench_coll_result *out)
 {
     bench_coll_bufs b;
     bench_coll_shape(op, bytes, cm->size, &b.in_n, &b.out_n);
-    b.in = calloc(b.in_n + 1, sizeof(float)); /* zeros: sums stay finite */
-    b.out = calloc(b.out_n + 1, sizeof(float));
+    /* Zeros: sums stay finite. */
+    b.in = alloc_zero(cm, (b.in_n + 1) * sizeof(float));
+    b.out = alloc_zero(cm, (b.out_n + 1) * sizeof(float));
     if (iters <= 0) {
         iters = default_iters(bytes);
     }
@@ -101,8 +116,8 @@ int bench_coll_one(const bench_coll_comm *cm, int op, size_t bytes, int iters,
             .b2b_us = b2b,
         };
     }
-    free(b.in);
-    free(b.out);
+    release(cm, b.in);
+    release(cm, b.out);
     return rc;
 }
 

@@ -39,6 +39,9 @@ typedef struct bench_coll_comm {
     int (*barrier)(void *ctx);
     int (*max)(void *ctx, double *v, size_t n);   /* element-wise, in place */
     int (*bcast)(void *ctx, double *v, size_t n); /* from rank 0 */
+    /* The buffers' memory, zero-filled (NULL: calloc and free). */
+    void *(*alloc)(size_t bytes);
+    void (*release)(void *p);
 } bench_coll_comm;
 
 /* What rank 0 reports for one op and size (times in microseconds). */

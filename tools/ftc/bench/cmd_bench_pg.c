@@ -35,6 +35,7 @@ typedef struct cfg {
     const char *backends[MAX_BACKENDS];
     int nbackends;
     bool json;
+    bool shared_buffers;
     double budget_s; /* per (op, size) */
     int iters;       /* 0: by size */
     int spin_us;
@@ -70,6 +71,9 @@ static const ftc__cli_option options[] = {
      .help = "one JSON object per line instead of a table (backend, op, "
              "ranks, bytes, count, iters, p50_us, p10_us, p90_us, algbw_gbps, "
              "busbw_gbps, b2b_us, b2b_busbw_gbps)"},
+    {"shared-buffers", FTC__CLI_FLAG, FTC__CLI_FIELD(cfg, shared_buffers),
+     .help = "buffers from ftc_pg_mem_alloc (Baby groups move them without "
+             "a copy; ordinary memory to other backends)"},
     {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -2,
      .max = 1000000, .metavar = "US",
      .help = "ftc_pg_opts.spin_us (0: never poll)",
@@ -146,6 +150,12 @@ static int pg_run(void *ctx, int op, const bench_coll_bufs *b)
         break;
     }
     return wait_work(rc, &w);
+}
+
+static void *shared_alloc(size_t bytes)
+{
+    void *p = NULL;
+    return ftc_pg_mem_alloc(bytes, &p) == 0 ? p : NULL;
 }
 
 static int pg_barrier(void *ctx)
@@ -237,19 +247,24 @@ static int worker(const cfg *c)
     int available = 0;
     for (int b = 0; rc == 0 && b < c->nbackends; b++) {
         rc = create_backend(c, store, b, &pgs[b]);
-        comms[b] = (bench_coll_comm){.ctx = pgs[b],
-                                     .rank = c->rank,
-                                     .size = c->ranks,
-                                     .run = pg_run,
-                                     .barrier = pg_barrier,
-                                     .max = pg_max,
-                                     .bcast = pg_bcast};
+        comms[b] = (bench_coll_comm){
+            .ctx = pgs[b],
+            .rank = c->rank,
+            .size = c->ranks,
+            .run = pg_run,
+            .barrier = pg_barrier,
+            .max = pg_max,
+            .bcast = pg_bcast,
+            .alloc = c->shared_buffers ? shared_alloc : NULL,
+            .release = c->shared_buffers ? ftc_pg_mem_free : NULL};
         available += pgs[b] != NULL;
     }
     double *lat = calloc(1000000, sizeof(double));
     rc = rc == 0 && lat == NULL ? FTC_ENOMEM : rc;
     if (rc == 0 && available > 0 && c->rank == 0 && !c->json) {
-        printf("# ftc bench pg: %d ranks, f32, loopback, backends", c->ranks);
+        printf("# ftc bench pg: %d ranks, f32, loopback, %s, backends",
+               c->ranks,
+               c->shared_buffers ? "shared buffers" : "ordinary buffers");
         for (int b = 0; b < c->nbackends; b++) {
             printf(pgs[b] != NULL ? " %s" : " (%s: not available)",
                    c->backends[b]);
