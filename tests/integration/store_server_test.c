@@ -508,10 +508,20 @@ static void control_barrier_with_a_c10d_rank(void **state)
     for (int i = 0; i < 3; i++) {
         sr_connect(&c[i], f->port, SR_V2);
     }
-    for (int i = 0; i < 2; i++) {
-        sr_control_barrier(&f->b, "/cb", 3, i);
-        sr_flush(&c[i], &f->b);
-    }
+    /* rank 0 arrives first (c[2] waits for its key): the server may read
+     * two connections in either order */
+    sr_control_barrier(&f->b, "/cb", 3, 0);
+    sr_flush(&c[0], &f->b);
+    const char *first[] = {"/cb/0"};
+    sr_keys(&f->b, SR_V2, FTC__OP_WAIT, first, 1);
+    sr_flush(&c[2], &f->b);
+    assert_int_equal(sr_read_u8(&c[2]), 0);
+    sr_control_barrier(&f->b, "/cb", 3, 1);
+    sr_flush(&c[1], &f->b);
+    const char *second[] = {"/cb/1"};
+    sr_keys(&f->b, SR_V2, FTC__OP_WAIT, second, 1);
+    sr_flush(&c[2], &f->b);
+    assert_int_equal(sr_read_u8(&c[2]), 0);
     sr_expect_quiet(&c[0], 30);
     sr_expect_quiet(&c[1], 1);
     sr_add(&f->b, SR_V2, "/cb/num_members", 1);
