@@ -32,7 +32,8 @@ typedef struct bench_ft_opts {
     int n_heal_mib;
     long heal_sources[BENCH_FT_LIST_MAX];
     int n_heal_sources;
-    int reps; /* heal and baseline pairs per cell */
+    int reps;             /* heal and baseline pairs per cell */
+    const char *backends; /* the fault runs' cross-replica groups: a list */
     bool json;
 } bench_ft_opts;
 

@@ -36,6 +36,7 @@ typedef struct proc {
 
 typedef struct run {
     const bench_ft_opts *o;
+    const char *backend;
     bench_ft_job j;
     int n;
     proc *p;
@@ -47,7 +48,7 @@ typedef struct run {
 
 int bench_ft_worker(int argc, char **argv)
 {
-    if (argc != 5) {
+    if (argc != 6) {
         fprintf(stderr, "ftc bench ft --worker: %d arguments\n", argc);
         return 2;
     }
@@ -65,6 +66,10 @@ int bench_ft_worker(int argc, char **argv)
     mo.store_addr = argv[2];
     mo.replica_id = id;
     mo.store_prefix = prefix;
+    ftc_pg_opts po;
+    ftc_pg_opts_init(&po);
+    po.backend = argv[5];
+    mo.pg_opts = &po;
     ftc_manager *m = NULL;
     int64_t shape[1] = {(int64_t)floats};
     int rc = w != NULL ? ftc_manager_create(&mo, &m) : FTC_ENOMEM;
@@ -105,7 +110,8 @@ static int spawn(run *r, int g)
     snprintf(floats, sizeof(floats), "%zu", r->o->floats);
     char *argv[] = {"ftc",      "bench",      "ft",
                     "--worker", r->j.lh_addr, r->j.store_addr[g],
-                    sg,         floats,       NULL};
+                    sg,         floats,       (char *)r->backend,
+                    NULL};
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         return -1;
@@ -262,27 +268,31 @@ static void report(const run *r, const char *kind, double *v, int n)
     static bool header;
     bench_ft_summary s = bench_ft_summarize(v, (size_t)n);
     if (r->o->json) {
-        printf("{\"bench\":\"ft\",\"what\":\"fault\",\"fault\":\"%s\","
-               "\"groups\":%d,\"trials\":%d,\"p50_ms\":%.1f,"
-               "\"min_ms\":%.1f,\"max_ms\":%.1f}\n",
-               kind, r->n, n, s.p50, s.min, s.max);
+        printf("{\"bench\":\"ft\",\"what\":\"fault\",\"backend\":\"%s\","
+               "\"fault\":\"%s\",\"groups\":%d,\"trials\":%d,"
+               "\"p50_ms\":%.1f,\"min_ms\":%.1f,\"max_ms\":%.1f}\n",
+               r->backend, kind, r->n, n, s.p50, s.min, s.max);
     } else {
         if (!header) {
-            printf("%-7s %-8s %6s %6s %10s %10s %10s\n", "fault", "signal",
-                   "groups", "trials", "p50_ms", "min_ms", "max_ms");
+            printf("%-7s %-12s %-8s %6s %6s %10s %10s %10s\n", "fault",
+                   "backend", "signal", "groups", "trials", "p50_ms", "min_ms",
+                   "max_ms");
             header = true;
         }
-        printf("%-7s %-8s %6d %6d %10.1f %10.1f %10.1f\n", "fault", kind, r->n,
-               n, s.p50, s.min, s.max);
+        printf("%-7s %-12s %-8s %6d %6d %10.1f %10.1f %10.1f\n", "fault",
+               r->backend, kind, r->n, n, s.p50, s.min, s.max);
     }
     fflush(stdout);
 }
 
-int bench_ft_fault(const bench_ft_opts *o)
+/* The whole fault sequence with every group's cross-replica group on
+ * backend. */
+static int fault_on(const bench_ft_opts *o, const char *backend)
 {
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
+    r.backend = backend;
     r.n = o->fault_groups < 64 ? o->fault_groups : 64;
     if (bench_ft_job_start(&r.j, r.n, 0) != 0) {
         return 1;
@@ -310,5 +320,18 @@ int bench_ft_fault(const bench_ft_opts *o)
     ftc__free(r.p);
     ftc__free(times);
     bench_ft_job_stop(&r.j);
+    return failed;
+}
+
+int bench_ft_fault(const bench_ft_opts *o)
+{
+    char list[256];
+    snprintf(list, sizeof(list), "%s", o->backends);
+    int failed = 0;
+    char *save = NULL;
+    for (char *b = strtok_r(list, ",", &save); b != NULL;
+         b = strtok_r(NULL, ",", &save)) {
+        failed += fault_on(o, b);
+    }
     return failed;
 }

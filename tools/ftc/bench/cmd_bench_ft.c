@@ -158,6 +158,11 @@ static const ftc__cli_option options[] = {
     LIST("sources", heal_sources, n_heal_sources,
          "up-to-date replicas it heals from"),
     NUMBER("reps", reps, 1, "heal and baseline pairs per cell"),
+    {"backend", FTC__CLI_STRING, FTC__CLI_FIELD(bench_ft_opts, backends),
+     .metavar = "LIST",
+     .help = "process-group backends of the fault runs (tcp, baby-xccl, "
+             "...), comma-separated: each runs every trial in turn",
+     .default_text = "tcp"},
     {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_ft_opts, json),
      .help = "one JSON object per line instead of a table"},
 };
@@ -178,7 +183,7 @@ static const ftc__cli_command command = {
         "fault   --fault-groups replica groups as processes, default\n"
         "        settings: time from kill -9 (then SIGSTOP) of one group\n"
         "        to the survivors' first step committed without it,\n"
-        "        --trials times each.\n"
+        "        --trials times each, on each --backend in turn.\n"
         "heal    a replica pulls --heal-mib MiB from each number of\n"
         "        --sources up-to-date ones (in place, one process), and a\n"
         "        plain TCP stream between two threads moves as many bytes\n"
@@ -213,6 +218,7 @@ int ftc__cmd_bench_ft(int argc, char **argv)
         .heal_sources = {1, 2},
         .n_heal_sources = 2,
         .reps = 7,
+        .backends = "tcp",
     };
     int rc = ftc__cli_parse(&command, &o, argc, argv, NULL);
     if (rc != FTC__CLI_PARSED) {

@@ -15,6 +15,7 @@
 #include "base/base_int.h"
 #include "cli_args.h"
 #include "bench/bench_coll.h"
+#include "bench/bench_stats.h"
 #include "bench/cmd_bench.h"
 #include "ftc/ftc.h"
 
@@ -38,6 +39,7 @@ typedef struct cfg {
     bool shared_buffers;
     double budget_s; /* per (op, size) */
     int iters;       /* 0: by size */
+    int rebuilds;
     int spin_us;
     int algo;
     int streams;
@@ -74,6 +76,12 @@ static const ftc__cli_option options[] = {
     {"shared-buffers", FTC__CLI_FLAG, FTC__CLI_FIELD(cfg, shared_buffers),
      .help = "buffers from ftc_pg_mem_alloc (Baby groups move them without "
              "a copy; ordinary memory to other backends)"},
+    {"rebuilds", FTC__CLI_INT, FTC__CLI_FIELD(cfg, rebuilds), .min = 0,
+     .max = 10000, .metavar = "K",
+     .help = "after the collectives, K times per backend: every rank aborts "
+             "its group, destroys it, creates a new one and runs a 1-float "
+             "allreduce on it; prints that time (p50, min, max over K, the "
+             "slowest rank's)"},
     {"spin", FTC__CLI_INT, FTC__CLI_FIELD(cfg, spin_us), .min = -2,
      .max = 1000000, .metavar = "US",
      .help = "ftc_pg_opts.spin_us (0: never poll)",
@@ -187,7 +195,7 @@ static int pg_bcast(void *ctx, double *v, size_t n)
  * why (its own reason, else the first failed rank's). 0, or the store's
  * error. */
 static int create_backend(const cfg *c, ftc_store_client *store, int b,
-                          ftc_pg **pg)
+                          const char *prefix, ftc_pg **pg)
 {
     ftc_pg_opts o;
     ftc_pg_opts_init(&o);
@@ -202,8 +210,7 @@ static int create_backend(const cfg *c, ftc_store_client *store, int b,
         c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_DIRECT ? c->algo : 0;
     o.broadcast_algo =
         c->algo == FTC_ALGO_TREE || c->algo == FTC_ALGO_CHAIN ? c->algo : 0;
-    char prefix[256], key[320], why[512] = "ok";
-    snprintf(prefix, sizeof(prefix), "%s/%s", c->prefix, c->backends[b]);
+    char key[320], why[512] = "ok";
     int rc = ftc_pg_create(store, prefix, c->rank, c->ranks, &o, pg);
     if (rc != 0) {
         snprintf(why, sizeof(why), "%s (%s)", ftc_last_error(),
@@ -238,6 +245,51 @@ static int create_backend(const cfg *c, ftc_store_client *store, int b,
     return src;
 }
 
+/* --rebuilds: what a membership change costs a group on backend b, from
+ * the abort to the first call on its replacement (each rank's time; the
+ * slowest rank's goes in lat[i]). */
+static int time_rebuilds(const cfg *c, ftc_store_client *store, int b,
+                         ftc_pg **pg, double *lat)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && *pg != NULL && i < c->rebuilds; i++) {
+        /* Every rank aborts at once, as on a membership change. The
+         * store's barrier, not the group's: a peer's abort may fail a
+         * collective this rank has not seen complete yet. */
+        char prefix[256];
+        snprintf(prefix, sizeof(prefix), "%s/%s/rebuild%d", c->prefix,
+                 c->backends[b], i);
+        rc = ftc_store_client_barrier(store, prefix, c->rank, c->ranks, NULL,
+                                      60000);
+        int64_t t0 = ftc__now_ns();
+        ftc_pg_abort(*pg);
+        ftc_pg_destroy(*pg);
+        *pg = NULL;
+        rc = rc != 0 ? rc : create_backend(c, store, b, prefix, pg);
+        double one = 1;
+        rc = rc != 0 || *pg == NULL ? (rc != 0 ? rc : FTC_EPEER)
+                                    : pg_max(*pg, &one, 1);
+        lat[i] = (double)(ftc__now_ns() - t0) / 1e6;
+    }
+    rc = rc != 0 ? rc : pg_max(*pg, lat, (size_t)c->rebuilds);
+    if (rc == 0 && c->rank == 0) {
+        double p50 = bench_percentile(lat, (size_t)c->rebuilds, 50);
+        double lo = bench_percentile(lat, (size_t)c->rebuilds, 0);
+        double hi = bench_percentile(lat, (size_t)c->rebuilds, 100);
+        if (c->json) {
+            printf("{\"backend\":\"%s\",\"op\":\"rebuild\",\"ranks\":%d,"
+                   "\"iters\":%d,\"p50_ms\":%.2f,\"min_ms\":%.2f,"
+                   "\"max_ms\":%.2f}\n",
+                   c->backends[b], c->ranks, c->rebuilds, p50, lo, hi);
+        } else {
+            printf("# %-14s abort -> new group -> first allreduce: p50 %.2f "
+                   "ms, min %.2f, max %.2f (%d rebuilds)\n",
+                   c->backends[b], p50, lo, hi, c->rebuilds);
+        }
+    }
+    return rc;
+}
+
 static int worker(const cfg *c)
 {
     ftc_store_client *store = NULL;
@@ -246,7 +298,9 @@ static int worker(const cfg *c)
     int rc = ftc_store_client_connect(c->store, NULL, &store);
     int available = 0;
     for (int b = 0; rc == 0 && b < c->nbackends; b++) {
-        rc = create_backend(c, store, b, &pgs[b]);
+        char prefix[256];
+        snprintf(prefix, sizeof(prefix), "%s/%s", c->prefix, c->backends[b]);
+        rc = create_backend(c, store, b, prefix, &pgs[b]);
         comms[b] = (bench_coll_comm){
             .ctx = pgs[b],
             .rank = c->rank,
@@ -285,6 +339,11 @@ static int worker(const cfg *c)
                     bench_coll_print(&res, c->backends[b], c->json);
                 }
             }
+        }
+    }
+    for (int b = 0; rc == 0 && c->rebuilds > 0 && b < c->nbackends; b++) {
+        if (pgs[b] != NULL) {
+            rc = time_rebuilds(c, store, b, &pgs[b], lat);
         }
     }
     if (rc != 0) {
@@ -418,6 +477,11 @@ int bench_pg_main(int argc, char **argv)
     }
     if (c.ops & (1 << BENCH_COLL_NOPS)) { /* "all" */
         c.ops = (1 << BENCH_COLL_NOPS) - 1;
+    }
+    /* The aborts of --rebuilds are deliberate: their warnings (and the
+     * workers', who inherit this) would drown the table. */
+    if (c.rebuilds > 0 && getenv("FTC_LOG") == NULL) {
+        setenv("FTC_LOG", "error", 0);
     }
     rc = split_backends(&c);
     if (rc == 0) {
