@@ -47,6 +47,10 @@ typedef struct baby {
     baby_op *head, *tail; /* pending, in id order */
     uint64_t next_id;
     uint32_t inflight; /* pushed and not completed (<= FTC__BABY_SLOTS) */
+    /* Works taken off the list and being completed by some thread: a
+     * failure (abort) returns only when none is left, so no completion
+     * writes into a caller's buffer after ftc_pg_abort returned. */
+    int completing;
     ftc__baby_regions regions; /* of the arena */
     _Atomic uint64_t copied;   /* bytes staged in and out (tests) */
     int failed;                /* 0, or the latched failure (message in msg) */

@@ -56,6 +56,24 @@ static void kill_child(baby *b)
     }
 }
 
+/* The group whose works this thread is completing (their callbacks may
+ * abort it: that abort must not wait for this thread). */
+static _Thread_local const baby *completing_here;
+
+/* Completes o's work (taken off the list, counted in b->completing). */
+static void finish(baby *b, ftc__op *op, int rc, const char *msg)
+{
+    const baby *outer = completing_here;
+    completing_here = b;
+    ftc_pg_backend_complete(op, rc, msg);
+    completing_here = outer;
+    pthread_mutex_lock(&b->mu);
+    if (--b->completing == 0) {
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
 void ftc__baby_fail(baby *b, int rc, const char *msg, int how)
 {
     pthread_mutex_lock(&b->mu);
@@ -70,6 +88,9 @@ void ftc__baby_fail(baby *b, int rc, const char *msg, int how)
         kill_child(b);
     }
     baby_op *q = b->head;
+    for (baby_op *o = q; o != NULL; o = o->next) {
+        b->completing++;
+    }
     b->head = b->tail = NULL;
     b->inflight = 0;
     b->regions.n = 0; /* the child is gone: nothing of the arena is in use */
@@ -84,9 +105,16 @@ void ftc__baby_fail(baby *b, int rc, const char *msg, int how)
     }
     while (q != NULL) {
         baby_op *next = q->next;
-        ftc_pg_backend_complete(q->op, rc, latched);
+        finish(b, q->op, rc, latched);
         ftc__free(q);
         q = next;
+    }
+    if (completing_here != b) {
+        pthread_mutex_lock(&b->mu);
+        while (b->completing > 0) {
+            pthread_cond_wait(&b->cv, &b->mu);
+        }
+        pthread_mutex_unlock(&b->mu);
     }
 }
 
@@ -145,6 +173,7 @@ static void complete(baby *b, const ftc__baby_done *d)
         return;
     }
     baby_op *o = take(b, d->id, &why);
+    b->completing += o != NULL;
     pthread_mutex_unlock(&b->mu);
     if (o == NULL) {
         protocol_error(b, why);
@@ -165,6 +194,7 @@ static void complete(baby *b, const ftc__baby_done *d)
         o->next = b->head;
         b->head = o;
         b->inflight++;
+        b->completing--;
         pthread_mutex_unlock(&b->mu);
         protocol_error(b, why);
         return;
@@ -193,7 +223,7 @@ static void complete(baby *b, const ftc__baby_done *d)
     }
     ftc__baby_pump(b);
     pthread_mutex_unlock(&b->mu);
-    ftc_pg_backend_complete(o->op, rc, rc != 0 ? msg : NULL);
+    finish(b, o->op, rc, rc != 0 ? msg : NULL);
     ftc__free(o);
 }
 

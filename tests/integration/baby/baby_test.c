@@ -99,16 +99,32 @@ static usage now_usage(void)
     return (usage){count_fds(), count_maps(), count_kids()};
 }
 
-static bool same(usage a, usage b)
+/* Whether the counts are back at before; says which are not (the last
+ * look is what a failure reports). */
+static bool same(usage before, char *diff, size_t cap)
 {
-    return a.fds == b.fds && a.maps == b.maps && a.kids == b.kids;
+    usage a = now_usage();
+    snprintf(diff, cap,
+             "descriptors %d (before %d), shared maps %d (%d), children %d "
+             "(%d)",
+             a.fds, before.fds, a.maps, before.maps, a.kids, before.kids);
+    return a.fds == before.fds && a.maps == before.maps &&
+           a.kids == before.kids;
 }
 
 /* The store server's side of the children's connections closes when it
  * notices, so the counts are polled back to the baseline. */
 #define ASSERT_CLEAN(before)                                                   \
     do {                                                                       \
-        TK_WAIT_UNTIL(same(now_usage(), before), 10000);                       \
+        char diff_[160];                                                       \
+        int64_t end_ = tk_now_ms() + tk_ms(10000);                             \
+        while (!same(before, diff_, sizeof(diff_))) {                          \
+            if (tk_now_ms() > end_) {                                          \
+                fail_msg("not clean after %lld ms: %s",                        \
+                         (long long)tk_ms(10000), diff_);                      \
+            }                                                                  \
+            tk_pause_ms(10);                                                   \
+        }                                                                      \
         assert_int_equal(count_maps(), 0);                                     \
     } while (0)
 
