@@ -230,22 +230,26 @@ static void complete(baby *b, const ftc__baby_done *d)
 /* The child hung up: reaps it and fails the group with how it ended. */
 static void child_gone(baby *b)
 {
+    /* The pid is forgotten before it is reaped: once reaped it may be
+     * reused, and nothing may signal it then. */
+    pthread_mutex_lock(&b->mu);
+    pid_t pid = b->pid;
+    b->pid = -1;
+    pthread_mutex_unlock(&b->mu);
     int status = 0;
     pid_t r;
     do {
-        r = waitpid(b->pid, &status, 0);
+        r = waitpid(pid, &status, 0);
     } while (r < 0 && errno == EINTR);
     char how[160], msg[FTC__PG_MSG_MAX];
-    if (r == b->pid) {
+    if (r == pid) {
         ftc__baby_describe_status(status, how, sizeof(how));
     } else {
         snprintf(how, sizeof(how), "ended (not reapable: %s)", strerror(errno));
     }
     pthread_mutex_lock(&b->mu);
     bool killed = b->killed;
-    pid_t pid = b->pid;
     b->status = status;
-    b->pid = -1;
     pthread_mutex_unlock(&b->mu);
     snprintf(msg, sizeof(msg),
              "%s: the child process (pid %d) %s%s; the group is unusable "
