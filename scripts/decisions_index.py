@@ -41,6 +41,7 @@ LAYERS = [
     ("heal", "ft: heal", "src/ft/heal/"),
     ("algo", "algo: training algorithms", "src/algo/"),
     ("tools", "Tools and CLI", "tools/ftc/"),
+    ("python", "Python package", "python/, pyproject.toml"),
     ("examples", "Examples and the demo", "examples/, tools/ftc/cmd_demo.c"),
     ("tests", "Tests", "tests/"),
     ("bench", "Benchmarks and performance", "bench/, tools/ftc/bench/"),
@@ -70,6 +71,7 @@ PREFIXES = {
     "Bench": "bench",
     "Examples": "examples",
     "Tests": "tests",
+    "Python": "python",
 }
 
 START = "<!-- index start -->"

@@ -9,7 +9,7 @@ packages=(
   libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
   libxxhash-dev libsodium-dev libcmocka-dev
   libze1 libze-dev
-  python3 python3-venv python3-torch nodejs
+  python3 python3-dev python3-venv python3-torch nodejs
   curl procps
   libfabric1  # oneCCL's transport (xccl; scripts/ccl_deps.sh)
 )

@@ -1,0 +1,34 @@
+"""ftc: fault-tolerant collective communication, from Python.
+
+The C library (libftc) is linked into the extension module ``ftc._ftc``;
+this package re-exports it:
+
+- ``StoreServer``: ftc's store server on a thread of this process, which
+  PyTorch's TCPStore clients (1.13 and 2.x) reach as well;
+- ``Store``: a client of ftc's store or of PyTorch's TCPStore;
+- ``ControlCollectives``: barrier, broadcast, gather, scatter, all_gather
+  and all_sum of bytes through a store;
+- ``Error`` (``.code``, ``.name``), ``TimeoutError`` and ``PeerError``.
+
+Timeouts are seconds, ``datetime.timedelta`` or ``math.inf``; ``None``
+takes the handle's default. Calls release the GIL while they wait.
+"""
+from ftc._ftc import (  # noqa: F401
+    ControlCollectives,
+    Error,
+    PeerError,
+    Store,
+    StoreServer,
+    TimeoutError,
+    version,
+)
+
+__all__ = [
+    "ControlCollectives",
+    "Error",
+    "PeerError",
+    "Store",
+    "StoreServer",
+    "TimeoutError",
+    "version",
+]
