@@ -19,6 +19,8 @@ typedef struct ftcpy_state {
     PyObject *store_type; /* ftc.Store */
     PyObject *server_type;
     PyObject *control_type;
+    PyObject *pg_type; /* ftc._ProcessGroup (ftc.ProcessGroup wraps it) */
+    PyObject *work_type;
 } ftcpy_state;
 
 extern ftcpy_state ftcpy;
@@ -67,5 +69,6 @@ int ftcpy_add_type(PyObject *module, PyType_Spec *spec, const char *name,
 int ftcpy_add_store(PyObject *module);
 int ftcpy_add_server(PyObject *module);
 int ftcpy_add_control(PyObject *module);
+int ftcpy_add_pg(PyObject *module);
 
 #endif

@@ -52,7 +52,8 @@ PyMODINIT_FUNC PyInit__ftc(void)
         return NULL;
     }
     if (ftcpy_add_errors(m) != 0 || ftcpy_add_store(m) != 0 ||
-        ftcpy_add_server(m) != 0 || ftcpy_add_control(m) != 0) {
+        ftcpy_add_server(m) != 0 || ftcpy_add_control(m) != 0 ||
+        ftcpy_add_pg(m) != 0) {
         Py_DECREF(m);
         return NULL;
     }

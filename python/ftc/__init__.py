@@ -8,6 +8,8 @@ this package re-exports it:
 - ``Store``: a client of ftc's store or of PyTorch's TCPStore;
 - ``ControlCollectives``: barrier, broadcast, gather, scatter, all_gather
   and all_sum of bytes through a store;
+- ``ProcessGroup`` (and ``Work``): collectives and point-to-point on CPU
+  torch tensors or numpy arrays, zero-copy, on any ftc backend;
 - ``Error`` (``.code``, ``.name``), ``TimeoutError`` and ``PeerError``.
 
 Timeouts are seconds, ``datetime.timedelta`` or ``math.inf``; ``None``
@@ -20,15 +22,20 @@ from ftc._ftc import (  # noqa: F401
     Store,
     StoreServer,
     TimeoutError,
+    Work,
     version,
 )
+from ftc.process_group import ANY_SOURCE, ProcessGroup  # noqa: F401
 
 __all__ = [
+    "ANY_SOURCE",
     "ControlCollectives",
     "Error",
     "PeerError",
+    "ProcessGroup",
     "Store",
     "StoreServer",
     "TimeoutError",
+    "Work",
     "version",
 ]

@@ -1,0 +1,344 @@
+/* ftc.ProcessGroup's C half (_ftc.ProcessGroup, _ftc.Work): a process
+ * group over an ftc.Store and one generic submit that starts any
+ * operation on raw buffers (address, element count, dtype code). The
+ * Python half (ftc/process_group.py) turns tensors and arrays into those
+ * and keeps them alive in the Work until it is released. */
+#include <string.h>
+
+#include "ext.h"
+
+typedef struct pgobj {
+    PyObject_HEAD PyObject *store; /* the ftc.Store it was created over */
+    ftc_pg *pg;
+} pgobj;
+
+typedef struct work {
+    PyObject_HEAD ftc_work *w;
+    PyObject *keep; /* the buffers, alive until the work is released */
+    PyObject *group;
+} work;
+
+static const char *const colls[] = {
+    "allreduce",      "broadcast", "reduce", "allgather",
+    "reduce_scatter", "alltoall",  "gather", "scatter",
+    "barrier",        "send",      "recv",   NULL,
+};
+
+static PyObject *pg_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {
+        "store",   "prefix",          "rank", "size", "backend",
+        "timeout", "connect_timeout", "host", NULL};
+    PyObject *st, *t = Py_None, *ct = Py_None;
+    const char *prefix, *backend = NULL, *host = NULL;
+    int rank, size;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Osii|$zOOz", names, &st,
+                                     &prefix, &rank, &size, &backend, &t, &ct,
+                                     &host) ||
+        ftcpy_timeout_ms(t, &o.timeout_ms) != 0 ||
+        ftcpy_timeout_ms(ct, &o.connect_timeout_ms) != 0) {
+        return NULL;
+    }
+    o.backend = backend;
+    o.host = host;
+    ftc_store_client *c = ftcpy_store_enter(st);
+    if (c == NULL) {
+        return NULL;
+    }
+    ftc_pg *pg = NULL;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_pg_create(c, prefix, rank, size, &o, &pg);
+    PyEval_RestoreThread(ts_);
+    ftcpy_store_leave(st);
+    if (rc != 0) {
+        return ftcpy_raise(rc);
+    }
+    pgobj *self = (pgobj *)ftcpy_alloc(type);
+    if (self == NULL) {
+        ftc_pg_destroy(pg);
+        return NULL;
+    }
+    self->store = Py_NewRef(st);
+    self->pg = pg;
+    return (PyObject *)self;
+}
+
+static void destroy(pgobj *self)
+{
+    if (self->pg != NULL) {
+        ftc_pg *pg = self->pg;
+        self->pg = NULL;
+        PyThreadState *ts_ = PyEval_SaveThread();
+        ftc_pg_destroy(pg);
+        PyEval_RestoreThread(ts_);
+    }
+}
+
+static void pg_dealloc(PyObject *obj)
+{
+    pgobj *self = (pgobj *)obj;
+    destroy(self); /* no Work is left: each holds the group */
+    Py_XDECREF(self->store);
+    ftcpy_free(obj);
+}
+
+static ftc_pg *live(pgobj *self)
+{
+    if (self->pg == NULL) {
+        ftcpy_raise_msg(FTC_ECLOSED, "this ftc.ProcessGroup is closed");
+    }
+    return self->pg;
+}
+
+/* A buffer argument: (address, count), or count < 0 for none. */
+static ftc_tensor tensor(unsigned long long addr, long long count, int dtype)
+{
+    return ftc_tensor_cpu((void *)(uintptr_t)addr, (size_t)count, dtype);
+}
+
+static int start(ftc_pg *pg, int coll, const ftc_tensor *in,
+                 const ftc_tensor *out, int op, int root, unsigned tag,
+                 const ftc_pg_op_opts *o, ftc_work **w)
+{
+    switch (coll) {
+    case 0:
+        return ftc_pg_allreduce(pg, in, out, op, o, w);
+    case 1:
+        return ftc_pg_broadcast(pg, out, root, o, w);
+    case 2:
+        return ftc_pg_reduce(pg, in, out, op, root, o, w);
+    case 3:
+        return ftc_pg_allgather(pg, in, out, o, w);
+    case 4:
+        return ftc_pg_reduce_scatter(pg, in, out, op, o, w);
+    case 5:
+        return ftc_pg_alltoall(pg, in, out, o, w);
+    case 6:
+        return ftc_pg_gather(pg, in, out, root, o, w);
+    case 7:
+        return ftc_pg_scatter(pg, in, out, root, o, w);
+    case 8:
+        return ftc_pg_barrier(pg, o, w);
+    case 9:
+        return ftc_pg_send(pg, in, root, tag, o, w);
+    default:
+        return ftc_pg_recv(pg, out, root, tag, o, w);
+    }
+}
+
+static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"coll",      "in_addr", "in_count", "out_addr",
+                            "out_count", "dtype",   "op",       "root",
+                            "tag",       "timeout", "keep",     NULL};
+    pgobj *self = (pgobj *)obj;
+    const char *name;
+    unsigned long long in_addr, out_addr;
+    long long in_count, out_count;
+    int dtype, op, root;
+    unsigned int tag;
+    PyObject *t, *keep;
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLKLiiiIOO", names, &name,
+                                     &in_addr, &in_count, &out_addr, &out_count,
+                                     &dtype, &op, &root, &tag, &t, &keep) ||
+        ftcpy_timeout_ms(t, &o.timeout_ms) != 0) {
+        return NULL;
+    }
+    int coll = 0;
+    while (colls[coll] != NULL && strcmp(colls[coll], name) != 0) {
+        coll++;
+    }
+    if (colls[coll] == NULL) {
+        return PyErr_Format(PyExc_ValueError, "no operation '%s'", name);
+    }
+    ftc_pg *pg = live(self);
+    if (pg == NULL) {
+        return NULL;
+    }
+    ftc_tensor in = tensor(in_addr, in_count, dtype);
+    ftc_tensor out = tensor(out_addr, out_count, dtype);
+    work *w = (work *)ftcpy_alloc((PyTypeObject *)ftcpy.work_type);
+    if (w == NULL) {
+        return NULL;
+    }
+    /* Starting an operation does not wait for peers. */
+    int rc = start(pg, coll, in_count >= 0 ? &in : NULL,
+                   out_count >= 0 ? &out : NULL, op, root, tag, &o, &w->w);
+    if (rc != 0) {
+        Py_DECREF(w);
+        return ftcpy_raise(rc);
+    }
+    w->keep = Py_NewRef(keep);
+    w->group = Py_NewRef(obj);
+    return (PyObject *)w;
+}
+
+static PyObject *pg_abort(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    ftc_pg *pg = live((pgobj *)obj);
+    if (pg == NULL) {
+        return NULL;
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    ftc_pg_abort(pg);
+    PyEval_RestoreThread(ts_);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pg_status(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    ftc_pg *pg = live((pgobj *)obj);
+    int rc = pg != NULL ? ftc_pg_status(pg) : -1;
+    return pg == NULL ? NULL : rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *pg_close(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    destroy((pgobj *)obj);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pg_rank(PyObject *obj, void *closure)
+{
+    ftc_pg *pg = live((pgobj *)obj);
+    if (pg == NULL) {
+        return NULL;
+    }
+    return PyLong_FromLong(closure != NULL ? ftc_pg_size(pg) : ftc_pg_rank(pg));
+}
+
+#define KW(name, fn, doc)                                                      \
+    {                                                                          \
+        name, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS,   \
+            doc                                                                \
+    }
+
+static PyMethodDef pg_methods[] = {
+    KW("submit", pg_submit,
+       "submit(coll, in_addr, in_count, out_addr, out_count, dtype, op, "
+       "root, tag, timeout, keep) -> Work: starts an operation on raw "
+       "buffers (count < 0: none); keep stays alive in the Work"),
+    {"abort", pg_abort, METH_NOARGS,
+     "abort(): fails every pending operation at once (on every member)"},
+    {"status", pg_status, METH_NOARGS,
+     "status(): raises the group's failure, if it failed"},
+    {"close", pg_close, METH_NOARGS, "close(): destroys the group"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef pg_getset[] = {
+    {"rank", pg_rank, NULL, "this member's rank", NULL},
+    {"size", pg_rank, NULL, "the number of members", (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot pg_slots[] = {
+    {Py_tp_doc, "_ProcessGroup(store, prefix, rank, size, *, backend=None, "
+                "timeout=None, connect_timeout=None, host=None): use "
+                "ftc.ProcessGroup"},
+    {Py_tp_new, pg_new},
+    {Py_tp_dealloc, pg_dealloc},
+    {Py_tp_methods, pg_methods},
+    {Py_tp_getset, pg_getset},
+    {0, NULL},
+};
+
+static PyType_Spec pg_spec = {
+    .name = "ftc._ProcessGroup",
+    .basicsize = sizeof(pgobj),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = pg_slots,
+};
+
+/* ------------------------------------------------------------------ work */
+
+static void work_dealloc(PyObject *obj)
+{
+    work *self = (work *)obj;
+    if (self->w != NULL) {
+        /* The buffers in keep must outlive the operation. */
+        PyThreadState *ts_ = PyEval_SaveThread();
+        ftc_work_wait(self->w, FTC_TIMEOUT_INFINITE);
+        ftc_work_release(self->w);
+        PyEval_RestoreThread(ts_);
+    }
+    Py_XDECREF(self->keep);
+    Py_XDECREF(self->group);
+    ftcpy_free(obj);
+}
+
+static PyObject *work_wait(PyObject *obj, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"timeout", NULL};
+    work *self = (work *)obj;
+    PyObject *t = Py_None;
+    int64_t ms;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", names, &t) ||
+        ftcpy_timeout_ms(t, &ms) != 0) {
+        return NULL;
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_work_wait(self->w, ms);
+    PyEval_RestoreThread(ts_);
+    return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *work_is_completed(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    int done = 0;
+    (void)ftc_work_test(((work *)obj)->w, &done);
+    return PyBool_FromLong(done);
+}
+
+static PyObject *work_source(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    int src = -1;
+    int rc = ftc_work_source(((work *)obj)->w, &src);
+    return rc != 0 ? ftcpy_raise(rc) : PyLong_FromLong(src);
+}
+
+static PyMethodDef work_methods[] = {
+    KW("wait", work_wait,
+       "wait(timeout=None): until the operation completes; raises its error "
+       "(ftc.TimeoutError when timeout passes first: the operation goes on)"),
+    {"is_completed", work_is_completed, METH_NOARGS,
+     "is_completed() -> bool (failed or not)"},
+    {"source", work_source, METH_NOARGS,
+     "source() -> int: the sender of a completed recv"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot work_slots[] = {
+    {Py_tp_doc, "Work: one started operation (ftc.ProcessGroup's calls "
+                "return it). Dropping a running Work waits for it: its "
+                "buffers must outlive it."},
+    {Py_tp_dealloc, work_dealloc},
+    {Py_tp_methods, work_methods},
+    {0, NULL},
+};
+
+static PyType_Spec work_spec = {
+    .name = "ftc.Work",
+    .basicsize = sizeof(work),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = work_slots,
+};
+
+int ftcpy_add_pg(PyObject *module)
+{
+    return ftcpy_add_type(module, &pg_spec, "_ProcessGroup", &ftcpy.pg_type) !=
+                       0 ||
+                   ftcpy_add_type(module, &work_spec, "Work",
+                                  &ftcpy.work_type) != 0
+               ? -1
+               : 0;
+}
