@@ -5,8 +5,8 @@
 #include "ext.h"
 
 typedef struct control {
-    PyObject_HEAD PyObject
-        *store; /* ftc.Store, kept alive and marked in use per call */
+    PyObject_HEAD
+    PyObject *store; /* ftc.Store, kept alive and marked in use per call */
     ftc_control *g;
     int world;
 } control;

@@ -3,20 +3,96 @@
  * operation on raw buffers (address, element count, dtype code). The
  * Python half (ftc/process_group.py) turns tensors and arrays into those
  * and keeps them alive in the Work until it is released. */
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "ext.h"
 
 typedef struct pgobj {
-    PyObject_HEAD PyObject *store; /* the ftc.Store it was created over */
+    PyObject_HEAD
+    PyObject *store; /* the ftc.Store it was created over */
     ftc_pg *pg;
 } pgobj;
 
 typedef struct work {
-    PyObject_HEAD ftc_work *w;
+    PyObject_HEAD
+    ftc_work *w;
     PyObject *keep; /* the buffers, alive until the work is released */
     PyObject *group;
+    struct work *next_done; /* in the completion queue */
 } work;
+
+/* Works started with notify=True are queued here by libftc's completion
+ * callback (on a library thread, without the GIL: it only links the work
+ * in) and handed out by next_completed() to the one thread that completes
+ * their futures (ftc.torch). Each queued work holds a reference, taken at
+ * submit and passed to the caller of next_completed(). */
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static work *done_head, *done_tail;
+
+static void on_done(void *arg, ftc_work *fw, int rc)
+{
+    (void)fw;
+    (void)rc;
+    work *w = arg;
+    pthread_mutex_lock(&done_mu);
+    w->next_done = NULL;
+    if (done_tail != NULL) {
+        done_tail->next_done = w;
+    } else {
+        done_head = w;
+    }
+    done_tail = w;
+    pthread_cond_signal(&done_cv);
+    pthread_mutex_unlock(&done_mu);
+}
+
+/* The oldest completed work; NULL when none came within ms (< 0: no
+ * limit). */
+static work *take_done(int64_t ms)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += (time_t)(ms / 1000);
+    end.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (end.tv_nsec >= 1000000000) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&done_mu);
+    int rc = 0;
+    while (done_head == NULL && rc == 0) {
+        rc = ms < 0 ? pthread_cond_wait(&done_cv, &done_mu)
+                    : pthread_cond_timedwait(&done_cv, &done_mu, &end);
+    }
+    work *w = done_head;
+    if (w != NULL) {
+        done_head = w->next_done;
+        if (done_head == NULL) {
+            done_tail = NULL;
+        }
+    }
+    pthread_mutex_unlock(&done_mu);
+    return w;
+}
+
+static PyObject *next_completed(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"timeout", NULL};
+    PyObject *t = Py_None;
+    int64_t ms;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", names, &t) ||
+        ftcpy_timeout_ms(t, &ms) != 0) {
+        return NULL;
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    work *w = take_done(ms == FTC_TIMEOUT_DEFAULT ? -1 : ms);
+    PyEval_RestoreThread(ts_);
+    return w != NULL ? (PyObject *)w : Py_NewRef(Py_None);
+}
 
 static const char *const colls[] = {
     "allreduce",      "broadcast", "reduce", "allgather",
@@ -130,9 +206,9 @@ static int start(ftc_pg *pg, int coll, const ftc_tensor *in,
 
 static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"coll",      "in_addr", "in_count", "out_addr",
-                            "out_count", "dtype",   "op",       "root",
-                            "tag",       "timeout", "keep",     NULL};
+    static char *names[] = {
+        "coll", "in_addr", "in_count", "out_addr", "out_count", "dtype", "op",
+        "root", "tag",     "timeout",  "keep",     "notify",    NULL};
     pgobj *self = (pgobj *)obj;
     const char *name;
     unsigned long long in_addr, out_addr;
@@ -140,11 +216,13 @@ static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
     int dtype, op, root;
     unsigned int tag;
     PyObject *t, *keep;
+    int notify = 0;
     ftc_pg_op_opts o;
     ftc_pg_op_opts_init(&o);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLKLiiiIOO", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLKLiiiIOO|p", names, &name,
                                      &in_addr, &in_count, &out_addr, &out_count,
-                                     &dtype, &op, &root, &tag, &t, &keep) ||
+                                     &dtype, &op, &root, &tag, &t, &keep,
+                                     &notify) ||
         ftcpy_timeout_ms(t, &o.timeout_ms) != 0) {
         return NULL;
     }
@@ -165,15 +243,24 @@ static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
     if (w == NULL) {
         return NULL;
     }
+    w->keep = Py_NewRef(keep);
+    w->group = Py_NewRef(obj);
+    if (notify) {
+        /* the queue's reference: the callback may run before start returns */
+        Py_INCREF(w);
+        o.done = on_done;
+        o.done_arg = w;
+    }
     /* Starting an operation does not wait for peers. */
     int rc = start(pg, coll, in_count >= 0 ? &in : NULL,
                    out_count >= 0 ? &out : NULL, op, root, tag, &o, &w->w);
     if (rc != 0) {
+        if (notify) {
+            Py_DECREF(w); /* nothing started: no callback */
+        }
         Py_DECREF(w);
         return ftcpy_raise(rc);
     }
-    w->keep = Py_NewRef(keep);
-    w->group = Py_NewRef(obj);
     return (PyObject *)w;
 }
 
@@ -223,8 +310,9 @@ static PyObject *pg_rank(PyObject *obj, void *closure)
 static PyMethodDef pg_methods[] = {
     KW("submit", pg_submit,
        "submit(coll, in_addr, in_count, out_addr, out_count, dtype, op, "
-       "root, tag, timeout, keep) -> Work: starts an operation on raw "
-       "buffers (count < 0: none); keep stays alive in the Work"),
+       "root, tag, timeout, keep, notify=False) -> Work: starts an "
+       "operation on raw buffers (count < 0: none); keep stays alive in the "
+       "Work; notify: next_completed() hands the Work out once done"),
     {"abort", pg_abort, METH_NOARGS,
      "abort(): fails every pending operation at once (on every member)"},
     {"status", pg_status, METH_NOARGS,
@@ -306,6 +394,18 @@ static PyObject *work_source(PyObject *obj, PyObject *unused)
     return rc != 0 ? ftcpy_raise(rc) : PyLong_FromLong(src);
 }
 
+static PyObject *work_keep(PyObject *obj, void *closure)
+{
+    (void)closure;
+    work *self = (work *)obj;
+    return Py_NewRef(self->keep != NULL ? self->keep : Py_None);
+}
+
+static PyGetSetDef work_getset[] = {
+    {"keep", work_keep, NULL, "what submit was given to keep alive", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef work_methods[] = {
     KW("wait", work_wait,
        "wait(timeout=None): until the operation completes; raises its error "
@@ -323,6 +423,7 @@ static PyType_Slot work_slots[] = {
                 "buffers must outlive it."},
     {Py_tp_dealloc, work_dealloc},
     {Py_tp_methods, work_methods},
+    {Py_tp_getset, work_getset},
     {0, NULL},
 };
 
@@ -333,8 +434,19 @@ static PyType_Spec work_spec = {
     .slots = work_slots,
 };
 
+static PyMethodDef functions[] = {
+    KW("next_completed", next_completed,
+       "next_completed(timeout=None) -> Work or None: the oldest completed "
+       "Work started with notify=True (None after timeout; timeout None "
+       "waits without a limit)"),
+    {NULL, NULL, 0, NULL},
+};
+
 int ftcpy_add_pg(PyObject *module)
 {
+    if (PyModule_AddFunctions(module, functions) != 0) {
+        return -1;
+    }
     return ftcpy_add_type(module, &pg_spec, "_ProcessGroup", &ftcpy.pg_type) !=
                        0 ||
                    ftcpy_add_type(module, &work_spec, "Work",

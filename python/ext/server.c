@@ -3,7 +3,8 @@
 #include "ext.h"
 
 typedef struct server {
-    PyObject_HEAD ftc_store_server *s;
+    PyObject_HEAD
+    ftc_store_server *s;
 } server;
 
 /* An optional size limit: None keeps the default. */

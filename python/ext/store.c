@@ -12,7 +12,8 @@
 #define CLOSE_WAIT_NS 10000000000LL
 
 typedef struct store {
-    PyObject_HEAD ftc_store_client *c;
+    PyObject_HEAD
+    ftc_store_client *c;
     int inflight; /* calls running without the GIL (changed with it) */
     int closed;
 } store;

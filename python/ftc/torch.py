@@ -1,0 +1,331 @@
+"""``import ftc.torch`` registers "ftc" as a torch.distributed backend:
+
+    import ftc.torch
+    dist.init_process_group("ftc", init_method="tcp://host:port", ...)
+    dist.new_group(ranks, backend="ftc")
+
+Any rendezvous whose store is a TCPStore works (env://, tcp://, or a
+TCPStore you pass, served by PyTorch or by ftc.StoreServer): each group
+connects its own ftc.Store to that server and forms an ftc process group
+under the group's name. CPU tensors only for now. Collectives start at
+once and complete through one completion thread that sets each call's
+future; a failed operation fails the future inside PyTorch, so DDP and
+Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
+ftc's own backend (tcp, xccl, baby-tcp, baby-xccl)."""
+import collections
+import threading
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import _create_work_from_future
+from torch.futures import Future
+
+import ftc
+from ftc import _ftc
+from ftc.process_group import _buffer, _dtype
+
+_OPS = {
+    dist.ReduceOp.SUM: 0, dist.ReduceOp.AVG: 1, dist.ReduceOp.MIN: 2,
+    dist.ReduceOp.MAX: 3, dist.ReduceOp.PRODUCT: 4,
+}
+
+
+class _Failed:
+    """A failed operation's error, carried as a future's value: a future
+    failed from Python crashes DDP's reducer (torch 2.13), one failed
+    inside a `then` callback raises cleanly."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _unwrap(fut):
+    value = fut.value()
+    if isinstance(value, _Failed):
+        raise RuntimeError(f"ftc: {value.error}")
+    return value
+
+
+def _complete_forever():
+    """The completion thread: hands each finished operation's result to
+    its future (after the copies that result needs)."""
+    while True:
+        w = _ftc.next_completed()
+        if w is None:
+            continue
+        fut, finish = w.keep[1], w.keep[2]
+        try:
+            w.wait()
+            value = finish(w)
+        except Exception as e:  # the future carries it to the caller
+            value = _Failed(e)
+        fut.set_result(value)
+
+
+_completer = None
+_completer_lock = threading.Lock()
+
+
+def _start_completer():
+    global _completer
+    with _completer_lock:
+        if _completer is None:
+            _completer = threading.Thread(target=_complete_forever,
+                                          name="ftc-torch-completion",
+                                          daemon=True)
+            _completer.start()
+
+
+def _timeout(td):
+    """A c10d timeout (a timedelta; negative: unset) for ftc."""
+    return None if td is None or td < timedelta(0) else td
+
+
+def _op(reduce_op):
+    code = _OPS.get(getattr(reduce_op, "op", reduce_op))  # its RedOpType
+    if code is None:
+        raise ValueError(f"ftc: reduce op {reduce_op} is not supported")
+    return code
+
+
+class ProcessGroupFtc(dist.ProcessGroup):
+    """A torch.distributed process group whose operations run on an ftc
+    process group (see the module's docstring)."""
+
+    _created = collections.Counter()  # groups made, per group name
+
+    def __init__(self, store, rank, size, timeout=None, group_name="0"):
+        super().__init__(rank, size)
+        tcp = getattr(store, "_underlying_non_prefix_store", store)
+        host, port = getattr(tcp, "host", None), getattr(tcp, "port", None)
+        if host is None or port is None:
+            raise RuntimeError(f"ftc: the rendezvous store must be a "
+                               f"TCPStore (got {type(tcp).__name__}); use "
+                               "env:// or tcp://")
+        self._timeout = _timeout(timeout)
+        self._store = ftc.Store(host, port, timeout=self._timeout)
+        # every rank creates groups in the same order (c10d requires it),
+        # so the n-th group of this name gets the same prefix everywhere
+        prefix = f"ftc/torch/{group_name}/{self._created[group_name]}"
+        self._created[group_name] += 1
+        self._pg = _ftc._ProcessGroup(self._store, prefix, rank, size,
+                                      timeout=self._timeout)
+        _start_completer()
+
+    def getBackendName(self):
+        return "ftc"
+
+    # ------------------------------------------------------------ helpers
+
+    def _start(self, coll, inp, out, op=0, root=0, tag=0, finish=None,
+               timeout=None):
+        """Starts one ftc operation; returns its torch future (whose value
+        is finish()'s)."""
+        ins = _buffer(inp, "input", False) if inp is not None else (0, -1,
+                                                                    None)
+        outs = _buffer(out, "output", True) if out is not None else (0, -1,
+                                                                     None)
+        name = outs[2] or ins[2]
+        dtype = _dtype(name, "tensor") if name else 0
+        fut = Future()
+        keep = ((inp, out), fut, finish or (lambda w: [out]))
+        self._pg.submit(coll, ins[0], ins[1], outs[0], outs[1], dtype, op,
+                        root, tag, _timeout(timeout) or self._timeout, keep,
+                        notify=True)
+        return fut.then(_unwrap)
+
+    def _work(self, futures, value):
+        """One c10d Work for several futures, whose value is value()."""
+        if len(futures) == 1:  # f.value() raises the operation's error
+            return _create_work_from_future(futures[0].then(
+                lambda f: (f.value(), value())[1]))
+        all_done = torch.futures.collect_all(futures)
+        return _create_work_from_future(all_done.then(
+            lambda f: ([g.value() for g in f.value()], value())[1]))
+
+    # ------------------------------------------------------- collectives
+
+    def allreduce(self, tensors, opts=None):
+        opts = opts or dist.AllreduceOptions()
+        futs = [self._start("allreduce", t, t, _op(opts.reduceOp),
+                            timeout=opts.timeout) for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        opts = opts or dist.AllreduceCoalescedOptions()
+        futs = [self._start("allreduce", t, t, _op(opts.reduceOp),
+                            timeout=opts.timeout) for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts or dist.BroadcastOptions()
+        futs = [self._start("broadcast", None, t, root=opts.rootRank,
+                            timeout=opts.timeout) for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def reduce(self, tensors, opts=None):
+        opts = opts or dist.ReduceOptions()
+        futs = [self._start("reduce", t, t if self.rank() == opts.rootRank
+                            else None, _op(opts.reduceOp),
+                            root=opts.rootRank, timeout=opts.timeout)
+                for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def allgather(self, output_lists, inputs, opts=None):
+        timeout = getattr(opts, "timeout", None)
+        futs = []
+        for outs, inp in zip(output_lists, inputs):
+            flat = torch.empty((len(outs),) + tuple(inp.shape),
+                               dtype=inp.dtype)
+            futs.append(self._start(
+                "allgather", inp.contiguous(), flat, timeout=timeout,
+                finish=lambda w, outs=outs, flat=flat: [
+                    o.copy_(f) for o, f in zip(outs, flat)]))
+        return self._work(futs, lambda: output_lists)
+
+    def _allgather_base(self, output, inp, opts=None):
+        fut = self._start("allgather", inp, output,
+                          timeout=getattr(opts, "timeout", None))
+        return self._work([fut], lambda: [output])
+
+    all_gather_single = _allgather_base
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        timeout = getattr(opts, "timeout", None)
+        futs = [self._start("allgather", i, o, timeout=timeout)
+                for o, i in zip(outputs, inputs)]
+        return self._work(futs, lambda: outputs)
+
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        futs = [self._start("reduce_scatter", torch.cat(
+                    [t.reshape(-1) for t in ins]), out, _op(opts.reduceOp),
+                    timeout=opts.timeout)
+                for out, ins in zip(outputs, input_lists)]
+        return self._work(futs, lambda: outputs)
+
+    def _reduce_scatter_base(self, output, inp, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        fut = self._start("reduce_scatter", inp, output, _op(opts.reduceOp),
+                          timeout=opts.timeout)
+        return self._work([fut], lambda: [output])
+
+    reduce_scatter_single = _reduce_scatter_base
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        futs = [self._start("reduce_scatter", i, o, _op(opts.reduceOp),
+                            timeout=opts.timeout)
+                for o, i in zip(outputs, inputs)]
+        return self._work(futs, lambda: outputs)
+
+    def alltoall_base(self, output, inp, output_splits, input_splits,
+                      opts=None):
+        if list(output_splits) or list(input_splits):
+            equal = [inp.shape[0] // self.size()] * self.size()
+            if list(output_splits) != equal or list(input_splits) != equal:
+                raise RuntimeError("ftc: all_to_all_single with unequal "
+                                   "splits is not supported yet")
+        fut = self._start("alltoall", inp, output,
+                          timeout=getattr(opts, "timeout", None))
+        return self._work([fut], lambda: [output])
+
+    all_to_all_single = alltoall_base
+
+    def alltoall(self, outputs, inputs, opts=None):
+        flat_in = torch.cat([t.reshape(-1) for t in inputs])
+        flat_out = torch.empty_like(flat_in)
+        fut = self._start(
+            "alltoall", flat_in, flat_out,
+            timeout=getattr(opts, "timeout", None),
+            finish=lambda w: [o.copy_(f.reshape(o.shape)) for o, f in zip(
+                outputs, flat_out.split([t.numel() for t in outputs]))])
+        return self._work([fut], lambda: outputs)
+
+    def gather(self, output_lists, inputs, opts=None):
+        opts = opts or dist.GatherOptions()
+        inp = inputs[0]
+        root = self.rank() == opts.rootRank
+        flat = (torch.empty((self.size(),) + tuple(inp.shape),
+                            dtype=inp.dtype) if root else None)
+        fut = self._start(
+            "gather", inp.contiguous(), flat, root=opts.rootRank,
+            timeout=opts.timeout,
+            finish=lambda w: [o.copy_(f) for o, f in zip(
+                output_lists[0], flat)] if root else [])
+        return self._work([fut], lambda: output_lists)
+
+    def scatter(self, outputs, input_lists, opts=None):
+        opts = opts or dist.ScatterOptions()
+        root = self.rank() == opts.rootRank
+        flat = (torch.cat([t.reshape(-1) for t in input_lists[0]])
+                if root else None)
+        fut = self._start("scatter", flat, outputs[0], root=opts.rootRank,
+                          timeout=opts.timeout)
+        return self._work([fut], lambda: outputs)
+
+    def barrier(self, opts=None):
+        fut = self._start("barrier", None, None,
+                          timeout=getattr(opts, "timeout", None),
+                          finish=lambda w: [])
+        return self._work([fut], lambda: [])
+
+    def send(self, tensors, dst, tag=0):
+        futs = [self._start("send", t, None, root=dst, tag=tag,
+                            finish=lambda w: []) for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def recv(self, tensors, src, tag=0):
+        futs = [self._start("recv", None, t, root=src, tag=tag)
+                for t in tensors]
+        return self._work(futs, lambda: tensors)
+
+    def recv_anysource(self, tensors, tag=0):
+        source = []
+        fut = self._start("recv", None, tensors[0], root=ftc.ANY_SOURCE,
+                          tag=tag, finish=lambda w: (source.append(
+                              w.source()), [tensors[0]])[1])
+        return _SourceWork(fut, source)
+
+    # ------------------------------------------------------------- control
+
+    def abort(self):
+        self._pg.abort()
+
+    def shutdown(self):
+        self._pg.close()
+        self._store.close()
+
+
+class _SourceWork(dist.Work):
+    """The Work of a receive from any source: c10d asks it the sender."""
+
+    def __init__(self, fut, source):
+        super().__init__()
+        self._fut = fut
+        self._source = source  # filled at completion
+
+    def wait(self, timeout=None):
+        self._fut.wait()
+        return True
+
+    def is_completed(self):
+        return self._fut.done()
+
+    def get_future(self):
+        return self._fut
+
+    def _source_rank(self):
+        return self._source[0]
+
+
+def _create(dist_opts, backend_opts=None):
+    return ProcessGroupFtc(dist_opts.store, dist_opts.group_rank,
+                           dist_opts.group_size, dist_opts.timeout,
+                           dist_opts.group_id)
+
+
+if "ftc" not in dist.Backend.backend_list:
+    dist.Backend.register_backend("ftc", _create, extended_api=True,
+                                  devices=["cpu"])

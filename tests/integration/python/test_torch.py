@@ -1,0 +1,104 @@
+"""torch.distributed on the "ftc" backend (ftc.torch) with real PyTorch:
+every collective dist.* offers on CPU tensors, a subgroup, DDP against a
+single-process reference, bad tensors, and a peer that dies inside a DDP
+step; ranks are processes (torch_worker.py)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+import ftc
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "torch_worker.py")
+
+
+def run(world, mode, port=None, silent=()):
+    """Runs world ranks of the worker; returns their JSON results (None for
+    the ranks in silent, which print none)."""
+    server = None
+    if port is None:
+        server = ftc.StoreServer("127.0.0.1", 0)
+        port = server.port
+    procs = [subprocess.Popen(
+        [sys.executable, WORKER, str(r), str(world), "127.0.0.1", str(port),
+         mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r in range(world)]
+    results = []
+    try:
+        for r, p in enumerate(procs):
+            out, err = p.communicate(timeout=150)
+            lines = [l for l in out.splitlines() if l.startswith("{")]
+            if p.returncode != 0 or (not lines and r not in silent):
+                raise AssertionError(f"rank {r} exited {p.returncode}:\n"
+                                     f"{out}\n{err[-3000:]}")
+            results.append(json.loads(lines[-1]) if lines else None)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        if server is not None:
+            server.close()
+    return results
+
+
+class TorchBackend(unittest.TestCase):
+    def check(self, world, results):
+        n = world
+        for r, got in enumerate(results):
+            self.assertEqual(got["backend"], "ftc")
+            self.assertEqual(got["sum"], [n * i + n * (n - 1) / 2
+                                          for i in range(4)])
+            self.assertEqual(got["max"], [float(n - 1)] * 3)
+            self.assertEqual(got["avg_future"], [[(n + 1) / 2] * 2])
+            self.assertEqual(got["broadcast"], [10 * (n - 1)])
+            self.assertEqual(got["all_gather"], [[k, -k] for k in range(n)])
+            self.assertEqual(got["all_gather_into_tensor"],
+                             [v for k in range(n) for v in (k, 0.5)])
+            self.assertEqual(got["reduce_scatter_tensor"],
+                             [float(n * 2 * r), float(n * (2 * r + 1))])
+            self.assertEqual(got["reduce_scatter"],
+                             [float(sum(r + k for k in range(n)))])
+            self.assertEqual(got["all_to_all_single"],
+                             [r + 10 * k for k in range(n)])
+            self.assertEqual(got["all_to_all"],
+                             [[float(k * n + r)] for k in range(n)])
+            self.assertEqual(got["scatter"], [float(3 * r)])
+            self.assertEqual(got["reduce"],
+                             [float(n), float(n * (n - 1) / 2)] if r == 0
+                             else [1.0, float(r)])
+            if r < 2:
+                self.assertEqual(got["subgroup"], [2.0])
+            self.assertLess(got["ddp_max_diff"], 1e-6)
+            self.assertEqual(got["bool"], "TypeError")
+            self.assertEqual(got["strided"], "ValueError")
+            self.assertEqual(got["after_errors"], [float(n)] * 2)
+        self.assertEqual(results[0]["gather"], [[float(k)] for k in range(n)])
+        self.assertEqual(results[0]["recv_any"], [[7.0], n - 1])
+
+    def test_two_ranks_on_ftc_store(self):
+        self.check(2, run(2, "store"))
+
+    def test_four_ranks_on_ftc_store(self):
+        self.check(4, run(4, "store"))
+
+    def test_tcp_init_method(self):
+        """init_method tcp://: rank 0 serves PyTorch's own TCPStore."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.check(2, run(2, "tcp", port))
+
+    def test_peer_dies_in_ddp(self):
+        """The survivors' DDP step raises RuntimeError naming the dead
+        rank; no crash, no hang."""
+        results = run(3, "peer_dies", silent=(2,))
+        for got in results[:2]:
+            self.assertIn("ftc:", got["error"])
+            self.assertIn("rank 2", got["error"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
