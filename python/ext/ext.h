@@ -21,6 +21,8 @@ typedef struct ftcpy_state {
     PyObject *control_type;
     PyObject *pg_type; /* ftc._ProcessGroup (ftc.ProcessGroup wraps it) */
     PyObject *work_type;
+    PyObject *manager_type; /* ftc._Manager (ftc.Manager wraps it) */
+    PyObject *mwork_type;
 } ftcpy_state;
 
 extern ftcpy_state ftcpy;
@@ -70,5 +72,6 @@ int ftcpy_add_store(PyObject *module);
 int ftcpy_add_server(PyObject *module);
 int ftcpy_add_control(PyObject *module);
 int ftcpy_add_pg(PyObject *module);
+int ftcpy_add_manager(PyObject *module);
 
 #endif

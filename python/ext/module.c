@@ -53,7 +53,7 @@ PyMODINIT_FUNC PyInit__ftc(void)
     }
     if (ftcpy_add_errors(m) != 0 || ftcpy_add_store(m) != 0 ||
         ftcpy_add_server(m) != 0 || ftcpy_add_control(m) != 0 ||
-        ftcpy_add_pg(m) != 0) {
+        ftcpy_add_pg(m) != 0 || ftcpy_add_manager(m) != 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -8,6 +8,8 @@ this package re-exports it:
 - ``Store``: a client of ftc's store or of PyTorch's TCPStore;
 - ``ControlCollectives``: barrier, broadcast, gather, scatter, all_gather
   and all_sum of bytes through a store;
+- ``Manager``: fault tolerance for a training loop (quorum, healing,
+  cross-replica allreduce, commit vote), under ``ftc run`` or not;
 - ``ProcessGroup`` (and ``Work``): collectives and point-to-point on CPU
   torch tensors or numpy arrays, zero-copy, on any ftc backend;
 - ``Error`` (``.code``, ``.name``), ``TimeoutError`` and ``PeerError``.
@@ -25,12 +27,14 @@ from ftc._ftc import (  # noqa: F401
     Work,
     version,
 )
+from ftc.manager import Manager  # noqa: F401
 from ftc.process_group import ANY_SOURCE, ProcessGroup  # noqa: F401
 
 __all__ = [
     "ANY_SOURCE",
     "ControlCollectives",
     "Error",
+    "Manager",
     "PeerError",
     "ProcessGroup",
     "Store",

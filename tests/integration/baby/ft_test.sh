@@ -8,7 +8,9 @@
 # finish every step (the survivors of each failure commit without the
 # victim, the victim comes back and heals) with the same parameters'
 # checksum, and ftc run must have injected failures.
-# Usage: ft_test.sh FTC_CLI TRAINER BACKEND STEPS
+# Usage: ft_test.sh FTC_CLI TRAINER BACKEND STEPS (TRAINER may be a program
+# and its first arguments, e.g. "python3 train_ft.py": it is split on
+# spaces).
 set -eu
 ftc=$1 trainer=$2 backend=$3 steps=$4
 out=$(mktemp)
@@ -16,7 +18,7 @@ trap 'rm -f "$out"' EXIT
 at="$((steps / 10)),$((steps * 3 / 10)),$((steps / 2)),$((steps * 7 / 10))"
 if ! "$ftc" run --replicas 3 --ranks 2 --kill-at-steps "$at" \
      --kill-mode mixed --seed 7 --quiet -- \
-     "$trainer" --backend "$backend" --steps "$steps" \
+     $trainer --backend "$backend" --steps "$steps" \
      >"$out" 2>&1; then
   grep -v CCL_WARN "$out" | tail -40
   echo "FAIL: ftc run on $backend"

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""A fault-tolerant PyTorch training loop on ftc: one rank per replica
+group, run by the launcher, which kills and restarts groups at will:
+
+    ftc run --replicas 3 --kill-every 3 -- python3 examples/python/train_ft.py
+
+Each step: join the quorum (a restarted replica heals its parameters from
+the others here), compute gradients on this replica's shard of a
+synthetic regression batch, average them across the replica groups, and
+apply them only if every group voted to commit. Prints the launcher's
+FTC_EVENT lines (docs/operations.md) so `ftc run` shows progress, kills,
+recoveries and whether the replicas ended bit-identical."""
+import argparse
+import hashlib
+import json
+import os
+import time
+
+import torch
+
+import ftc
+
+
+def event(**fields):
+    print("FTC_EVENT " + json.dumps(fields), flush=True)
+
+
+def batch(step, shard, size=32):
+    """A pure function of (step, shard): a retried step draws the same."""
+    g = torch.Generator().manual_seed(step * 1000 + shard)
+    x = torch.randn(size, 8, generator=g)
+    w_true = torch.arange(1.0, 9.0).reshape(8, 1)
+    return x, x @ w_true + 0.01 * torch.randn(size, 1, generator=g)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--step-ms", type=float, default=40,
+                    help="pacing: the least time a step takes")
+    ap.add_argument("--backend", default=None,
+                    help="ftc backend of the cross-replica group")
+    args = ap.parse_args()
+    if args.backend:
+        os.environ["FTC_PG_BACKEND"] = args.backend
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                                torch.nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    manager = ftc.Manager()  # everything from `ftc run`'s environment
+    manager.register_parameters(model)
+    rank0 = int(os.environ.get("FTC_GROUP_RANK", "0")) == 0
+    loss = torch.zeros(())
+    while manager.current_step < args.steps:
+        started = time.monotonic()
+        try:
+            manager.start_quorum()
+            manager.wait_quorum()
+        except ftc.Error as e:  # a failed round: the next one retries
+            event(kind="error", message=str(e)[:120])
+            continue
+        x, y = batch(manager.current_step, manager.replica_rank)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        works = [manager.allreduce(p.grad, "avg") for p in model.parameters()]
+        for w in works:
+            try:
+                w.wait()
+            except ftc.Error:
+                pass  # latched: the vote below says no
+        committed = manager.should_commit()
+        if committed:
+            opt.step()
+        if rank0:
+            event(kind="step", step=manager.current_step,
+                  committed=committed, loss=loss.item(),
+                  participants=manager.num_participants,
+                  quorum_id=manager.quorum_id)
+        pause = args.step_ms / 1000 - (time.monotonic() - started)
+        if pause > 0:
+            time.sleep(pause)  # pacing, so kills land mid-run
+    digest = hashlib.sha256()
+    for p in model.parameters():
+        digest.update(p.detach().numpy().tobytes())
+    event(kind="result", checksum=digest.hexdigest()[:16],
+          final_loss=loss.item(), steps=manager.current_step)
+    manager.close()
+
+
+if __name__ == "__main__":
+    main()

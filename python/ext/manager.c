@@ -1,0 +1,415 @@
+/* _ftc._Manager and ftc.ManagerWork: the fault-tolerance manager of one
+ * rank (quorum rounds, healing into registered buffers, allreduce across
+ * replica groups, the commit vote) on raw buffers; ftc/manager.py turns
+ * tensors into (address, count, dtype) and keeps them alive. */
+#include "ext.h"
+
+typedef struct manager {
+    PyObject_HEAD
+    ftc_manager *m;
+} manager;
+
+typedef struct mwork {
+    PyObject_HEAD
+    ftc_manager_work *w;
+    PyObject *owner; /* the manager, alive while the work is */
+} mwork;
+
+/* Options from the environment `ftc run` sets, then the keywords given. */
+static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"lighthouse",
+                            "replica_id",
+                            "group_rank",
+                            "group_size",
+                            "store_addr",
+                            "store_prefix",
+                            "min_replica_size",
+                            "timeout",
+                            "quorum_timeout",
+                            "connect_timeout",
+                            "advertise_host",
+                            "from_env",
+                            NULL};
+    const char *lighthouse = NULL, *replica_id = NULL, *store_addr = NULL;
+    const char *store_prefix = NULL, *advertise = NULL;
+    int group_rank = -1, group_size = -1, from_env = 1;
+    long long min_replicas = -1;
+    PyObject *t = Py_None, *qt = Py_None, *ct = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "|$zziizzLOOOzp", names, &lighthouse, &replica_id,
+            &group_rank, &group_size, &store_addr, &store_prefix, &min_replicas,
+            &t, &qt, &ct, &advertise, &from_env)) {
+        return NULL;
+    }
+    ftc_manager_opts o;
+    ftc_manager_opts_init(&o);
+    if ((t != Py_None && ftcpy_timeout_ms(t, &o.timeout_ms) != 0) ||
+        (qt != Py_None && ftcpy_timeout_ms(qt, &o.quorum_timeout_ms) != 0) ||
+        (ct != Py_None && ftcpy_timeout_ms(ct, &o.connect_timeout_ms) != 0)) {
+        return NULL;
+    }
+    if (from_env && ftc_manager_opts_from_env(&o) != 0) {
+        return ftcpy_raise(FTC_EINVAL);
+    }
+    o.lighthouse = lighthouse != NULL ? lighthouse : o.lighthouse;
+    o.replica_id = replica_id != NULL ? replica_id : o.replica_id;
+    o.store_addr = store_addr != NULL ? store_addr : o.store_addr;
+    o.store_prefix = store_prefix != NULL ? store_prefix : o.store_prefix;
+    o.advertise_host = advertise != NULL ? advertise : o.advertise_host;
+    o.group_rank = group_rank >= 0 ? group_rank : o.group_rank;
+    o.group_size = group_size >= 0 ? group_size : o.group_size;
+    o.min_replica_size = min_replicas >= 0 ? min_replicas : o.min_replica_size;
+    ftc_manager *m = NULL;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_manager_create(&o, &m);
+    PyEval_RestoreThread(ts_);
+    if (rc != 0) {
+        return ftcpy_raise(rc);
+    }
+    manager *self = (manager *)ftcpy_alloc(type);
+    if (self == NULL) {
+        ftc_manager_destroy(m);
+        return NULL;
+    }
+    self->m = m;
+    return (PyObject *)self;
+}
+
+static void stop(manager *self)
+{
+    if (self->m != NULL) {
+        ftc_manager *m = self->m;
+        self->m = NULL;
+        PyThreadState *ts_ = PyEval_SaveThread();
+        ftc_manager_destroy(m);
+        PyEval_RestoreThread(ts_);
+    }
+}
+
+static void manager_dealloc(PyObject *obj)
+{
+    stop((manager *)obj); /* no work is left: each holds the manager */
+    ftcpy_free(obj);
+}
+
+static ftc_manager *live(PyObject *obj)
+{
+    manager *self = (manager *)obj;
+    if (self->m == NULL) {
+        ftcpy_raise_msg(FTC_ECLOSED, "this ftc.Manager is closed");
+    }
+    return self->m;
+}
+
+static PyObject *manager_close(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    stop((manager *)obj);
+    Py_RETURN_NONE;
+}
+
+static PyObject *manager_register(PyObject *obj, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"name", "addr", "count", "dtype", NULL};
+    const char *name;
+    unsigned long long addr;
+    long long count;
+    int dtype;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLi", names, &name, &addr,
+                                     &count, &dtype)) {
+        return NULL;
+    }
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    int64_t shape[1] = {count};
+    int rc =
+        ftc_manager_register(m, name, dtype, shape, 1, (void *)(uintptr_t)addr);
+    return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *manager_start_quorum(PyObject *obj, PyObject *args,
+                                      PyObject *kw)
+{
+    static char *names[] = {"shrink_only", "allow_heal", "heal_in_place",
+                            "timeout", NULL};
+    int shrink = 0, heal = 1, in_place = 0;
+    PyObject *t = Py_None;
+    ftc_manager_quorum_opts o;
+    ftc_manager_quorum_opts_init(&o);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$pppO", names, &shrink, &heal,
+                                     &in_place, &t) ||
+        ftcpy_timeout_ms(t, &o.timeout_ms) != 0) {
+        return NULL;
+    }
+    o.shrink_only = shrink;
+    o.no_heal = !heal;
+    o.heal_in_place = in_place;
+    ftc_manager *m = live(obj);
+    int rc = m != NULL ? ftc_manager_start_quorum(m, &o) : 0;
+    return m == NULL ? NULL : rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+/* The calls taking only (timeout=None). */
+static int timeout_arg(PyObject *args, PyObject *kw, int64_t *ms)
+{
+    static char *names[] = {"timeout", NULL};
+    PyObject *t = Py_None;
+    return PyArg_ParseTupleAndKeywords(args, kw, "|O", names, &t) &&
+                   ftcpy_timeout_ms(t, ms) == 0
+               ? 0
+               : -1;
+}
+
+static PyObject *manager_wait_quorum(PyObject *obj, PyObject *args,
+                                     PyObject *kw)
+{
+    int64_t ms;
+    ftc_manager *m = timeout_arg(args, kw, &ms) == 0 ? live(obj) : NULL;
+    if (m == NULL) {
+        return NULL;
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_manager_wait_quorum(m, ms);
+    PyEval_RestoreThread(ts_);
+    return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *manager_should_commit(PyObject *obj, PyObject *args,
+                                       PyObject *kw)
+{
+    int64_t ms;
+    ftc_manager *m = timeout_arg(args, kw, &ms) == 0 ? live(obj) : NULL;
+    if (m == NULL) {
+        return NULL;
+    }
+    int commit = 0;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_manager_should_commit(m, &commit, ms);
+    PyEval_RestoreThread(ts_);
+    return rc != 0 ? ftcpy_raise(rc) : PyBool_FromLong(commit);
+}
+
+static PyObject *manager_allreduce(PyObject *obj, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"addr", "count", "dtype", "op", "timeout", NULL};
+    unsigned long long addr;
+    long long count;
+    int dtype, op;
+    PyObject *t = Py_None;
+    int64_t ms;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KLii|O", names, &addr, &count,
+                                     &dtype, &op, &t) ||
+        ftcpy_timeout_ms(t, &ms) != 0) {
+        return NULL;
+    }
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    mwork *w = (mwork *)ftcpy_alloc((PyTypeObject *)ftcpy.mwork_type);
+    if (w == NULL) {
+        return NULL;
+    }
+    ftc_tensor buf =
+        ftc_tensor_cpu((void *)(uintptr_t)addr, (size_t)count, dtype);
+    PyThreadState *ts_ = PyEval_SaveThread(); /* may wait for the round */
+    int rc = ftc_manager_allreduce(m, &buf, op, &w->w, ms);
+    PyEval_RestoreThread(ts_);
+    if (rc != 0) {
+        Py_DECREF(w);
+        return ftcpy_raise(rc);
+    }
+    w->owner = Py_NewRef(obj);
+    return (PyObject *)w;
+}
+
+static PyObject *manager_report_error(PyObject *obj, PyObject *args)
+{
+    const char *msg;
+    ftc_manager *m = PyArg_ParseTuple(args, "s", &msg) ? live(obj) : NULL;
+    if (m == NULL) {
+        return NULL;
+    }
+    ftc_manager_report_error(m, FTC_EPEER, msg);
+    Py_RETURN_NONE;
+}
+
+static PyObject *manager_errored(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    char msg[512];
+    int rc = ftc_manager_errored(m, msg, sizeof(msg));
+    return rc == 0 ? Py_NewRef(Py_None) : PyUnicode_FromString(msg);
+}
+
+/* The state getters: closure picks one. */
+enum {
+    STEP,
+    BATCHES,
+    PARTICIPANTS,
+    PARTICIPATING,
+    HEALING,
+    RRANK,
+    RSIZE,
+    QUORUM_ID,
+    REPLICA_ID
+};
+
+static PyObject *manager_get(PyObject *obj, void *closure)
+{
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    char id[256];
+    switch ((int)(intptr_t)closure) {
+    case STEP:
+        return PyLong_FromLongLong(ftc_manager_current_step(m));
+    case BATCHES:
+        return PyLong_FromLongLong(ftc_manager_batches_committed(m));
+    case PARTICIPANTS:
+        return PyLong_FromLongLong(ftc_manager_num_participants(m));
+    case PARTICIPATING:
+        return PyBool_FromLong(ftc_manager_is_participating(m));
+    case HEALING:
+        return PyBool_FromLong(ftc_manager_is_healing(m));
+    case RRANK:
+        return PyLong_FromLongLong(ftc_manager_replica_rank(m));
+    case RSIZE:
+        return PyLong_FromLongLong(ftc_manager_replica_world_size(m));
+    case QUORUM_ID:
+        return PyLong_FromLongLong(ftc_manager_quorum_id(m));
+    default:
+        ftc_manager_replica_id(m, id, sizeof(id));
+        return PyUnicode_FromString(id);
+    }
+}
+
+#define KW(name, fn, doc)                                                      \
+    {                                                                          \
+        name, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS,   \
+            doc                                                                \
+    }
+#define GET(name, which, doc)                                                  \
+    {                                                                          \
+        name, manager_get, NULL, doc, (void *)(intptr_t)(which)                \
+    }
+
+static PyMethodDef manager_methods[] = {
+    KW("register", manager_register,
+       "register(name, addr, count, dtype): a state buffer healing fills"),
+    KW("start_quorum", manager_start_quorum,
+       "start_quorum(*, shrink_only=False, allow_heal=True, "
+       "heal_in_place=False, timeout=None)"),
+    KW("wait_quorum", manager_wait_quorum, "wait_quorum(timeout=None)"),
+    KW("allreduce", manager_allreduce,
+       "allreduce(addr, count, dtype, op, timeout=None) -> ManagerWork"),
+    KW("should_commit", manager_should_commit,
+       "should_commit(timeout=None) -> bool: the step's vote"),
+    {"report_error", manager_report_error, METH_VARARGS,
+     "report_error(message): this step votes no"},
+    {"errored", manager_errored, METH_NOARGS,
+     "errored() -> str or None: the step's latched error"},
+    {"close", manager_close, METH_NOARGS,
+     "close(): leaves the job and frees everything"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef manager_getset[] = {
+    GET("current_step", STEP, "committed steps"),
+    GET("batches_committed", BATCHES, "batches of committed steps"),
+    GET("num_participants", PARTICIPANTS, "replicas the averages count"),
+    GET("participating", PARTICIPATING, "whether this replica contributes"),
+    GET("healing", HEALING, "whether it healed in this round"),
+    GET("replica_rank", RRANK, "its rank among the quorum's replicas"),
+    GET("replica_world_size", RSIZE, "replicas in the quorum"),
+    GET("quorum_id", QUORUM_ID, "the current quorum's id"),
+    GET("replica_id", REPLICA_ID, "this incarnation's id"),
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot manager_slots[] = {
+    {Py_tp_doc, "_Manager(**options): use ftc.Manager"},
+    {Py_tp_new, manager_new},
+    {Py_tp_dealloc, manager_dealloc},
+    {Py_tp_methods, manager_methods},
+    {Py_tp_getset, manager_getset},
+    {0, NULL},
+};
+
+static PyType_Spec manager_spec = {
+    .name = "ftc._Manager",
+    .basicsize = sizeof(manager),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = manager_slots,
+};
+
+/* ----------------------------------------------------------------- work */
+
+static void mwork_dealloc(PyObject *obj)
+{
+    mwork *self = (mwork *)obj;
+    if (self->w != NULL) {
+        ftc_manager_work_release(self->w); /* should_commit waits for it */
+    }
+    Py_XDECREF(self->owner);
+    ftcpy_free(obj);
+}
+
+static PyObject *mwork_wait(PyObject *obj, PyObject *args, PyObject *kw)
+{
+    mwork *self = (mwork *)obj;
+    int64_t ms;
+    if (timeout_arg(args, kw, &ms) != 0) {
+        return NULL;
+    }
+    if (self->w == NULL || ((manager *)self->owner)->m == NULL) {
+        return ftcpy_raise_msg(FTC_EMISUSE, "this work was waited for "
+                                            "already, or its manager closed");
+    }
+    ftc_manager_work *w = self->w;
+    self->w = NULL; /* waited once: released below */
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_manager_work_wait(w, ms);
+    ftc_manager_work_release(w);
+    PyEval_RestoreThread(ts_);
+    return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyMethodDef mwork_methods[] = {
+    KW("wait", mwork_wait,
+       "wait(timeout=None): the allreduce's result is in the buffer; raises "
+       "its (latched) error"),
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot mwork_slots[] = {
+    {Py_tp_doc, "ManagerWork: an allreduce across replica groups"},
+    {Py_tp_dealloc, mwork_dealloc},
+    {Py_tp_methods, mwork_methods},
+    {0, NULL},
+};
+
+static PyType_Spec mwork_spec = {
+    .name = "ftc.ManagerWork",
+    .basicsize = sizeof(mwork),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = mwork_slots,
+};
+
+int ftcpy_add_manager(PyObject *module)
+{
+    return ftcpy_add_type(module, &manager_spec, "_Manager",
+                          &ftcpy.manager_type) != 0 ||
+                   ftcpy_add_type(module, &mwork_spec, "ManagerWork",
+                                  &ftcpy.mwork_type) != 0
+               ? -1
+               : 0;
+}
