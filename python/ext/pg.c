@@ -4,6 +4,7 @@
  * Python half (ftc/process_group.py) turns tensors and arrays into those
  * and keeps them alive in the Work until it is released. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +20,7 @@ typedef struct work {
     PyObject_HEAD
     ftc_work *w;
     PyObject *keep; /* the buffers, alive until the work is released */
+    size_t *counts; /* alltoallv/allgatherv counts, freed with the work */
     PyObject *group;
     struct work *next_done; /* in the completion queue */
 } work;
@@ -95,10 +97,19 @@ static PyObject *next_completed(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 static const char *const colls[] = {
-    "allreduce",      "broadcast", "reduce", "allgather",
-    "reduce_scatter", "alltoall",  "gather", "scatter",
-    "barrier",        "send",      "recv",   NULL,
+    "allreduce", "broadcast", "reduce",     "allgather", "reduce_scatter",
+    "alltoall",  "gather",    "scatter",    "barrier",   "send",
+    "recv",      "alltoallv", "allgatherv", NULL,
 };
+
+/* One operation's arguments. */
+typedef struct call {
+    int coll; /* index in colls */
+    const ftc_tensor *in, *out;
+    int op, root;
+    unsigned tag;
+    const size_t *counts, *recv_counts; /* the v variants */
+} call;
 
 static PyObject *pg_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
@@ -174,11 +185,13 @@ static ftc_tensor tensor(unsigned long long addr, long long count, int dtype)
     return ftc_tensor_cpu((void *)(uintptr_t)addr, (size_t)count, dtype);
 }
 
-static int start(ftc_pg *pg, int coll, const ftc_tensor *in,
-                 const ftc_tensor *out, int op, int root, unsigned tag,
-                 const ftc_pg_op_opts *o, ftc_work **w)
+static int start(ftc_pg *pg, const call *c, const ftc_pg_op_opts *o,
+                 ftc_work **w)
 {
-    switch (coll) {
+    const ftc_tensor *in = c->in, *out = c->out;
+    int op = c->op, root = c->root;
+    unsigned tag = c->tag;
+    switch (c->coll) {
     case 0:
         return ftc_pg_allreduce(pg, in, out, op, o, w);
     case 1:
@@ -199,30 +212,69 @@ static int start(ftc_pg *pg, int coll, const ftc_tensor *in,
         return ftc_pg_barrier(pg, o, w);
     case 9:
         return ftc_pg_send(pg, in, root, tag, o, w);
-    default:
+    case 10:
         return ftc_pg_recv(pg, out, root, tag, o, w);
+    case 11:
+        return ftc_pg_alltoallv(pg, in, c->counts, out, c->recv_counts, o, w);
+    default:
+        return ftc_pg_allgatherv(pg, in, out, c->counts, o, w);
     }
+}
+
+/* A sequence of counts (None: none) into a new array of n size_t. */
+static int counts_arg(PyObject *seq, int n, size_t **out)
+{
+    *out = NULL;
+    if (seq == Py_None) {
+        return 0;
+    }
+    PyObject *list = PySequence_List(seq);
+    if (list == NULL) {
+        return -1;
+    }
+    if (PyList_Size(list) != n) {
+        Py_DECREF(list);
+        PyErr_Format(PyExc_ValueError, "%d counts are needed (one per rank)",
+                     n);
+        return -1;
+    }
+    *out = PyMem_Calloc((size_t)n, sizeof(size_t));
+    for (int i = 0; *out != NULL && i < n; i++) {
+        long long v = PyLong_AsLongLong(PyList_GetItem(list, i));
+        if (v < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "a count is negative");
+            }
+            PyMem_Free(*out);
+            *out = NULL;
+            break;
+        }
+        (*out)[i] = (size_t)v;
+    }
+    Py_DECREF(list);
+    return *out != NULL ? 0 : (PyErr_Occurred() ? -1 : (PyErr_NoMemory(), -1));
 }
 
 static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {
-        "coll", "in_addr", "in_count", "out_addr", "out_count", "dtype", "op",
-        "root", "tag",     "timeout",  "keep",     "notify",    NULL};
+    static char *names[] = {"coll",      "in_addr",     "in_count", "out_addr",
+                            "out_count", "dtype",       "op",       "root",
+                            "tag",       "timeout",     "keep",     "notify",
+                            "counts",    "recv_counts", NULL};
     pgobj *self = (pgobj *)obj;
     const char *name;
     unsigned long long in_addr, out_addr;
     long long in_count, out_count;
     int dtype, op, root;
     unsigned int tag;
-    PyObject *t, *keep;
+    PyObject *t, *keep, *counts = Py_None, *recv_counts = Py_None;
     int notify = 0;
     ftc_pg_op_opts o;
     ftc_pg_op_opts_init(&o);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLKLiiiIOO|p", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLKLiiiIOO|pOO", names, &name,
                                      &in_addr, &in_count, &out_addr, &out_count,
                                      &dtype, &op, &root, &tag, &t, &keep,
-                                     &notify) ||
+                                     &notify, &counts, &recv_counts) ||
         ftcpy_timeout_ms(t, &o.timeout_ms) != 0) {
         return NULL;
     }
@@ -245,6 +297,31 @@ static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
     }
     w->keep = Py_NewRef(keep);
     w->group = Py_NewRef(obj);
+    size_t *rc_counts = NULL;
+    int size = ftc_pg_size(pg);
+    if (counts_arg(counts, size, &w->counts) != 0 ||
+        counts_arg(recv_counts, size, &rc_counts) != 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    bool with_recv = rc_counts != NULL;
+    if (with_recv && w->counts == NULL) {
+        PyMem_Free(rc_counts);
+        Py_DECREF(w);
+        return PyErr_Format(PyExc_ValueError, "recv_counts without counts");
+    }
+    if (with_recv) { /* one allocation for both, freed with w */
+        size_t *both =
+            PyMem_Realloc(w->counts, 2 * (size_t)size * sizeof(size_t));
+        if (both == NULL) {
+            PyMem_Free(rc_counts);
+            Py_DECREF(w);
+            return PyErr_NoMemory();
+        }
+        memcpy(both + size, rc_counts, (size_t)size * sizeof(size_t));
+        PyMem_Free(rc_counts);
+        w->counts = both;
+    }
     if (notify) {
         /* the queue's reference: the callback may run before start returns */
         Py_INCREF(w);
@@ -252,8 +329,17 @@ static PyObject *pg_submit(PyObject *obj, PyObject *args, PyObject *kw)
         o.done_arg = w;
     }
     /* Starting an operation does not wait for peers. */
-    int rc = start(pg, coll, in_count >= 0 ? &in : NULL,
-                   out_count >= 0 ? &out : NULL, op, root, tag, &o, &w->w);
+    call c = {
+        .coll = coll,
+        .in = in_count >= 0 ? &in : NULL,
+        .out = out_count >= 0 ? &out : NULL,
+        .op = op,
+        .root = root,
+        .tag = tag,
+        .counts = w->counts,
+        .recv_counts = with_recv ? w->counts + size : NULL,
+    };
+    int rc = start(pg, &c, &o, &w->w);
     if (rc != 0) {
         if (notify) {
             Py_DECREF(w); /* nothing started: no callback */
@@ -357,6 +443,7 @@ static void work_dealloc(PyObject *obj)
         ftc_work_release(self->w);
         PyEval_RestoreThread(ts_);
     }
+    PyMem_Free(self->counts);
     Py_XDECREF(self->keep);
     Py_XDECREF(self->group);
     ftcpy_free(obj);

@@ -72,7 +72,7 @@ class ProcessGroup:
     size = property(lambda self: self._pg.size, doc="number of members")
 
     def _submit(self, coll, inp=None, out=None, op="sum", root=0, tag=0,
-                timeout=None):
+                timeout=None, counts=None, recv_counts=None):
         ins = _buffer(inp, "input", False) if inp is not None else _NONE
         outs = _buffer(out, "output", True) if out is not None else _NONE
         names = {n for n in (ins[2], outs[2]) if n is not None}
@@ -82,7 +82,8 @@ class ProcessGroup:
         dtype = _dtype(names.pop(), "tensor") if names else 0
         keep = tuple(t for t in (inp, out) if t is not None)
         return self._pg.submit(coll, ins[0], ins[1], outs[0], outs[1], dtype,
-                               _op(op), root, tag, timeout, keep)
+                               _op(op), root, tag, timeout, keep,
+                               counts=counts, recv_counts=recv_counts)
 
     def allreduce(self, tensor, op="sum", *, out=None, timeout=None):
         """out (default: tensor, in place) = op over every rank's tensor."""
@@ -114,6 +115,19 @@ class ProcessGroup:
     def alltoall(self, tensor, out, *, timeout=None):
         """Block j of this rank's tensor goes to block `rank` of j's out."""
         return self._submit("alltoall", tensor, out, timeout=timeout)
+
+    def alltoallv(self, tensor, out, send_counts, recv_counts, *,
+                  timeout=None):
+        """send_counts[j] elements (consecutive blocks of tensor, in rank
+        order) go to rank j; recv_counts[j] come from rank j into out."""
+        return self._submit("alltoallv", tensor, out, timeout=timeout,
+                            counts=send_counts, recv_counts=recv_counts)
+
+    def allgatherv(self, tensor, out, counts, *, timeout=None):
+        """out = every rank's tensor in rank order, rank r's counts[r]
+        elements long (tensor has counts[rank])."""
+        return self._submit("allgatherv", tensor, out, timeout=timeout,
+                            counts=counts)
 
     def gather(self, tensor, out=None, root=0, *, timeout=None):
         """At root, out (size x tensor's elements) = every rank's tensor."""

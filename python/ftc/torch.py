@@ -119,7 +119,7 @@ class ProcessGroupFtc(dist.ProcessGroup):
     # ------------------------------------------------------------ helpers
 
     def _start(self, coll, inp, out, op=0, root=0, tag=0, finish=None,
-               timeout=None):
+               timeout=None, counts=None, recv_counts=None):
         """Starts one ftc operation; returns its torch future (whose value
         is finish()'s)."""
         ins = _buffer(inp, "input", False) if inp is not None else (0, -1,
@@ -132,7 +132,7 @@ class ProcessGroupFtc(dist.ProcessGroup):
         keep = ((inp, out), fut, finish or (lambda w: [out]))
         self._pg.submit(coll, ins[0], ins[1], outs[0], outs[1], dtype, op,
                         root, tag, _timeout(timeout) or self._timeout, keep,
-                        notify=True)
+                        notify=True, counts=counts, recv_counts=recv_counts)
         return fut.then(_unwrap)
 
     def _work(self, futures, value):
@@ -222,13 +222,18 @@ class ProcessGroupFtc(dist.ProcessGroup):
 
     def alltoall_base(self, output, inp, output_splits, input_splits,
                       opts=None):
-        if list(output_splits) or list(input_splits):
-            equal = [inp.shape[0] // self.size()] * self.size()
-            if list(output_splits) != equal or list(input_splits) != equal:
-                raise RuntimeError("ftc: all_to_all_single with unequal "
-                                   "splits is not supported yet")
-        fut = self._start("alltoall", inp, output,
-                          timeout=getattr(opts, "timeout", None))
+        timeout = getattr(opts, "timeout", None)
+        if not list(output_splits) and not list(input_splits):
+            fut = self._start("alltoall", inp, output, timeout=timeout)
+        else:  # splits are rows of dimension 0: counts are elements
+            n = self.size()
+            row_in = inp[0].numel() if inp.shape[0] else 0
+            row_out = output[0].numel() if output.shape[0] else 0
+            ins = list(input_splits) or [inp.shape[0] // n] * n
+            outs = list(output_splits) or [output.shape[0] // n] * n
+            fut = self._start("alltoallv", inp, output, timeout=timeout,
+                              counts=[k * row_in for k in ins],
+                              recv_counts=[k * row_out for k in outs])
         return self._work([fut], lambda: [output])
 
     all_to_all_single = alltoall_base

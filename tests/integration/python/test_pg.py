@@ -89,6 +89,17 @@ class Collectives(unittest.TestCase):
             src = np.arange(n, dtype=np.int32) * 3 if r == 0 else None
             pg.scatter(sc, src, root=0).wait()
             got["scatter"] = sc.tolist()
+            # rank r sends j+1 elements to rank j (values 10r + j)
+            send = np.concatenate([np.full(j + 1, 10 * r + j, np.int64)
+                                   for j in range(n)])
+            recv = np.empty((r + 1) * n, np.int64)
+            pg.alltoallv(send, recv, [j + 1 for j in range(n)],
+                         [r + 1] * n).wait()
+            got["alltoallv"] = recv.tolist()
+            agv = np.empty(sum(range(1, n + 1)), np.float32)
+            pg.allgatherv(np.full(r + 1, float(r), np.float32), agv,
+                          [k + 1 for k in range(n)]).wait()
+            got["allgatherv"] = agv.tolist()
             pg.barrier().wait()
             # a ring of send/recv, and a recv from any source
             right, left = (r + 1) % n, (r - 1) % n
@@ -134,6 +145,12 @@ class Collectives(unittest.TestCase):
                              [float((2 * r) * tot), float((2 * r + 1) * tot)])
             self.assertEqual(got["alltoall"], [r + 100 * k for k in range(n)])
             self.assertEqual(got["scatter"], [3 * r])
+            self.assertEqual(got["alltoallv"],
+                             [10 * k + r for k in range(n)
+                              for _ in range(r + 1)])
+            self.assertEqual(got["allgatherv"],
+                             [float(k) for k in range(n)
+                              for _ in range(k + 1)])
             self.assertEqual(got["ring"], [float((r - 1) % n),
                                            (r - 1) % n + 0.5])
         self.assertEqual(out[0]["gather"], [7 * k for k in range(n)])

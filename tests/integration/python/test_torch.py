@@ -63,6 +63,9 @@ class TorchBackend(unittest.TestCase):
                              [float(sum(r + k for k in range(n)))])
             self.assertEqual(got["all_to_all_single"],
                              [r + 10 * k for k in range(n)])
+            self.assertEqual(got["all_to_all_single_splits"],
+                             [float(10 * k + r) for k in range(n)
+                              for _ in range(r + 1)])
             self.assertEqual(got["all_to_all"],
                              [[float(k * n + r)] for k in range(n)])
             self.assertEqual(got["scatter"], [float(3 * r)])

@@ -69,6 +69,13 @@ out["reduce_scatter"] = rs.tolist()
 a2a = torch.empty(world, dtype=torch.int64)
 dist.all_to_all_single(a2a, torch.arange(world, dtype=torch.int64) + 10 * rank)
 out["all_to_all_single"] = a2a.tolist()
+# unequal splits: rank r sends j + 1 rows of 2 to rank j
+inp = torch.cat([torch.full((j + 1, 2), float(10 * rank + j))
+                 for j in range(world)])
+got = torch.empty((rank + 1) * world, 2)
+dist.all_to_all_single(got, inp, output_split_sizes=[rank + 1] * world,
+                       input_split_sizes=[j + 1 for j in range(world)])
+out["all_to_all_single_splits"] = got[:, 0].tolist()
 outs = [torch.empty(1) for _ in range(world)]
 dist.all_to_all(outs, [torch.full((1,), float(rank * world + j))
                        for j in range(world)])
