@@ -13,6 +13,7 @@ future; a failed operation fails the future inside PyTorch, so DDP and
 Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
 ftc's own backend (tcp, xccl, baby-tcp, baby-xccl)."""
 import collections
+import os
 import threading
 from datetime import timedelta
 
@@ -106,8 +107,13 @@ class ProcessGroupFtc(dist.ProcessGroup):
         self._timeout = _timeout(timeout)
         self._store = ftc.Store(host, port, timeout=self._timeout)
         # every rank creates groups in the same order (c10d requires it),
-        # so the n-th group of this name gets the same prefix everywhere
-        prefix = f"ftc/torch/{group_name}/{self._created[group_name]}"
+        # so the n-th group of this name gets the same prefix everywhere;
+        # a restarted incarnation (ftc run, torchrun) gets its own keys
+        restart = os.environ.get("FTC_INCARNATION",
+                                 os.environ.get("TORCHELASTIC_RESTART_COUNT",
+                                                "0"))
+        prefix = (f"ftc/torch/{restart}/{group_name}/"
+                  f"{self._created[group_name]}")
         self._created[group_name] += 1
         self._pg = _ftc._ProcessGroup(self._store, prefix, rank, size,
                                       timeout=self._timeout)

@@ -358,7 +358,8 @@ static void stats_recovery(void **state)
 static void env_build(void **state)
 {
     (void)state;
-    char *base[] = {"PATH=/bin", "FTC_JOB=stale", "KEEP=1", "USER_X=old", NULL};
+    char *base[] = {"PATH=/bin",  "FTC_JOB=stale", "KEEP=1",
+                    "USER_X=old", "RANK=9",        NULL};
     const char *user[] = {"USER_X=new", "EXTRA=a=b"};
     run_env_rank r = {.job = "j",
                       .lighthouse = "h:1",
@@ -384,6 +385,17 @@ static void env_build(void **state)
                                        "FTC_STORE_PREFIX=replica_3/7",
                                        "FTC_INCARNATION=7",
                                        "FTC_RUN_DIR=/d",
+                                       "REPLICA_GROUP_ID=3",
+                                       "NUM_REPLICA_GROUPS=4",
+                                       "TORCHFT_LIGHTHOUSE=http://h:1",
+                                       "RANK=1",
+                                       "WORLD_SIZE=2",
+                                       "LOCAL_RANK=1",
+                                       "LOCAL_WORLD_SIZE=2",
+                                       "MASTER_ADDR=127.0.0.1",
+                                       "MASTER_PORT=5",
+                                       "TORCHELASTIC_USE_AGENT_STORE=True",
+                                       "TORCHELASTIC_RESTART_COUNT=7",
                                        "USER_X=new",
                                        "EXTRA=a=b",
                                        NULL};
@@ -396,6 +408,18 @@ static void env_build(void **state)
     assert_true(run_env_is_contract("FTC_RUN_DIR", 11));
     assert_false(run_env_is_contract("FTC_RUN", 7));
     assert_false(run_env_is_contract("FTC_LOG", 7));
+    assert_true(run_env_is_contract("MASTER_PORT", 11));
+    /* an IPv6 store: MASTER_ADDR without the brackets */
+    r.store_addr = "[::1]:77";
+    env = run_env_build(NULL, &r, NULL, 0);
+    assert_non_null(env);
+    int seen = 0;
+    for (int i = 0; env[i] != NULL; i++) {
+        seen += strcmp(env[i], "MASTER_ADDR=::1") == 0 ||
+                strcmp(env[i], "MASTER_PORT=77") == 0;
+    }
+    assert_int_equal(seen, 2);
+    run_env_free(env);
     /* every allocation failure returns NULL and leaks nothing */
     for (long n = 0;; n++) {
         ftc__alloc_fail_after(n);

@@ -103,5 +103,23 @@ class TorchBackend(unittest.TestCase):
             self.assertIn("rank 2", got["error"])
 
 
+class UnderFtcRun(unittest.TestCase):
+    def test_env_rendezvous(self):
+        """ftc run sets torchrun's and torchft's variables: env:// forms
+        each replica group's "ftc" group on the group's store."""
+        ftc_cli = os.environ.get("FTC_CLI")
+        self.assertIsNotNone(ftc_cli, "FTC_CLI names the ftc program")
+        worker = os.path.join(os.path.dirname(WORKER),
+                              "torch_env_worker.py")
+        p = subprocess.run(
+            [ftc_cli, "run", "--replicas", "2", "--ranks", "2",
+             "--max-restarts", "0", "--", sys.executable, worker],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        for g in range(2):
+            for r in range(2):
+                self.assertIn(f"rank {r} of group {g} ok", p.stdout)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -8,10 +8,30 @@
 #include "base/base_int.h"
 
 static const char *const contract[] = {
-    "FTC_JOB",           "FTC_LIGHTHOUSE",   "FTC_REPLICA_ID",
-    "FTC_REPLICA_INDEX", "FTC_NUM_REPLICAS", "FTC_GROUP_RANK",
-    "FTC_GROUP_SIZE",    "FTC_STORE_ADDR",   "FTC_STORE_PREFIX",
-    "FTC_INCARNATION",   "FTC_RUN_DIR",
+    "FTC_JOB",
+    "FTC_LIGHTHOUSE",
+    "FTC_REPLICA_ID",
+    "FTC_REPLICA_INDEX",
+    "FTC_NUM_REPLICAS",
+    "FTC_GROUP_RANK",
+    "FTC_GROUP_SIZE",
+    "FTC_STORE_ADDR",
+    "FTC_STORE_PREFIX",
+    "FTC_INCARNATION",
+    "FTC_RUN_DIR",
+    /* what torchft's scripts and torchrun's workers read, the same facts
+     * under their names (docs/operations.md) */
+    "REPLICA_GROUP_ID",
+    "NUM_REPLICA_GROUPS",
+    "TORCHFT_LIGHTHOUSE",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_RESTART_COUNT",
 };
 #define NCONTRACT (sizeof(contract) / sizeof(contract[0]))
 
@@ -69,6 +89,21 @@ static char *join_int(const char *name, int value)
     return join(name, text);
 }
 
+/* The host and the port of "host:port" or "[v6]:port" into host and port
+ * (the store's address as torchrun's MASTER_ADDR and MASTER_PORT). */
+static void split_addr(const char *addr, char *host, size_t cap,
+                       const char **port)
+{
+    const char *colon = strrchr(addr, ':');
+    size_t n = colon != NULL ? (size_t)(colon - addr) : strlen(addr);
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
+        addr++;
+        n -= 2;
+    }
+    snprintf(host, cap, "%.*s", (int)n, addr);
+    *port = colon != NULL ? colon + 1 : "";
+}
+
 char **run_env_build(char *const base[], const run_env_rank *r,
                      const char *const *user, int n_user)
 {
@@ -91,8 +126,12 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         env[n] = ftc__strdup(base[i]);
         failed |= env[n++] == NULL;
     }
-    char id[32], prefix[48];
+    char id[32], prefix[48], master[256], lighthouse_url[300];
+    const char *master_port;
     run_env_replica_id(r->replica_index, id, sizeof(id));
+    split_addr(r->store_addr, master, sizeof(master), &master_port);
+    snprintf(lighthouse_url, sizeof(lighthouse_url), "http://%s",
+             r->lighthouse);
     run_env_store_prefix(r->replica_index, r->incarnation, prefix,
                          sizeof(prefix));
     char *mine[NCONTRACT] = {
@@ -107,6 +146,19 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         join("FTC_STORE_PREFIX", prefix),
         join_int("FTC_INCARNATION", r->incarnation),
         join("FTC_RUN_DIR", r->run_dir),
+        join_int("REPLICA_GROUP_ID", r->replica_index),
+        join_int("NUM_REPLICA_GROUPS", r->num_replicas),
+        join("TORCHFT_LIGHTHOUSE", lighthouse_url),
+        join_int("RANK", r->group_rank),
+        join_int("WORLD_SIZE", r->group_size),
+        join_int("LOCAL_RANK", r->group_rank),
+        join_int("LOCAL_WORLD_SIZE", r->group_size),
+        join("MASTER_ADDR", master),
+        join("MASTER_PORT", master_port),
+        /* every rank a client of the group's store (which ftc run serves),
+         * as under torchrun's agent */
+        join("TORCHELASTIC_USE_AGENT_STORE", "True"),
+        join_int("TORCHELASTIC_RESTART_COUNT", r->incarnation),
     };
     for (size_t i = 0; i < NCONTRACT; i++) {
         env[n] = mine[i];
