@@ -4,10 +4,11 @@
     dist.init_process_group("ftc", init_method="tcp://host:port", ...)
     dist.new_group(ranks, backend="ftc")
 
-Any rendezvous whose store is a TCPStore works (env://, tcp://, or a
-TCPStore you pass, served by PyTorch or by ftc.StoreServer): each group
-connects its own ftc.Store to that server and forms an ftc process group
-under the group's name. CPU tensors only for now. Collectives start at
+Any rendezvous works: with a TCPStore (env://, tcp://, or one you pass,
+served by PyTorch or by ftc.StoreServer) each group connects its own
+ftc.Store to that server; with another (file://) rank 0 serves an ftc
+store and publishes its address through it (FTC_ADVERTISE_HOST, default
+127.0.0.1). Each group forms an ftc process group under its name. CPU tensors only for now. Collectives start at
 once and complete through one completion thread that sets each call's
 future; a failed operation fails the future inside PyTorch, so DDP and
 Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
@@ -98,13 +99,9 @@ class ProcessGroupFtc(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout=None, group_name="0"):
         super().__init__(rank, size)
-        tcp = getattr(store, "_underlying_non_prefix_store", store)
-        host, port = getattr(tcp, "host", None), getattr(tcp, "port", None)
-        if host is None or port is None:
-            raise RuntimeError(f"ftc: the rendezvous store must be a "
-                               f"TCPStore (got {type(tcp).__name__}); use "
-                               "env:// or tcp://")
         self._timeout = _timeout(timeout)
+        self._server = None  # ftc's own store, when the rendezvous has none
+        host, port = self._store_address(store, rank)
         self._store = ftc.Store(host, port, timeout=self._timeout)
         # every rank creates groups in the same order (c10d requires it),
         # so the n-th group of this name gets the same prefix everywhere;
@@ -118,6 +115,22 @@ class ProcessGroupFtc(dist.ProcessGroup):
         self._pg = _ftc._ProcessGroup(self._store, prefix, rank, size,
                                       timeout=self._timeout)
         _start_completer()
+
+    def _store_address(self, store, rank):
+        """The TCP store the ftc group meets on: the rendezvous's TCPStore,
+        or (file://, any other store) one that rank 0 serves, its address
+        published through the rendezvous store."""
+        tcp = getattr(store, "_underlying_non_prefix_store", store)
+        host, port = getattr(tcp, "host", None), getattr(tcp, "port", None)
+        if host is not None and port is not None:
+            return host, port
+        key = "ftc/store_address"
+        if rank == 0:
+            host = os.environ.get("FTC_ADVERTISE_HOST", "127.0.0.1")
+            self._server = ftc.StoreServer(host, 0)
+            store.set(key, f"{host}:{self._server.port}")
+        host, _, port = store.get(key).decode().rpartition(":")
+        return host, int(port)
 
     def getBackendName(self):
         return "ftc"
@@ -307,6 +320,8 @@ class ProcessGroupFtc(dist.ProcessGroup):
     def shutdown(self):
         self._pg.close()
         self._store.close()
+        if self._server is not None:
+            self._server.close()
 
 
 class _SourceWork(dist.Work):

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import ftc
@@ -15,7 +16,7 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "torch_worker.py")
 
 
-def run(world, mode, port=None, silent=()):
+def run(world, mode, port=None, silent=(), host="127.0.0.1"):
     """Runs world ranks of the worker; returns their JSON results (None for
     the ranks in silent, which print none)."""
     server = None
@@ -23,7 +24,7 @@ def run(world, mode, port=None, silent=()):
         server = ftc.StoreServer("127.0.0.1", 0)
         port = server.port
     procs = [subprocess.Popen(
-        [sys.executable, WORKER, str(r), str(world), "127.0.0.1", str(port),
+        [sys.executable, WORKER, str(r), str(world), host, str(port),
          mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for r in range(world)]
     results = []
@@ -93,6 +94,11 @@ class TorchBackend(unittest.TestCase):
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         self.check(2, run(2, "tcp", port))
+
+    def test_file_init_method(self):
+        """file://: no TCPStore; rank 0 serves an ftc store."""
+        with tempfile.TemporaryDirectory() as d:
+            self.check(2, run(2, "file", 0, host=os.path.join(d, "rdzv")))
 
     def test_peer_dies_in_ddp(self):
         """The survivors' DDP step raises RuntimeError naming the dead

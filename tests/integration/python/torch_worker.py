@@ -1,6 +1,7 @@
 """One rank of test_torch.py: torch.distributed on the "ftc" backend.
 argv: rank world_size host port mode; prints one JSON line of results.
-mode: "tcp" (init_method tcp://, this rank 0 serves the store), "store"
+mode: "tcp" (init_method tcp://, this rank 0 serves the store), "file"
+(init_method file://HOST, HOST being a file path), "store"
 (a TCPStore client of the test's server), "peer_dies" (as store, then the
 last rank exits inside a DDP step and the others report their error)."""
 import os
@@ -33,6 +34,9 @@ if mode == "peer_dies":
         result = str(e)
     print(json.dumps({"error": result}), flush=True)
     os._exit(0)
+elif mode == "file":  # port is unused: a file next to the worker's
+    dist.init_process_group("ftc", init_method=f"file://{host}",
+                            rank=rank, world_size=world)
 elif mode == "tcp":
     dist.init_process_group("ftc", init_method=f"tcp://{host}:{port}",
                             rank=rank, world_size=world)
