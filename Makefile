@@ -15,9 +15,18 @@ check:
 # groups x 2 ranks for about a minute while a replica group is killed every
 # 10 s, against a fault-free run (`make demo ALGO=diloco`: streaming
 # DiLoCo; `build/tools/ftc/ftc demo --help` for the knobs).
+# `make demo TRAINER=torch`: the same with the PyTorch trainer
+# (examples/python/train_ft.py on ftc.Manager; PyTorch in .venv).
 ALGO ?= ddp
+TRAINER ?= c
 demo: build
+ifeq ($(TRAINER),torch)
+	@scripts/pydeps.sh
+	@FTC_PYTHON=$(CURDIR)/.venv/bin/python build/tools/ftc/ftc demo \
+	  --trainer examples/python/train_ft --steps 1000
+else
 	@build/tools/ftc/ftc demo --algo $(ALGO)
+endif
 
 install: build
 	cmake --install build

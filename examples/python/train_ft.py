@@ -2,7 +2,10 @@
 """A fault-tolerant PyTorch training loop on ftc: one rank per replica
 group, run by the launcher, which kills and restarts groups at will:
 
-    ftc run --replicas 3 --kill-every 3 -- python3 examples/python/train_ft.py
+    ftc run --replicas 3 --kill-every 3 -- \
+        python3 examples/python/train_ft.py --step-ms 40
+
+(`make demo TRAINER=torch` runs it through `ftc demo`.)
 
 Each step: join the quorum (a restarted replica heals its parameters from
 the others here), compute gradients on this replica's shard of a
@@ -36,8 +39,9 @@ def batch(step, shard, size=32):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--step-ms", type=float, default=40,
-                    help="pacing: the least time a step takes")
+    ap.add_argument("--step-ms", "--step-sleep-ms", type=float, default=0,
+                    help="pacing: the least time a step takes (ftc demo "
+                         "passes --step-sleep-ms)")
     ap.add_argument("--backend", default=None,
                     help="ftc backend of the cross-replica group")
     args = ap.parse_args()
