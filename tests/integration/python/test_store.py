@@ -145,7 +145,13 @@ class FtcServer(StoreOps, unittest.TestCase):
                 errors.append(e.name)
 
         t = threading.Thread(target=waiter)
-        base = self.server.stats()["requests"]
+        # the counters are a snapshot of the server loop's last pass: take
+        # the base once it stopped moving (the connects' handshakes)
+        base, deadline = -1, time.monotonic() + 30
+        while base != self.server.stats()["requests"]:
+            self.assertLess(time.monotonic(), deadline)
+            base = self.server.stats()["requests"]
+            time.sleep(0.05)
         t.start()
         # the waiter is inside its call once the server has its request
         deadline = time.monotonic() + 30
@@ -191,6 +197,12 @@ class FtcServer(StoreOps, unittest.TestCase):
                 s.set("big", b"x" * 1025)  # the server drops the client
                 with self.assertRaises(ftc.Error):
                     s.get("big", timeout=2)
+                # the counters are a snapshot of the server loop's last
+                # pass: poll until it has counted the drop
+                deadline = time.monotonic() + 30
+                while srv.stats()["protocol_errors"] == 0:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.001)
                 self.assertEqual(srv.stats()["protocol_errors"], 1)
 
     def test_torch_client_on_ftc_server(self):
