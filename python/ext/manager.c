@@ -356,7 +356,10 @@ static PyType_Spec manager_spec = {
 static void mwork_dealloc(PyObject *obj)
 {
     mwork *self = (mwork *)obj;
-    if (self->w != NULL) {
+    /* ftc_manager_destroy (close) released every work already; a work
+     * kept past close must not be released again */
+    if (self->w != NULL && self->owner != NULL &&
+        ((manager *)self->owner)->m != NULL) {
         ftc_manager_work_release(self->w); /* should_commit waits for it */
     }
     Py_XDECREF(self->owner);

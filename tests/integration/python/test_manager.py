@@ -1,6 +1,10 @@
-"""ftc.Manager's argument and environment errors (its fault tolerance is
-tested under `ftc run` by python_ft_train_test)."""
+"""ftc.Manager: argument and environment errors, and one replica's steps
+against a real lighthouse (`ftc lighthouse`, FTC_CLI) and store, a work
+kept past close (its fault tolerance is tested under `ftc run` by
+python_ft_train_test)."""
 import os
+import re
+import subprocess
 import unittest
 
 import numpy as np
@@ -10,10 +14,15 @@ import ftc
 
 class ManagerErrors(unittest.TestCase):
     def test_missing_options_name_what_is_missing(self):
-        for k in [k for k in os.environ if k.startswith("FTC_")]:
+        saved = {k: v for k, v in os.environ.items()
+                 if k.startswith("FTC_")}
+        for k in saved:
             del os.environ[k]
-        with self.assertRaises(ftc.Error) as cm:
-            ftc.Manager()
+        try:
+            with self.assertRaises(ftc.Error) as cm:
+                ftc.Manager()
+        finally:
+            os.environ.update(saved)
         self.assertEqual(cm.exception.name, "FTC_EINVAL")
         self.assertIn("lighthouse", str(cm.exception))
 
@@ -48,6 +57,53 @@ class ManagerErrors(unittest.TestCase):
             Manager.register(m, "w", [1.0, 2.0])
         with self.assertRaises(ValueError):
             Manager.register(m, "w", np.zeros(4, np.float32)[::2])
+
+
+class ManagerSteps(unittest.TestCase):
+    def setUp(self):
+        cli = os.environ.get("FTC_CLI")
+        self.assertIsNotNone(cli, "FTC_CLI names the ftc program")
+        self.lighthouse = subprocess.Popen(
+            [cli, "lighthouse", "--bind", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in self.lighthouse.stdout:
+            m = re.search(r"serving on (\S+)", line)
+            if m:
+                self.address = m.group(1)
+                break
+        self.store = ftc.StoreServer("127.0.0.1", 0)
+
+    def tearDown(self):
+        self.lighthouse.terminate()
+        self.lighthouse.wait(30)
+        self.store.close()
+
+    def test_steps_and_a_work_kept_past_close(self):
+        m = ftc.Manager(lighthouse=self.address, replica_id="solo",
+                        group_rank=0, group_size=1,
+                        store_addr=f"127.0.0.1:{self.store.port}",
+                        from_env=False, quorum_timeout=30)
+        w = np.array([1.0, 2.0], np.float32)
+        m.register("w", w)
+        for step in range(3):
+            m.start_quorum()
+            m.wait_quorum()
+            grad = np.array([2.0, 4.0], np.float32)
+            m.allreduce(grad, "avg").wait()
+            self.assertEqual(grad.tolist(), [2.0, 4.0])  # 1 participant
+            self.assertTrue(m.should_commit())
+            self.assertEqual(m.current_step, step + 1)
+        self.assertEqual(m.num_participants, 1)
+        self.assertTrue(m.replica_id.startswith("solo:"))
+        m.start_quorum()
+        kept = m.allreduce(np.ones(2, np.float32), "sum")
+        m.close()  # releases the work
+        with self.assertRaises(ftc.Error) as cm:
+            kept.wait()
+        self.assertEqual(cm.exception.name, "FTC_EMISUSE")
+        with self.assertRaises(ftc.PeerError):
+            m.start_quorum()
+        del kept  # must not release it a second time
 
 
 if __name__ == "__main__":
