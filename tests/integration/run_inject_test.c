@@ -167,6 +167,42 @@ static void stop_mode_resumes(void **state)
     rk_free(&p);
 }
 
+/* A group SIGSTOPped when the other finishes is still continued when its
+ * stop is over (during the wind-down), finishes, and is compared. */
+static void stop_outlasts_the_first_finish(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("stopfinish", dir, sizeof(dir));
+    char *launcher[] = {T("--replicas"),
+                        T("2"),
+                        T("--kill-mode"),
+                        T("stop"),
+                        T("--stop-duration"),
+                        T("2"),
+                        T("--kill-at-steps"),
+                        T("5"),
+                        NULL};
+    /* The survivor's last 5 steps take ~50 ms of the victim's 2 s stop. */
+    char *trainer[] = {T("--steps"), T("10"), T("--finish-alone"), NULL};
+    rk_run p;
+    rk_start_job(&p, dir, launcher, trainer, NULL);
+    assert_int_equal(rk_wait(&p, 30000), 0);
+    const char *finished = strstr(p.text, "training finished: no more");
+    const char *resumed = strstr(p.text, "continued (SIGCONT)");
+    assert_non_null(finished);
+    assert_non_null(resumed);
+    assert_true(finished < resumed); /* the case under test happened */
+    json_t *s = rk_job_summary(dir);
+    assert_string_equal(rk_str(s, "outcome"), "finished");
+    for (int g = 0; g < 2; g++) {
+        assert_string_equal(rk_str(rk_group(s, g), "status"), "finished");
+    }
+    assert_true(json_is_true(json_object_get(s, "checksums_identical")));
+    json_decref(s);
+    rk_free(&p);
+}
+
 /* Mixed mode draws kill or stop per injection from the seed. */
 static void mixed_mode(void **state)
 {
@@ -214,6 +250,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(never_all_at_once),
         cmocka_unit_test(kill_every),
         cmocka_unit_test(stop_mode_resumes),
+        cmocka_unit_test(stop_outlasts_the_first_finish),
         cmocka_unit_test(mixed_mode),
     };
     int left = rk_init(argc, argv);

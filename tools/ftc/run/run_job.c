@@ -418,8 +418,25 @@ static int wind_down(run_job *job, int64_t now)
     return 1;
 }
 
+/* Continues every SIGSTOPped group whose stop is over, in every phase of
+ * a running job: a group stopped when another finished must still resume
+ * and finish within the wind-down. */
+static void resume_groups(run_job *job, int64_t now)
+{
+    for (int g = 0; g < job->n; g++) {
+        run_group *grp = &job->groups[g];
+        if (grp->state == RUN_GROUP_STOPPED && grp->resume_at_ms <= now) {
+            run_group_signal(grp, SIGCONT);
+            grp->state = RUN_GROUP_RUNNING;
+            run_stats_resumed(&job->stats, g, now);
+            run_out_note(&job->out, "%s continued (SIGCONT)", grp->id);
+        }
+    }
+}
+
 static void run_groups(run_job *job, int64_t now)
 {
+    resume_groups(job, now);
     if (wind_down(job, now)) {
         return;
     }
@@ -427,12 +444,6 @@ static void run_groups(run_job *job, int64_t now)
         run_group *grp = &job->groups[g];
         if (grp->state == RUN_GROUP_WAITING && grp->restart_at_ms <= now) {
             start_group(job, grp);
-        } else if (grp->state == RUN_GROUP_STOPPED &&
-                   grp->resume_at_ms <= now) {
-            run_group_signal(grp, SIGCONT);
-            grp->state = RUN_GROUP_RUNNING;
-            run_stats_resumed(&job->stats, g, now);
-            run_out_note(&job->out, "%s continued (SIGCONT)", grp->id);
         }
         if (job->phase != RUN_PHASE_RUNNING) {
             return; /* a group that cannot start failed the job */
