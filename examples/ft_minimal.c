@@ -1,7 +1,9 @@
 /* The README's example: the smallest fault-tolerant trainer. Each replica
  * group fits w to (1, 2, 3, 4) by averaged gradient steps through the
- * manager; run it with `ftc run --replicas 3 -- ./ft_minimal`. */
+ * manager; run it with `ftc run --replicas 3 --kill-at-steps 50,100,150 --
+ * ./ft_minimal`. */
 #include <stdio.h>
+#include <threads.h>
 
 #include "ftc/ftc.h"
 
@@ -18,12 +20,14 @@ int main(void)
         fprintf(stderr, "ft_minimal: %s\n", ftc_last_error());
         return 1;
     }
-    while (ftc_manager_current_step(m) < 100) {
+    while (ftc_manager_current_step(m) < 200) {
         /* Join this step's quorum; a replica that is behind heals here. */
         if (ftc_manager_start_quorum(m, NULL) != 0 ||
             ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT) != 0) {
             continue;
         }
+        /* 10 ms stand in for the forward and backward passes. */
+        thrd_sleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
         for (int i = 0; i < 4; i++) {
             grad[i] = w[i] - (float)(i + 1); /* gradient of |w - t|^2 / 2 */
         }

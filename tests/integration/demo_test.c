@@ -128,20 +128,53 @@ static void diloco_survives_kills(void **state)
     survives_kills("diloco", diloco, "120", "3", "5", 0.15);
 }
 
-/* The README's example trains to its target on every replica. */
+/* The README's example, run as the README runs it: it trains to its
+ * target on every replica through three kills, and the summary has its
+ * steps, recoveries and checksums from the manager alone (ft_minimal
+ * prints no FTC_EVENT line). */
 static void readme_example_trains(void **state)
 {
     (void)state;
-    char minimal[4096];
+    char minimal[4096], dir[4096], summary[4200];
     sibling("ft_minimal", minimal, sizeof(minimal));
-    char *args[] = {
-        T("--replicas"), T("3"), T("--min-replicas"), T("3"), T("--"),
-        minimal,         NULL};
+    rk_dir("readme", dir, sizeof(dir));
+    snprintf(summary, sizeof(summary), "%s/summary.json", dir);
+    char *args[] = {T("--replicas"),
+                    T("3"),
+                    T("--kill-at-steps"),
+                    T("50,100,150"),
+                    T("--summary-json"),
+                    summary,
+                    T("--"),
+                    minimal,
+                    NULL};
     rk_run p;
     rk_start(&p, args, NULL);
     assert_int_equal(rk_wait(&p, 60000), 0);
     assert_int_equal(
-        rk_count(p.text, "w = 1.000 2.000 3.000 4.000 after 100 steps"), 3);
+        rk_count(p.text, "w = 1.000 2.000 3.000 4.000 after 200 steps"), 3);
+    assert_int_equal(rk_count(p.text, "FTC_EVENT"), 0); /* not printed */
+    json_t *s = rk_summary(summary);
+    assert_int_equal(rk_int(s, "steps_committed"), 200);
+    assert_int_equal(rk_int(s, "failures_injected"), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_true(rk_int(rk_failure(s, i), "survivors_recovery_ms") >= 0);
+        assert_true(rk_int(rk_failure(s, i), "victim_recovery_ms") > 0);
+    }
+    int restarts = 0, heals = 0;
+    for (int g = 0; g < 3; g++) {
+        json_t *grp = rk_group(s, g);
+        assert_int_equal(rk_int(grp, "last_step"), 200);
+        assert_true(rk_int(grp, "committed_steps") > 0);
+        assert_non_null(json_string_value(json_object_get(grp, "checksum")));
+        restarts += (int)rk_int(grp, "restarts");
+        heals += (int)rk_int(grp, "heals");
+    }
+    assert_int_equal(restarts, 3);
+    assert_true(heals >= 3); /* each victim healed (init_sync heals too) */
+    assert_string_equal(rk_str(s, "checksums_from"), "manager");
+    assert_true(json_is_true(json_object_get(s, "checksums_identical")));
+    json_decref(s);
     rk_free(&p);
 }
 

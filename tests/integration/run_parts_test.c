@@ -284,6 +284,9 @@ static void inject_replays(void **state)
     assert_int_equal(seen[0] + seen[1] + seen[2] + seen[3], 4);
 }
 
+#define TRAINER RUN_SOURCE_TRAINER
+#define MANAGER RUN_SOURCE_MANAGER
+
 static void stats_recovery(void **state)
 {
     (void)state;
@@ -294,35 +297,38 @@ static void stats_recovery(void **state)
                       .committed = 1,
                       .loss = 0.5,
                       .participants = 3};
-    run_stats_event(&s, 0, 0, 0, &step, 100);
-    run_stats_event(&s, 1, 1, 0, &step, 100); /* rank 1: not counted */
+    run_stats_event(&s, 0, 0, 0, TRAINER, &step, 100);
+    run_stats_event(&s, 1, 1, 0, TRAINER, &step, 100); /* rank 1: not counted */
     assert_int_equal(s.max_step, 5);
-    assert_int_equal(s.replicas[1].committed, 0);
+    assert_int_equal(s.replicas[1].tally[TRAINER].committed, 0);
     /* records move as more are added: use them at once */
     assert_non_null(run_stats_failure(&s, 1, 0, 1, 0, 1000));
     assert_non_null(run_stats_failure(&s, 1, 1, 2, 0, 1000));
     assert_int_equal(s.failures[0].step, 5);
+    /* a report of step 5 still on its way at the failure: no recovery */
+    run_stats_event(&s, 0, 0, 0, TRAINER, &step, 1050);
+    assert_int_equal(s.failures[0].survivors_ms, -1);
     /* victim 1's old incarnation reports late: not back */
     step.step = 6;
-    run_stats_event(&s, 1, 0, 0, &step, 1100);
+    run_stats_event(&s, 1, 0, 0, TRAINER, &step, 1100);
     assert_int_equal(s.failures[0].victim_ms, -1);
     /* group 1 is a survivor of group 2's stop */
     assert_int_equal(s.failures[1].survivors_ms, 100);
     /* a survivor commits: group 1's survivors are measured */
-    run_stats_event(&s, 0, 0, 0, &step, 1200);
+    run_stats_event(&s, 0, 0, 0, TRAINER, &step, 1200);
     assert_int_equal(s.failures[0].survivors_ms, 200);
     /* the stopped group's step before SIGCONT does not count */
-    run_stats_event(&s, 2, 0, 0, &step, 1300);
+    run_stats_event(&s, 2, 0, 0, TRAINER, &step, 1300);
     assert_int_equal(s.failures[1].victim_ms, -1);
     run_stats_resumed(&s, 2, 1400);
-    run_stats_event(&s, 2, 0, 0, &step, 1500);
+    run_stats_event(&s, 2, 0, 0, TRAINER, &step, 1500);
     assert_int_equal(s.failures[1].victim_ms, 500);
     /* an uncommitted step of the new incarnation does not count */
     step.committed = 0;
-    run_stats_event(&s, 1, 0, 1, &step, 1600);
+    run_stats_event(&s, 1, 0, 1, TRAINER, &step, 1600);
     assert_int_equal(s.failures[0].victim_ms, -1);
     step.committed = 1;
-    run_stats_event(&s, 1, 0, 1, &step, 1700);
+    run_stats_event(&s, 1, 0, 1, TRAINER, &step, 1700);
     assert_int_equal(s.failures[0].victim_ms, 700);
     run_recovery_summary rec;
     run_stats_recovery(&s, &rec);
@@ -331,13 +337,13 @@ static void stats_recovery(void **state)
     assert_int_equal(rec.victim_max_ms, 700);
     assert_int_equal(rec.survivors_max_ms, 200);
     assert_int_equal(s.injected, 2);
-    assert_int_equal(s.replicas[1].uncommitted, 1);
+    assert_int_equal(s.replicas[1].tally[TRAINER].uncommitted, 1);
     /* checksums: per group rank, all groups equal, all reported */
     run_event res = {.kind = RUN_EVENT_RESULT, .loss = NAN, .step = -1};
     for (int g = 0; g < 3; g++) {
         for (int r = 0; r < 2; r++) {
             snprintf(res.text, sizeof(res.text), "sum-rank-%d", r);
-            run_stats_event(&s, g, r, 0, &res, 2000);
+            run_stats_event(&s, g, r, 0, TRAINER, &res, 2000);
         }
     }
     const int all[3] = {1, 1, 1}, first_two[3] = {1, 1, 0}, none[3] = {0};
@@ -348,18 +354,62 @@ static void stats_recovery(void **state)
     /* a group that did not finish is not compared */
     assert_true(run_stats_checksums_identical(&s, first_two));
     snprintf(res.text, sizeof(res.text), "sum-rank-0");
-    run_stats_event(&s, 2, 0, 1, &res, 2100);
+    run_stats_event(&s, 2, 0, 1, TRAINER, &res, 2100);
     snprintf(res.text, sizeof(res.text), "other");
-    run_stats_event(&s, 2, 1, 1, &res, 2100);
+    run_stats_event(&s, 2, 1, 1, TRAINER, &res, 2100);
     assert_false(run_stats_checksums_identical(&s, all));
+    run_stats_free(&s);
+}
+
+/* A trainer and its manager both report: each keeps its counts, the
+ * manager's count once it reported, and checksums are compared by the
+ * trainers' when every rank has one, else by the managers'. */
+static void stats_two_reporters(void **state)
+{
+    (void)state;
+    run_stats s;
+    TK_OK(run_stats_init(&s, 2, 1));
+    run_event step = {.kind = RUN_EVENT_STEP,
+                      .step = 1,
+                      .committed = 1,
+                      .loss = 0.25,
+                      .participants = 2};
+    run_stats_event(&s, 0, 0, 0, TRAINER, &step, 10);
+    assert_ptr_equal(run_stats_tally(&s, 0), &s.replicas[0].tally[TRAINER]);
+    step.loss = NAN; /* managers know no loss */
+    run_stats_event(&s, 0, 0, 0, MANAGER, &step, 10);
+    step.step = 2;
+    run_stats_event(&s, 0, 0, 0, MANAGER, &step, 20);
+    assert_ptr_equal(run_stats_tally(&s, 0), &s.replicas[0].tally[MANAGER]);
+    assert_int_equal(run_stats_tally(&s, 0)->committed, 2);
+    assert_int_equal(s.replicas[0].tally[TRAINER].committed, 1);
+    assert_int_equal(s.max_step, 2);
+    assert_true(s.loss == 0.25); /* the trainer's loss stays */
+    run_event res = {.kind = RUN_EVENT_RESULT, .loss = NAN, .step = 2};
+    const int both[2] = {1, 1};
+    assert_int_equal(run_stats_result_source(&s, both), -1);
+    for (int g = 0; g < 2; g++) {
+        snprintf(res.text, sizeof(res.text), "mgr-same");
+        run_stats_event(&s, g, 0, 0, MANAGER, &res, 30);
+    }
+    assert_int_equal(run_stats_result_source(&s, both), MANAGER);
+    assert_true(run_stats_checksums_identical(&s, both));
+    /* one trainer result is not every rank's: still the managers' */
+    snprintf(res.text, sizeof(res.text), "trainer-a");
+    run_stats_event(&s, 0, 0, 0, TRAINER, &res, 40);
+    assert_int_equal(run_stats_result_source(&s, both), MANAGER);
+    snprintf(res.text, sizeof(res.text), "trainer-b");
+    run_stats_event(&s, 1, 0, 0, TRAINER, &res, 40);
+    assert_int_equal(run_stats_result_source(&s, both), TRAINER);
+    assert_false(run_stats_checksums_identical(&s, both));
     run_stats_free(&s);
 }
 
 static void env_build(void **state)
 {
     (void)state;
-    char *base[] = {"PATH=/bin",  "FTC_JOB=stale", "KEEP=1",
-                    "USER_X=old", "RANK=9",        NULL};
+    char *base[] = {"PATH=/bin", "FTC_JOB=stale",  "KEEP=1", "USER_X=old",
+                    "RANK=9",    "FTC_EVENT_FD=9", NULL};
     const char *user[] = {"USER_X=new", "EXTRA=a=b"};
     run_env_rank r = {.job = "j",
                       .lighthouse = "h:1",
@@ -385,6 +435,7 @@ static void env_build(void **state)
                                        "FTC_STORE_PREFIX=replica_3/7",
                                        "FTC_INCARNATION=7",
                                        "FTC_RUN_DIR=/d",
+                                       "FTC_EVENT_FD=3",
                                        "REPLICA_GROUP_ID=3",
                                        "NUM_REPLICA_GROUPS=4",
                                        "TORCHFT_LIGHTHOUSE=http://h:1",
@@ -479,10 +530,11 @@ static void opts_parse(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(event_kinds),    cmocka_unit_test(event_garbage),
-        cmocka_unit_test(lines_split),    cmocka_unit_test(inject_plan),
-        cmocka_unit_test(inject_replays), cmocka_unit_test(stats_recovery),
-        cmocka_unit_test(env_build),      cmocka_unit_test(opts_parse),
+        cmocka_unit_test(event_kinds),         cmocka_unit_test(event_garbage),
+        cmocka_unit_test(lines_split),         cmocka_unit_test(inject_plan),
+        cmocka_unit_test(inject_replays),      cmocka_unit_test(stats_recovery),
+        cmocka_unit_test(stats_two_reporters), cmocka_unit_test(env_build),
+        cmocka_unit_test(opts_parse),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -101,6 +101,7 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
                            ? o.advertise_host
                            : env[FTC__MANAGER_ENV_ADVERTISE_HOST];
     const char *token = o.token != NULL ? o.token : env[FTC__MANAGER_ENV_TOKEN];
+    ftc__manager_report_open(m, env[FTC__MANAGER_ENV_EVENT_FD]);
     FTC__CHECK(copy_str(m->lighthouse, sizeof(m->lighthouse), o.lighthouse,
                         "lighthouse", true));
     FTC__CHECK(copy_str(m->job, sizeof(m->job), o.job, "job", false));
@@ -232,6 +233,7 @@ int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
         return ftc__seterr(FTC_ENOMEM, "manager");
     }
     m->magic = FTC__MGR_MAGIC;
+    m->report_fd = -1;
     init_sync_objects(m);
     ftc__heal_state_init(&m->state);
     m->pg_quorum_id = -1;
@@ -340,6 +342,7 @@ void ftc_manager_destroy(ftc_manager *m)
     }
     stop_threads(m);
     drop_works(m);
+    ftc__manager_report_result(m);
     /* The threads are joined; a borrower can still be a trainer thread
      * that calls into the manager while destroying it (misuse), so the
      * group is taken out as the quorum thread does it. */

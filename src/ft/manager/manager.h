@@ -7,8 +7,9 @@
  * manager_env.c (options from the launcher's environment), manager_round.c
  * (the quorum thread: one round), manager_push.c (heartbeat and watch
  * threads), manager_step.c (start/wait quorum, allreduce, should_commit),
- * manager_comm.c (the algo comm), manager_plan.c and manager_wire.c (pure
- * parts, ft/manager_plan.h). */
+ * manager_comm.c (the algo comm), manager_report.c (events for the
+ * launcher), manager_plan.c and manager_wire.c (pure parts,
+ * ft/manager_plan.h). */
 #ifndef FTC_FT_MANAGER_H
 #define FTC_FT_MANAGER_H
 
@@ -186,6 +187,13 @@ struct ftc_manager {
 
     pthread_mutex_t stats_mu;
     ftc_manager_stats stats;
+
+    /* The launcher's event socket (FTC_EVENT_FD), or -1 (not ours: never
+     * closed); the XXH3 of the registered state at the last committed
+     * vote and the step it committed (-1: none). Training thread only. */
+    int report_fd;
+    uint64_t report_sum;
+    int64_t report_steps;
 };
 
 /* Every environment variable the manager reads (docs/operations.md,
@@ -207,6 +215,7 @@ enum {
     FTC__MANAGER_ENV_TIMEOUT_MS,
     FTC__MANAGER_ENV_ADVERTISE_HOST,
     FTC__MANAGER_ENV_TOKEN,
+    FTC__MANAGER_ENV_EVENT_FD,
     FTC__MANAGER_ENV_COUNT
 };
 void ftc__manager_env_read(const char *values[FTC__MANAGER_ENV_COUNT]);
@@ -262,6 +271,17 @@ ftc_pg *ftc__manager_pg_take_out_locked(ftc_manager *m);
  * (NULL: none). Tests make aborts slow with it. */
 extern void (*_Atomic ftc__manager_testing_before_abort)(void);
 #endif
+
+/* Reports to the launcher (manager_report.c). open takes FTC_EVENT_FD's
+ * value (NULL: none); the others do nothing without a valid one. step:
+ * after each vote (a committed one also takes the state's checksum; only
+ * group rank 0 sends); heal: after a healed state is adopted; result: in
+ * destroy, the checksum taken at the last committed vote. */
+void ftc__manager_report_open(ftc_manager *m, const char *fd_text);
+void ftc__manager_report_step(ftc_manager *m, bool committed);
+void ftc__manager_report_heal(ftc_manager *m, int64_t step, const char *from,
+                              double ms);
+void ftc__manager_report_result(ftc_manager *m);
 
 /* The quorum thread (manager_round.c). */
 void *ftc__manager_quorum_main(void *arg);

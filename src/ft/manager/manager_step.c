@@ -135,6 +135,7 @@ static void adopt(ftc_manager *m, bool staged)
     snprintf(m->stats.last_heal_source, sizeof(m->stats.last_heal_source), "%s",
              o->heal_source);
     pthread_mutex_unlock(&m->stats_mu);
+    ftc__manager_report_heal(m, o->heal_step, o->heal_source, o->heal_ms);
 }
 
 int ftc_manager_wait_quorum(ftc_manager *m, int64_t timeout_ms)
@@ -491,5 +492,6 @@ int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
     m->phase = FTC__MGR_IDLE;
     pthread_mutex_unlock(&m->mu);
     *commit = rc == 0 && yes;
+    ftc__manager_report_step(m, *commit);
     return vrc != 0 ? ftc__seterr(vrc, "vote: %s", msg) : rc;
 }

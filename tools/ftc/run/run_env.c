@@ -19,6 +19,7 @@ static const char *const contract[] = {
     "FTC_STORE_PREFIX",
     "FTC_INCARNATION",
     "FTC_RUN_DIR",
+    "FTC_EVENT_FD",
     /* what torchft's scripts and torchrun's workers read, the same facts
      * under their names (docs/operations.md) */
     "REPLICA_GROUP_ID",
@@ -146,6 +147,7 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         join("FTC_STORE_PREFIX", prefix),
         join_int("FTC_INCARNATION", r->incarnation),
         join("FTC_RUN_DIR", r->run_dir),
+        join_int("FTC_EVENT_FD", RUN_EVENT_FD),
         join_int("REPLICA_GROUP_ID", r->replica_index),
         join_int("NUM_REPLICA_GROUPS", r->num_replicas),
         join("TORCHFT_LIGHTHOUSE", lighthouse_url),

@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+/* The descriptor a rank finds its end of the event socket on
+ * (FTC_EVENT_FD): the first after stderr. libftc's manager sends its
+ * FTC_EVENT lines there, never blocking (a full socket drops a line). */
+#define RUN_EVENT_FD 3
+
 /* What the contract tells one rank. Strings are borrowed. */
 typedef struct run_env_rank {
     const char *job;

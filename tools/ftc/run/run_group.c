@@ -26,7 +26,9 @@ int run_group_init(run_group *g, int index, int nranks)
         return -1;
     }
     for (int r = 0; r < nranks; r++) {
-        g->ranks[r].fd[0] = g->ranks[r].fd[1] = -1;
+        for (int s = 0; s < RUN_STREAMS; s++) {
+            g->ranks[r].fd[s] = -1;
+        }
     }
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
@@ -50,7 +52,7 @@ void run_group_free(run_group *g)
 
 static void close_fds(run_rank *rk)
 {
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < RUN_STREAMS; s++) {
         if (rk->fd[s] >= 0) {
             close(rk->fd[s]);
             rk->fd[s] = -1;
@@ -93,10 +95,12 @@ int run_group_spawn(run_group *g, const run_launch *l)
         run_rank *rk = &g->ranks[r];
         rk->pid = c.pid;
         rk->status = 0;
-        rk->fd[0] = c.out_fd;
-        rk->fd[1] = c.err_fd;
-        run_lines_init(&rk->lines[0]);
-        run_lines_init(&rk->lines[1]);
+        rk->fd[RUN_STDOUT] = c.out_fd;
+        rk->fd[RUN_STDERR] = c.err_fd;
+        rk->fd[RUN_EVENTS] = c.event_fd;
+        for (int s = 0; s < RUN_STREAMS; s++) {
+            run_lines_init(&rk->lines[s]);
+        }
         g->live++;
     }
     return 0;

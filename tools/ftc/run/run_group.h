@@ -11,11 +11,15 @@
 #include "run/run_env.h"
 #include "run/run_lines.h"
 
+/* The pipes of a rank, by index: its stdout, its stderr, and the event
+ * pipe its manager reports on (FTC_EVENT_FD). */
+enum { RUN_STDOUT, RUN_STDERR, RUN_EVENTS, RUN_STREAMS };
+
 typedef struct run_rank {
-    pid_t pid;  /* also its process group; 0 once reaped */
-    int status; /* waitpid status of its exit */
-    int fd[2];  /* stdout, stderr read ends; -1 once closed */
-    run_lines lines[2];
+    pid_t pid;           /* also its process group; 0 once reaped */
+    int status;          /* waitpid status of its exit */
+    int fd[RUN_STREAMS]; /* read ends; -1 once closed */
+    run_lines lines[RUN_STREAMS];
 } run_rank;
 
 typedef enum run_group_state {

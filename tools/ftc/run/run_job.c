@@ -262,7 +262,8 @@ static void note_recoveries(run_job *job)
     }
 }
 
-static void on_event(run_job *job, run_group *grp, int r, run_event *ev)
+static void on_event(run_job *job, run_group *grp, int r, run_source src,
+                     run_event *ev)
 {
     switch (ev->kind) {
     case RUN_EVENT_STEP:
@@ -272,6 +273,11 @@ static void on_event(run_job *job, run_group *grp, int r, run_event *ev)
         }
         break;
     case RUN_EVENT_HEAL:
+        if (src == RUN_SOURCE_TRAINER &&
+            run_stats_tally(&job->stats, grp->index) !=
+                &job->stats.replicas[grp->index].tally[RUN_SOURCE_TRAINER]) {
+            break; /* its manager reported this heal already */
+        }
         run_out_note(&job->out, "%s rank %d healed at step %lld from %s",
                      grp->id, r, (long long)ev->step,
                      ev->text[0] != '\0' ? ev->text : "a peer");
@@ -284,8 +290,11 @@ static void on_event(run_job *job, run_group *grp, int r, run_event *ev)
         int64_t seen = job->stats.replicas[grp->index].bad_events;
         if (seen <= RUN_BAD_EVENT_NOTES) {
             run_out_note(
-                &job->out, "[r%d.%d] ignored a malformed FTC_EVENT line: %s%s",
-                grp->index, r, ev->why,
+                &job->out,
+                "[r%d.%d] ignored a malformed FTC_EVENT line%s: %s%s",
+                grp->index, r,
+                src == RUN_SOURCE_MANAGER ? " on the event socket" : "",
+                ev->why,
                 seen == RUN_BAD_EVENT_NOTES ? " (further ones are only counted)"
                                             : "");
         }
@@ -300,19 +309,27 @@ void run_job_line(run_job *job, int g, int r, int stream, char *line,
                   size_t len)
 {
     run_group *grp = &job->groups[g];
+    run_source src =
+        stream == RUN_EVENTS ? RUN_SOURCE_MANAGER : RUN_SOURCE_TRAINER;
     run_event ev;
     run_event_kind kind =
-        stream == 0 ? run_event_parse(line, len, &ev) : RUN_EVENT_NONE;
+        stream == RUN_STDERR ? RUN_EVENT_NONE : run_event_parse(line, len, &ev);
+    if (stream == RUN_EVENTS && kind == RUN_EVENT_NONE) {
+        /* Only events belong on the event socket. */
+        kind = ev.kind = RUN_EVENT_BAD;
+        snprintf(ev.why, sizeof(ev.why), "no FTC_EVENT tag");
+    }
     /* Malformed events are printed too: the trainer's author needs them. */
     if (kind == RUN_EVENT_NONE || kind == RUN_EVENT_BAD ||
         job->opts->show_events) {
-        run_out_line(&job->out, g, r, stream, line, len);
+        run_out_line(&job->out, g, r, stream == RUN_STDERR, line, len);
     }
     if (kind == RUN_EVENT_NONE) {
         return;
     }
-    run_stats_event(&job->stats, g, r, grp->incarnation, &ev, run_job_now(job));
-    on_event(job, grp, r, &ev);
+    run_stats_event(&job->stats, g, r, grp->incarnation, src, &ev,
+                    run_job_now(job));
+    on_event(job, grp, r, src, &ev);
 }
 
 /* ---------------------------------------------------------- injection */

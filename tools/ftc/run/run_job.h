@@ -55,7 +55,9 @@ void run_job_free(run_job *job);
 /* Job time: ms since the job started. */
 int64_t run_job_now(const run_job *job);
 
-/* One line of output from rank r of group g (stream 0 stdout, 1 stderr). */
+/* One line from rank r of group g: stream RUN_STDOUT, RUN_STDERR, or
+ * RUN_EVENTS (its manager's event socket, never printed unless
+ * --show-events). */
 void run_job_line(run_job *job, int g, int r, int stream, char *line,
                   size_t len);
 /* Rank r of group g was reaped with status (its pipes drained). */

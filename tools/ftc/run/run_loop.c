@@ -19,6 +19,11 @@
 #define RUN_READ_BYTES 65536
 #define RUN_DRAIN_READS 64
 
+/* A rank's pipes in the order they are read: its manager's events before
+ * its stdout, so that a manager's step event is taken before the
+ * trainer's report of the same step (the manager wrote it first). */
+static const int read_order[RUN_STREAMS] = {RUN_EVENTS, RUN_STDOUT, RUN_STDERR};
+
 /* The signals the loop takes from its signalfd. */
 static void loop_signals(sigset_t *set)
 {
@@ -85,7 +90,8 @@ static void reap(run_job *job)
             if (r < 0) {
                 continue;
             }
-            for (int s = 0; s < 2; s++) {
+            for (int k = 0; k < RUN_STREAMS; k++) {
+                int s = read_order[k];
                 for (int i = 0; i < RUN_DRAIN_READS && read_pipe(job, g, r, s);
                      i++) {
                 }
@@ -119,7 +125,7 @@ int run_loop(run_job *job)
     sigset_t set;
     loop_signals(&set);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    size_t cap = 1 + 2 * (size_t)job->n * (size_t)job->opts->ranks;
+    size_t cap = 1 + RUN_STREAMS * (size_t)job->n * (size_t)job->opts->ranks;
     struct pollfd *pfds = ftc__calloc(cap, sizeof(*pfds));
     slot *slots = ftc__calloc(cap, sizeof(*slots));
     int rc = 0;
@@ -137,7 +143,8 @@ int run_loop(run_job *job)
         pfds[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
         for (int g = 0; g < job->n; g++) {
             for (int r = 0; r < job->groups[g].nranks; r++) {
-                for (int s = 0; s < 2; s++) {
+                for (int k = 0; k < RUN_STREAMS; k++) {
+                    int s = read_order[k];
                     int fd = job->groups[g].ranks[r].fd[s];
                     if (fd >= 0) {
                         slots[n] = (slot){g, r, s};

@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "run/run_env.h"
 
 static int executable(const char *path)
 {
@@ -69,7 +72,7 @@ int run_spawn_resolve(const char *cmd, char *path, size_t cap)
 }
 
 /* The child between fork and exec. Never returns. */
-static void exec_child(pid_t parent, int null_fd, int out_fd, int err_fd,
+static void exec_child(pid_t parent, int null_fd, const int fds[3],
                        const char *path, char *const argv[], char *const envp[])
 {
     /* Its own process group: a terminal's Ctrl-C reaches only the
@@ -80,7 +83,12 @@ static void exec_child(pid_t parent, int null_fd, int out_fd, int err_fd,
     if (getppid() != parent) {
         _exit(127); /* the launcher died before prctl */
     }
-    if (dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
+    if (dup2(null_fd, 0) < 0 || dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0) {
+        _exit(127);
+    }
+    /* dup2 onto itself would keep close-on-exec: clear it instead. */
+    if (fds[2] == RUN_EVENT_FD ? fcntl(RUN_EVENT_FD, F_SETFD, 0) != 0
+                               : dup2(fds[2], RUN_EVENT_FD) < 0) {
         _exit(127);
     }
     for (int sig = 1; sig < NSIG; sig++) {
@@ -91,7 +99,7 @@ static void exec_child(pid_t parent, int null_fd, int out_fd, int err_fd,
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* No launcher descriptor (store or lighthouse sockets) leaks into the
      * trainer, whoever opened it. */
-    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    close_range(RUN_EVENT_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
     execve(path, argv, envp);
     _exit(127);
 }
@@ -99,42 +107,53 @@ static void exec_child(pid_t parent, int null_fd, int out_fd, int err_fd,
 int run_spawn(const char *path, char *const argv[], char *const envp[],
               run_child *out)
 {
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    /* stdout, stderr and events: [0] the launcher's ends, [1] the
+     * child's. Events go over a socket pair, not a pipe: a reporter's
+     * send can then be non-blocking and never raise SIGPIPE without
+     * changing anything the trainer's process shares. */
+    int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
-        pipe2(err_pipe, O_CLOEXEC) != 0) {
-        int rc = errno;
-        int fds[] = {null_fd, out_pipe[0], out_pipe[1], err_pipe[0],
-                     err_pipe[1]};
-        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-            if (fds[i] >= 0) {
-                close(fds[i]);
+    int rc = null_fd < 0 ? errno : 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        rc = pipe2(pipes[i], O_CLOEXEC) != 0 ? errno : 0;
+    }
+    if (rc == 0 &&
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipes[2]) != 0) {
+        rc = errno;
+    }
+    pid_t pid = -1;
+    if (rc == 0) {
+        fflush(NULL); /* nothing buffered may be written twice */
+        pid_t parent = getpid();
+        int child_fds[3] = {pipes[0][1], pipes[1][1], pipes[2][1]};
+        pid = fork();
+        if (pid == 0) {
+            exec_child(parent, null_fd, child_fds, path, argv, envp);
+        }
+        rc = pid < 0 ? errno : 0;
+    }
+    if (null_fd >= 0) {
+        close(null_fd);
+    }
+    for (int i = 0; i < 3; i++) {
+        for (int end = rc == 0 ? 1 : 0; end < 2; end++) {
+            if (pipes[i][end] >= 0) {
+                close(pipes[i][end]);
             }
         }
-        return rc;
     }
-    fflush(NULL); /* nothing buffered may be written twice */
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        exec_child(parent, null_fd, out_pipe[1], err_pipe[1], path, argv, envp);
-    }
-    int rc = pid < 0 ? errno : 0;
-    close(null_fd);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
     if (rc != 0) {
-        close(out_pipe[0]);
-        close(err_pipe[0]);
         return rc;
     }
     /* Also here, so the group exists before the first kill(-pid); fails
      * harmlessly if the child already exec'd. */
     setpgid(pid, pid);
-    fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+    for (int i = 0; i < 3; i++) {
+        fcntl(pipes[i][0], F_SETFL, O_NONBLOCK);
+    }
     out->pid = pid;
-    out->out_fd = out_pipe[0];
-    out->err_fd = err_pipe[0];
+    out->out_fd = pipes[0][0];
+    out->err_fd = pipes[1][0];
+    out->event_fd = pipes[2][0];
     return 0;
 }

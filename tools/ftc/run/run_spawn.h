@@ -1,6 +1,6 @@
 /* Starting one rank process: fork then exec into its own process group,
- * stdout and stderr on pipes, stdin on /dev/null, killed if the launcher
- * dies (PR_SET_PDEATHSIG). */
+ * stdout and stderr on pipes, an event socket on descriptor RUN_EVENT_FD,
+ * stdin on /dev/null, killed if the launcher dies (PR_SET_PDEATHSIG). */
 #ifndef FTC_TOOLS_RUN_SPAWN_H
 #define FTC_TOOLS_RUN_SPAWN_H
 
@@ -16,6 +16,7 @@ typedef struct run_child {
     pid_t pid;  /* also its process group id */
     int out_fd; /* read ends, non-blocking, close-on-exec */
     int err_fd;
+    int event_fd; /* the event socket, RUN_EVENT_FD in the child */
 } run_child;
 
 /* Starts path with argv and envp (everything allocated by the caller

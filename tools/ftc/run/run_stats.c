@@ -9,11 +9,13 @@
 
 static void reset_results(run_stats *s, int g)
 {
-    for (int r = 0; r < s->m; r++) {
-        run_rank_result *res = &s->replicas[g].results[r];
-        memset(res, 0, sizeof(*res));
-        res->final_loss = NAN;
-        res->steps = -1;
+    for (int src = 0; src < RUN_SOURCES; src++) {
+        for (int r = 0; r < s->m; r++) {
+            run_rank_result *res = &s->replicas[g].results[src][r];
+            memset(res, 0, sizeof(*res));
+            res->final_loss = NAN;
+            res->steps = -1;
+        }
     }
 }
 
@@ -33,10 +35,12 @@ int run_stats_init(run_stats *s, int n, int m)
         run_replica_stats *rs = &s->replicas[g];
         rs->last_step = 0;
         rs->last_loss = NAN;
-        rs->results = ftc__calloc((size_t)m, sizeof(*rs->results));
-        if (rs->results == NULL) {
-            run_stats_free(s);
-            return FTC_ENOMEM;
+        for (int src = 0; src < RUN_SOURCES; src++) {
+            rs->results[src] = ftc__calloc((size_t)m, sizeof(*rs->results[0]));
+            if (rs->results[src] == NULL) {
+                run_stats_free(s);
+                return FTC_ENOMEM;
+            }
         }
         reset_results(s, g);
     }
@@ -46,7 +50,9 @@ int run_stats_init(run_stats *s, int n, int m)
 void run_stats_free(run_stats *s)
 {
     for (int g = 0; s->replicas != NULL && g < s->n; g++) {
-        ftc__free(s->replicas[g].results);
+        for (int src = 0; src < RUN_SOURCES; src++) {
+            ftc__free(s->replicas[g].results[src]);
+        }
     }
     ftc__free(s->replicas);
     ftc__free(s->failures);
@@ -97,15 +103,18 @@ void run_stats_restarted(run_stats *s, int g)
     reset_results(s, g);
 }
 
-/* A committed step of group g (incarnation inc) ends the survivors' wait
- * of every failure of another group, and the victim's own wait once it
- * is back: a new incarnation, or continued after SIGSTOP. */
-static void measure(run_stats *s, int g, int inc, int64_t now_ms)
+/* Committed step `step` of group g (incarnation inc) ends the survivors'
+ * wait of every failure of another group, if it is a step past the one
+ * the job had reached at the failure (a report of that step that was
+ * still on its way when the failure hit is no recovery); and the victim's
+ * own wait once it is back: a new incarnation, or continued after
+ * SIGSTOP. */
+static void measure(run_stats *s, int g, int inc, int64_t step, int64_t now_ms)
 {
     for (int i = 0; i < s->n_failures; i++) {
         run_failure *f = &s->failures[i];
         if (f->victim != g) {
-            if (f->survivors_ms < 0) {
+            if (f->survivors_ms < 0 && step > f->step) {
                 f->survivors_ms = now_ms - f->at_ms;
             }
         } else if (f->victim_ms < 0 &&
@@ -116,8 +125,8 @@ static void measure(run_stats *s, int g, int inc, int64_t now_ms)
     }
 }
 
-static void on_step(run_stats *s, int g, int inc, const run_event *ev,
-                    int64_t now_ms)
+static void on_step(run_stats *s, int g, int inc, run_tally *t,
+                    const run_event *ev, int64_t now_ms)
 {
     run_replica_stats *rs = &s->replicas[g];
     if (!isnan(ev->loss)) {
@@ -125,10 +134,10 @@ static void on_step(run_stats *s, int g, int inc, const run_event *ev,
         s->loss = ev->loss;
     }
     if (!ev->committed) {
-        rs->uncommitted++;
+        t->uncommitted++;
         return;
     }
-    rs->committed++;
+    t->committed++;
     if (ev->step > rs->last_step) {
         rs->last_step = ev->step;
     }
@@ -138,21 +147,22 @@ static void on_step(run_stats *s, int g, int inc, const run_event *ev,
     if (ev->participants >= 0) {
         s->participants = ev->participants;
     }
-    measure(s, g, inc, now_ms);
+    measure(s, g, inc, ev->step, now_ms);
 }
 
-void run_stats_event(run_stats *s, int g, int r, int inc, const run_event *ev,
-                     int64_t now_ms)
+void run_stats_event(run_stats *s, int g, int r, int inc, run_source src,
+                     const run_event *ev, int64_t now_ms)
 {
     run_replica_stats *rs = &s->replicas[g];
+    run_tally *t = &rs->tally[src];
     switch (ev->kind) {
     case RUN_EVENT_STEP:
         if (r == 0) {
-            on_step(s, g, inc, ev, now_ms);
+            on_step(s, g, inc, t, ev, now_ms);
         }
         break;
     case RUN_EVENT_HEAL:
-        rs->heals++;
+        t->heals++;
         break;
     case RUN_EVENT_ERROR:
         rs->errors++;
@@ -161,7 +171,7 @@ void run_stats_event(run_stats *s, int g, int r, int inc, const run_event *ev,
         rs->bad_events++;
         break;
     case RUN_EVENT_RESULT: {
-        run_rank_result *res = &rs->results[r];
+        run_rank_result *res = &rs->results[src][r];
         res->have = 1;
         memcpy(res->checksum, ev->text, sizeof(res->checksum));
         res->final_loss = ev->loss;
@@ -171,6 +181,13 @@ void run_stats_event(run_stats *s, int g, int r, int inc, const run_event *ev,
     default:
         break;
     }
+}
+
+const run_tally *run_stats_tally(const run_stats *s, int g)
+{
+    const run_tally *mgr = &s->replicas[g].tally[RUN_SOURCE_MANAGER];
+    int reported = mgr->committed + mgr->uncommitted + mgr->heals > 0;
+    return reported ? mgr : &s->replicas[g].tally[RUN_SOURCE_TRAINER];
 }
 
 void run_stats_recovery(const run_stats *s, run_recovery_summary *out)
@@ -202,20 +219,48 @@ void run_stats_recovery(const run_stats *s, run_recovery_summary *out)
     }
 }
 
+/* Whether every rank of every counted group has a result from src. */
+static int all_reported(const run_stats *s, const int *counted, int src)
+{
+    for (int g = 0; g < s->n; g++) {
+        for (int r = 0; counted[g] && r < s->m; r++) {
+            if (!s->replicas[g].results[src][r].have) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+int run_stats_result_source(const run_stats *s, const int *counted)
+{
+    int any = 0;
+    for (int g = 0; g < s->n; g++) {
+        any |= counted[g];
+    }
+    for (int src = 0; any && src < RUN_SOURCES; src++) {
+        if (all_reported(s, counted, src)) {
+            return src;
+        }
+    }
+    return -1;
+}
+
 int run_stats_checksums_identical(const run_stats *s, const int *counted)
 {
-    int first = -1;
-    for (int g = 0; g < s->n && first < 0; g++) {
-        first = counted[g] ? g : -1;
-    }
-    if (first < 0) {
+    int src = run_stats_result_source(s, counted);
+    if (src < 0) {
         return 0;
     }
+    int first = 0;
+    while (!counted[first]) {
+        first++;
+    }
     for (int r = 0; r < s->m; r++) {
-        const run_rank_result *a = &s->replicas[first].results[r];
+        const char *a = s->replicas[first].results[src][r].checksum;
         for (int g = first; g < s->n; g++) {
-            const run_rank_result *b = &s->replicas[g].results[r];
-            if (counted[g] && (!b->have || strcmp(a->checksum, b->checksum))) {
+            if (counted[g] &&
+                strcmp(a, s->replicas[g].results[src][r].checksum) != 0) {
                 return 0;
             }
         }

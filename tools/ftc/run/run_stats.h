@@ -25,6 +25,17 @@ typedef struct run_failure {
     char detail[96];      /* e.g. "rank 1 exited with code 3" */
 } run_failure;
 
+/* Who reported an event: the trainer on its stdout, or libftc's manager
+ * on the launcher's event socket (FTC_EVENT_FD). Both may report the same
+ * steps; each keeps its own counts and results, and the summary takes the
+ * manager's counts and the trainer's checksums when both are there
+ * (docs/decisions.md, "Two reporters"). */
+typedef enum run_source {
+    RUN_SOURCE_TRAINER = 0,
+    RUN_SOURCE_MANAGER = 1,
+    RUN_SOURCES
+} run_source;
+
 typedef struct run_rank_result {
     int have;
     char checksum[RUN_EVENT_TEXT_MAX];
@@ -32,13 +43,20 @@ typedef struct run_rank_result {
     int64_t steps;     /* -1 if not reported */
 } run_rank_result;
 
+/* One reporter's counts for a group. */
+typedef struct run_tally {
+    int64_t committed; /* step events with committed true */
+    int64_t uncommitted;
+    int64_t heals;
+} run_tally;
+
 typedef struct run_replica_stats {
     int64_t last_step; /* highest committed step reported; 0 */
     double last_loss;  /* loss of the latest step event; NAN */
-    int64_t committed; /* step events with committed true */
-    int64_t uncommitted;
-    int64_t heals, errors, bad_events;
-    run_rank_result *results; /* one per rank, latest incarnation only */
+    run_tally tally[RUN_SOURCES];
+    int64_t errors, bad_events;
+    /* One per rank and reporter, latest incarnation only. */
+    run_rank_result *results[RUN_SOURCES];
 } run_replica_stats;
 
 typedef struct run_stats {
@@ -67,11 +85,15 @@ void run_stats_resumed(run_stats *s, int victim, int64_t now_ms);
 /* A group restarts: its rank results belonged to the dead incarnation. */
 void run_stats_restarted(run_stats *s, int g);
 
-/* An event from rank r of group g (now in incarnation inc). Step events
- * count from group rank 0 only (the contract: it reports for the group);
- * they also complete recovery measurements. */
-void run_stats_event(run_stats *s, int g, int r, int inc, const run_event *ev,
-                     int64_t now_ms);
+/* An event from rank r of group g (now in incarnation inc) reported by
+ * src. Step events count from group rank 0 only (the contract: it reports
+ * for the group); they also complete recovery measurements. */
+void run_stats_event(run_stats *s, int g, int r, int inc, run_source src,
+                     const run_event *ev, int64_t now_ms);
+
+/* The counts of group g: its manager's once it reported a step or heal,
+ * else its trainer's. */
+const run_tally *run_stats_tally(const run_stats *s, int g);
 
 /* Summary over recoveries measured so far. */
 typedef struct run_recovery_summary {
@@ -81,8 +103,13 @@ typedef struct run_recovery_summary {
 } run_recovery_summary;
 void run_stats_recovery(const run_stats *s, run_recovery_summary *out);
 
-/* 1 if every group g with counted[g] set (at least one) reported a result
- * on every rank and, for each group rank, their checksums are equal. */
+/* Whose results the groups with counted[g] set are compared by: the
+ * trainers' if every rank of those groups reported one, else the
+ * managers' if every rank did, else -1 (nothing to compare). */
+int run_stats_result_source(const run_stats *s, const int *counted);
+
+/* 1 if run_stats_result_source finds a source and, for each group rank,
+ * the checksums of the counted groups (at least one) are equal. */
 int run_stats_checksums_identical(const run_stats *s, const int *counted);
 
 #endif

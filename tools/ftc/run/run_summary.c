@@ -27,26 +27,56 @@ static const char *failure_kind(const run_failure *f)
 /* The group's final loss: its rank 0 result, else its last step. */
 static double final_loss(const run_replica_stats *rs)
 {
-    return !isnan(rs->results[0].final_loss) ? rs->results[0].final_loss
-                                             : rs->last_loss;
+    double reported = rs->results[RUN_SOURCE_TRAINER][0].final_loss;
+    return !isnan(reported) ? reported : rs->last_loss;
 }
 
-/* Whether the groups that finished (every rank exited 0) ended with the
- * same parameters; groups stopped or failed have none to compare. *n_out:
- * how many finished. */
-static int finished_identical(const run_job *job, int *n_out)
+/* How the groups that finished (every rank exited 0) compare; groups
+ * stopped or failed have none to compare. */
+typedef struct verdict {
+    int finished; /* groups that finished */
+    int source;   /* whose checksums are compared (run_source), or -1 */
+    int identical;
+} verdict;
+
+static verdict judge(const run_job *job)
 {
+    verdict v = {0, -1, 0};
     int *counted = ftc__calloc((size_t)job->n, sizeof(int));
-    int n = 0;
     for (int g = 0; counted != NULL && g < job->n; g++) {
         counted[g] = job->groups[g].state == RUN_GROUP_FINISHED;
-        n += counted[g];
+        v.finished += counted[g];
     }
-    int same =
-        counted != NULL && run_stats_checksums_identical(&job->stats, counted);
+    if (counted != NULL) {
+        v.source = run_stats_result_source(&job->stats, counted);
+        v.identical = run_stats_checksums_identical(&job->stats, counted);
+    }
     ftc__free(counted);
-    *n_out = n;
-    return same;
+    return v;
+}
+
+/* The result shown for rank r of a group: from the compared source, else
+ * the trainer's, else the manager's; NULL when neither reported. */
+static const char *shown_checksum(const run_replica_stats *rs, int source,
+                                  int r)
+{
+    if (source >= 0) {
+        const run_rank_result *res = &rs->results[source][r];
+        return res->have ? res->checksum : NULL;
+    }
+    for (int src = 0; src < RUN_SOURCES; src++) {
+        if (rs->results[src][r].have) {
+            return rs->results[src][r].checksum;
+        }
+    }
+    return NULL;
+}
+
+static const char *source_name(int source)
+{
+    return source == RUN_SOURCE_TRAINER   ? "trainer"
+           : source == RUN_SOURCE_MANAGER ? "manager"
+                                          : NULL;
 }
 
 static double secs(int64_t ms)
@@ -95,6 +125,7 @@ void run_summary_print(const run_job *job)
         print_ms("-", f->victim_ms);
         printf("  %s\n", f->detail);
     }
+    verdict v = judge(job);
     printf("\n  %-12s %-9s %8s %7s %12s  %s\n", "replica", "status", "restarts",
            "steps", "final loss", "checksum (rank 0)");
     for (int g = 0; g < job->n; g++) {
@@ -104,20 +135,24 @@ void run_summary_print(const run_job *job)
         if (!isnan(final_loss(rs))) {
             snprintf(loss, sizeof(loss), "%.6g", final_loss(rs));
         }
+        const char *sum = shown_checksum(rs, v.source, 0);
         printf("  %-12s %-9s %8d %7lld %12s  %s\n", grp->id,
                group_status(grp->state), grp->restarts,
-               (long long)rs->last_step, loss,
-               rs->results[0].have ? rs->results[0].checksum : "-");
+               (long long)rs->last_step, loss, sum != NULL ? sum : "-");
     }
-    int n_finished = 0;
-    if (finished_identical(job, &n_finished)) {
+    if (v.identical) {
         printf("  checksums: identical across the %d replica groups that "
-               "finished\n",
-               n_finished);
-    } else {
+               "finished (reported by the %ss)\n",
+               v.finished, source_name(v.source));
+    } else if (v.source >= 0) {
         printf("  checksums: NOT identical across the %d replica groups that "
-               "finished (or not reported by every rank)\n",
-               n_finished);
+               "finished (reported by the %ss)\n",
+               v.finished, source_name(v.source));
+    } else {
+        printf("  checksums: not compared: %s\n",
+               v.finished == 0 ? "no replica group finished"
+                               : "not every rank of the groups that finished "
+                                 "reported one");
     }
     fflush(stdout);
 }
@@ -152,36 +187,35 @@ static json_t *failures_json(const run_job *job)
     return a;
 }
 
-static json_t *group_json(const run_job *job, int g)
+static json_t *group_json(const run_job *job, int source, int g)
 {
     const run_group *grp = &job->groups[g];
     const run_replica_stats *rs = &job->stats.replicas[g];
+    const run_tally *t = run_stats_tally(&job->stats, g);
     json_t *sums = json_array();
     for (int r = 0; r < grp->nranks; r++) {
-        json_array_append_new(sums, rs->results[r].have
-                                        ? json_string(rs->results[r].checksum)
-                                        : json_null());
+        const char *sum = shown_checksum(rs, source, r);
+        json_array_append_new(sums,
+                              sum != NULL ? json_string(sum) : json_null());
     }
-    json_t *checksum = rs->results[0].have
-                           ? json_string(rs->results[0].checksum)
-                           : json_null();
+    const char *sum0 = shown_checksum(rs, source, 0);
     return json_pack(
         "{s:s, s:i, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:I, "
         "s:I, s:I}",
         "replica_id", grp->id, "replica_index", g, "status",
         group_status(grp->state), "incarnation", grp->incarnation, "restarts",
         grp->restarts, "crashes", grp->crashes, "last_step",
-        (json_int_t)rs->last_step, "committed_steps", (json_int_t)rs->committed,
-        "uncommitted_steps", (json_int_t)rs->uncommitted, "final_loss",
-        real_or_null(final_loss(rs)), "checksum", checksum, "rank_checksums",
-        sums, "heals", (json_int_t)rs->heals, "errors", (json_int_t)rs->errors,
+        (json_int_t)rs->last_step, "committed_steps", (json_int_t)t->committed,
+        "uncommitted_steps", (json_int_t)t->uncommitted, "final_loss",
+        real_or_null(final_loss(rs)), "checksum",
+        sum0 != NULL ? json_string(sum0) : json_null(), "rank_checksums", sums,
+        "heals", (json_int_t)t->heals, "errors", (json_int_t)rs->errors,
         "bad_events", (json_int_t)rs->bad_events);
 }
 
 static json_t *summary_json(const run_job *job)
 {
-    int n_finished = 0;
-    int identical = finished_identical(job, &n_finished);
+    verdict v = judge(job);
     const run_opts *o = job->opts;
     run_recovery_summary rec;
     run_stats_recovery(&job->stats, &rec);
@@ -191,7 +225,7 @@ static json_t *summary_json(const run_job *job)
     }
     json_t *groups = json_array();
     for (int g = 0; g < job->n; g++) {
-        json_array_append_new(groups, group_json(job, g));
+        json_array_append_new(groups, group_json(job, v.source, g));
     }
     json_t *recovery = json_pack(
         "{s:i, s:I, s:I, s:i, s:I, s:I}", "survivors_measured", rec.survivors_n,
@@ -199,9 +233,10 @@ static json_t *summary_json(const run_job *job)
         "survivors_max_ms", (json_int_t)rec.survivors_max_ms, "victim_measured",
         rec.victim_n, "victim_mean_ms", (json_int_t)rec.victim_mean_ms,
         "victim_max_ms", (json_int_t)rec.victim_max_ms);
+    const char *from = source_name(v.source);
     return json_pack(
         "{s:s, s:o, s:i, s:i, s:s, s:I, s:s, s:i, s:I, s:I, s:I, s:I, s:o, "
-        "s:o, s:o, s:b, s:i}",
+        "s:o, s:o, s:b, s:o, s:i}",
         "job", o->job, "command", command, "replicas", o->replicas, "ranks",
         o->ranks, "lighthouse", job->launch.lighthouse, "seed",
         (json_int_t)o->seed, "outcome", run_job_outcome_name(job->outcome),
@@ -211,7 +246,9 @@ static json_t *summary_json(const run_job *job)
         (json_int_t)job->stats.injected, "failures_total",
         (json_int_t)job->stats.failed, "failures", failures_json(job),
         "recovery", recovery, "replica_groups", groups, "checksums_identical",
-        identical, "groups_finished", n_finished);
+        v.identical, "checksums_from",
+        from != NULL ? json_string(from) : json_null(), "groups_finished",
+        v.finished);
 }
 
 int run_summary_write_json(const run_job *job, const char *path)
