@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the build into a scratch prefix, moves the prefix (pkg-config's
-# file must be relocatable), then builds against it with pkg-config alone:
+# file and the CMake package must be relocatable), then builds against it
+# with pkg-config alone, and again with CMake's find_package(ftc) alone:
 # the README's ft_minimal, and a probe linked shared and static and run.
 # The static probe takes its dependencies' shared libraries (a full
 # static closure of libcurl is not installed on Debian).
@@ -43,4 +44,36 @@ if ldd "$work/probe_static" | grep -q libftc; then
   exit 1
 fi
 "$work/probe_static"
+
+# The CMake package: a consumer that knows only the moved prefix.
+consume() {
+  cmake -S "$src/tests/integration/install/consumer" -B "$work/consumer" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_C_COMPILER="$cc" \
+    -DFTC_SOURCE_DIR="$src" -DFTC_WANT_VERSION="$1"
+}
+if consume 99 >"$work/consumer.log" 2>&1; then
+  echo "install_test: find_package(ftc 99) accepted version $(pkg-config --modversion ftc)"
+  exit 1
+fi
+rm -rf "$work/consumer"
+consume 0.1 >"$work/consumer.log" 2>&1 || {
+  cat "$work/consumer.log"
+  exit 1
+}
+cmake --build "$work/consumer" >>"$work/consumer.log" 2>&1 || {
+  cat "$work/consumer.log"
+  exit 1
+}
+# ft_minimal and the shared probe find the moved libftc by their RPATH.
+ldd "$work/consumer/ft_minimal" | grep -q "$work/prefix/.*libftc.so" || {
+  echo "install_test: the CMake-built ft_minimal does not load the moved libftc"
+  ldd "$work/consumer/ft_minimal"
+  exit 1
+}
+"$work/consumer/probe_shared"
+if ldd "$work/consumer/probe_static" | grep -q libftc; then
+  echo "install_test: the CMake static probe loads libftc.so"
+  exit 1
+fi
+"$work/consumer/probe_static"
 echo "install_test: ok"
