@@ -791,6 +791,16 @@ static void hostile_requests(void **state)
 
 /* ----------------------------------------- status, metrics, dashboard */
 
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *at = strstr(text, needle); at != NULL;
+         at = strstr(at + 1, needle)) {
+        n++;
+    }
+    return n;
+}
+
 static void status_metrics_and_page(void **state)
 {
     (void)state;
@@ -825,6 +835,19 @@ static void status_metrics_and_page(void **state)
                         "first");
     json_t *hb = json_array_get(json_object_get(st, "heartbeats"), 0);
     assert_true(json_is_true(json_object_get(hb, "healthy")));
+    /* The operator's view: the headline and the history behind it. */
+    json_t *sum = json_object_get(st, "summary");
+    assert_int_equal(json_integer_value(json_object_get(sum, "replica_groups")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(sum, "step")), 5);
+    assert_true(json_is_null(json_object_get(sum, "last_failure")));
+    assert_non_null(strstr(json_string_value(json_object_get(sum, "headline")),
+                           "training: 2 replica groups, step 5, "));
+    json_t *samples =
+        json_object_get(json_object_get(st, "history"), "samples");
+    assert_int_equal(json_array_size(samples), 1);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_array_get(samples, 0), 1)), 5);
     json_decref(st);
 
     char *metrics = NULL;
@@ -874,12 +897,125 @@ static void status_metrics_and_page(void **state)
     assert_int_equal(pclose(p), 0);
     assert_non_null(strstr(out, "job default"));
     assert_non_null(strstr(out, "addr_b"));
+    assert_non_null(strstr(out, "training: 2 replica groups, step 5, "));
+    /* --watch: views one after another into a pipe, in place on a
+     * terminal (script gives it a pseudo-terminal). */
+    snprintf(cmd, sizeof(cmd),
+             "%s status --addr %s --job default --watch --interval 0.05 "
+             "--count 3",
+             FTC_CLI_PATH, f.addr);
+    p = popen(cmd, "r");
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(count_of(out, "ftc status at "), 3);
+    assert_int_equal(count_of(out, "training: 2 replica groups, step 5"), 3);
+    assert_null(strstr(out, "\033["));
+    char tty[600];
+    snprintf(tty, sizeof(tty), "script -qec '%s' /dev/null", cmd);
+    p = popen(tty, "r");
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_int_equal(count_of(out, "\033[H\033[2J"), 3);
+    assert_int_equal(count_of(out, "training: 2 replica groups, step 5"), 3);
     snprintf(cmd, sizeof(cmd), "%s status --addr %s", FTC_CLI_PATH, f.addr);
     p = popen(cmd, "r");
     n = fread(out, 1, sizeof(out) - 1, p);
     out[n] = '\0';
     assert_int_equal(pclose(p), 0);
-    assert_non_null(strstr(out, "default"));
+    assert_non_null(strstr(out, "default: training: 2 replica groups"));
+    ftc_lighthouse_join_result_fini(&js[0].result);
+    ftc_lighthouse_join_result_fini(&js[1].result);
+    stop(&f);
+}
+
+/* The status JSON's failure of the operator's view: b's presence (its
+ * watch) drops, so b is lost (disconnect); a retries step 5 alone, then
+ * commits it (survivors back), and b's next incarnation joins at a's step
+ * (back). */
+static json_t *last_failure(const char *addr)
+{
+    json_t *st = lt_get_json(addr, "/v1/jobs/default/status");
+    json_t *f = json_object_get(json_object_get(st, "summary"), "last_failure");
+    json_incref(f);
+    json_decref(st);
+    return f;
+}
+
+static bool has_failure(const char *addr)
+{
+    json_t *f = last_failure(addr);
+    bool yes = json_is_object(f);
+    json_decref(f);
+    return yes;
+}
+
+static void status_follows_a_failure(void **state)
+{
+    (void)state;
+    fixture f;
+    ftc_lighthouse_opts o = rules_opts(2, 1000);
+    start(&f, &o);
+    lt_join js[2];
+    ftc_lighthouse_member ms[2] = {lt_member("a:1", 5), lt_member("b:1", 5)};
+    join_in_order(&f, f.c, js, ms, 2, "default");
+    expect_joined(&js[0]);
+    expect_joined(&js[1]);
+    ftc_lighthouse_join_result_fini(&js[0].result);
+    ftc_lighthouse_join_result_fini(&js[1].result);
+    /* From now on a may train alone. */
+    TK_OK(ftc_lighthouse_configure_job(f.lh, "default:min_replicas=1"));
+    ftc_lighthouse_client *bc = client(f.addr, NULL, NULL);
+    watcher w;
+    ftc_lighthouse_ack ack;
+    TK_OK(ftc_lighthouse_client_heartbeat(bc, "b:1", tk_ms(5000), &ack));
+    watch_start(&w, bc, "b:1", ack.epoch, ack.event_seq, tk_ms(20000));
+    TK_WAIT_UNTIL(lt_status_int(f.addr, "default", "watches_waiting") == 1,
+                  10000);
+    ftc_lighthouse_client_abort(bc); /* its connection drops: b is lost */
+    pthread_join(w.t, NULL);
+    ftc_lighthouse_watch_result_fini(&w.r);
+    TK_WAIT_UNTIL(has_failure(f.addr), 10000);
+    json_t *lost = last_failure(f.addr);
+    assert_string_equal(json_string_value(json_object_get(lost, "replica_id")),
+                        "b:1");
+    assert_string_equal(json_string_value(json_object_get(lost, "cause")),
+                        "disconnect");
+    assert_true(json_is_null(json_object_get(lost, "step")));
+    assert_true(json_is_null(json_object_get(lost, "survivors_ms")));
+    json_decref(lost);
+    ftc_lighthouse_join_result jr;
+    for (int64_t step = 5; step <= 6; step++) { /* the retry, then past it */
+        ftc_lighthouse_member a = lt_member("a:1", step);
+        TK_OK(ftc_lighthouse_client_quorum(f.c, &a, tk_ms(5000), &jr));
+        ftc_lighthouse_join_result_fini(&jr);
+    }
+    lost = last_failure(f.addr);
+    assert_int_equal(json_integer_value(json_object_get(lost, "step")), 5);
+    assert_true(json_integer_value(json_object_get(lost, "survivors_ms")) >= 0);
+    assert_true(json_is_null(json_object_get(lost, "back_ms")));
+    json_decref(lost);
+    /* b's next incarnation asks first, a's ask completes the quorum. */
+    ftc_lighthouse_member back[2] = {lt_member("b:2", 7), lt_member("a:1", 7)};
+    join_in_order(&f, f.c, js, back, 2, "default");
+    expect_joined(&js[0]);
+    expect_joined(&js[1]);
+    lost = last_failure(f.addr);
+    assert_true(json_integer_value(json_object_get(lost, "back_ms")) >= 0);
+    json_decref(lost);
+    json_t *st = lt_get_json(f.addr, "/v1/jobs/default/status");
+    const char *headline = json_string_value(
+        json_object_get(json_object_get(st, "summary"), "headline"));
+    assert_non_null(strstr(headline, "training: 2 replica groups, step 7, "));
+    assert_non_null(strstr(headline, "; last failure: b lost (disconnect) "));
+    assert_non_null(strstr(headline, ", the others went on after "));
+    assert_non_null(strstr(headline, ", back after "));
+    json_t *failures =
+        json_object_get(json_object_get(st, "history"), "failures");
+    assert_int_equal(json_array_size(failures), 1);
+    json_decref(st);
+    ftc_lighthouse_client_destroy(bc);
     ftc_lighthouse_join_result_fini(&js[0].result);
     ftc_lighthouse_join_result_fini(&js[1].result);
     stop(&f);
@@ -903,6 +1039,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(kill_needs_a_token),
         cmocka_unit_test(hostile_requests),
         cmocka_unit_test(status_metrics_and_page),
+        cmocka_unit_test(status_follows_a_failure),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -191,6 +191,15 @@ async function main() {
   assert.match(detail.all("H2")[0].textContent, new RegExp(
     `^Job default — quorum ${q.epoch}\\.${q.counter} \\(2 members, ` +
     `formed [\\d.]+ s ago, max step 5\\)$`));
+  // The headline in plain words; the quorum machinery's reason is calm
+  // when nobody waits.
+  const plain = detail.all("P").filter((e) => e.attrs.class === "headline");
+  assert.equal(plain.length, 1);
+  assert.match(plain[0].textContent,
+    /^training: 2 replica groups, step 5, .*; no failure$/);
+  const reason = detail.all("DIV").filter((e) => e.attrs.class === "reason");
+  assert.equal(reason[0].textContent,
+    "next quorum: no replica group is waiting for one");
   const members = table(detail, "Members");
   assert.deepEqual(members.cells.map((c) => [c[0], c[1], c[2], c[3], c[4], c[6]]), [
     ["a", "5", "http://127.0.0.1:29605", "127.0.0.1:29505", "2", ""],
@@ -210,6 +219,8 @@ async function main() {
   cards[1].onclick();
   await page.refresh();
   assert.match(detail.all("H2")[0].textContent, /^Job other — quorum none yet$/);
+  assert.equal(detail.all("P").filter((e) => e.attrs.class === "headline")[0]
+    .textContent, "waiting for the first quorum");
   jobs.all("DIV")[0].onclick();
   await page.refresh();
 

@@ -1,10 +1,14 @@
 /* ftc status: reads a lighthouse's status API and prints the jobs, or one
- * job's quorum, members and recent changes, as a table or as JSON. */
+ * job's headline, quorum, members and recent changes, as a table or as
+ * JSON; with --watch, again and again (redrawn in place on a terminal). */
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli_args.h"
 #include "cmd.h"
@@ -15,6 +19,9 @@ typedef struct status_args {
     const char *job;
     int json;
     int64_t timeout_ms;
+    int watch;
+    int64_t interval_ms;
+    int64_t count;
 } status_args;
 
 static const ftc__cli_option options[] = {
@@ -26,6 +33,14 @@ static const ftc__cli_option options[] = {
      .help = "the status API's JSON as is"},
     {"timeout-ms", FTC__CLI_INT, FTC__CLI_FIELD(status_args, timeout_ms),
      .min = 0, .max = INT64_MAX, .metavar = "MS", .help = "give up after"},
+    {"watch", FTC__CLI_FLAG, FTC__CLI_FIELD(status_args, watch),
+     .help = "show it again every --interval (in place on a terminal)"},
+    {"interval", FTC__CLI_SECONDS, FTC__CLI_FIELD(status_args, interval_ms),
+     .min = 50, .max = 3600000, .metavar = "S",
+     .help = "seconds between views with --watch"},
+    {"count", FTC__CLI_INT, FTC__CLI_FIELD(status_args, count), .min = 0,
+     .max = INT64_MAX, .metavar = "N",
+     .help = "with --watch: stop after N views (0: until interrupted)"},
 };
 
 static const ftc__cli_command command = {
@@ -34,7 +49,9 @@ static const ftc__cli_command command = {
              "quorum,\nmembers, waiting replicas and recent quorum "
              "changes.\n",
     .notes = "$FTC_TOKEN is sent when set (lighthouses run with "
-             "--auth-reads).\n",
+             "--auth-reads).\nWith --watch a failed read is shown and "
+             "retried at the next view; the exit\ncode is that of the "
+             "last view.\n",
     FTC__CLI_OPTIONS(options),
 };
 
@@ -69,6 +86,11 @@ static void print_jobs(const json_t *j)
                num(row, "epoch"), num(row, "counter") > 0 ? q : "-",
                num(row, "members"), num(row, "healthy_replicas"),
                num(row, "participants"), str(row, "verdict"));
+    }
+    printf("\n");
+    json_array_foreach(jobs, i, row)
+    {
+        printf("%s: %s\n", str(row, "name"), str(row, "headline"));
     }
 }
 
@@ -123,6 +145,7 @@ static void print_job(const json_t *s)
 {
     const json_t *q = json_object_get(s, "quorum");
     const json_t *d = json_object_get(s, "decision");
+    printf("%s\n", str(json_object_get(s, "summary"), "headline"));
     printf("job %s  epoch %lld  ", str(s, "job"), num(s, "epoch"));
     if (json_is_object(q)) {
         printf("quorum %lld.%lld (id %lld), %zu members, formed %.1fs ago, "
@@ -162,9 +185,66 @@ static void print_job(const json_t *s)
     }
 }
 
+/* One view: reads the status and prints it. 0, or 1 after printing why. */
+static int show(ftc_lighthouse_client *c, const status_args *a)
+{
+    char *text = NULL;
+    int rc = ftc_lighthouse_client_status(c, a->job, a->timeout_ms, &text);
+    if (rc != 0) {
+        fprintf(stderr, "ftc status: %s: %s\n", ftc_strerror(rc),
+                ftc_last_error());
+        return 1;
+    }
+    json_t *j = json_loads(text, 0, NULL);
+    if (a->json || j == NULL) {
+        printf("%s\n", text);
+    } else if (a->job != NULL) {
+        print_job(j);
+    } else {
+        print_jobs(j);
+    }
+    json_decref(j);
+    ftc_free(text);
+    return 0;
+}
+
+/* --watch: a view every interval. On a terminal each view replaces the
+ * last (cursor home, clear screen); otherwise views follow each other,
+ * each after a line with the time, so a log or a pipe reads them. */
+static int watch(ftc_lighthouse_client *c, const status_args *a)
+{
+    int tty = isatty(STDOUT_FILENO);
+    int rc = 0;
+    for (int64_t n = 0; a->count == 0 || n < a->count; n++) {
+        if (n > 0) {
+            struct timespec ts = {a->interval_ms / 1000,
+                                  (a->interval_ms % 1000) * 1000000};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+            }
+        }
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        char stamp[16];
+        strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+        if (tty) {
+            printf("\033[H\033[2J");
+        } else if (n > 0) {
+            printf("\n");
+        }
+        printf("ftc status at %s (every %.1f s)\n", stamp,
+               (double)a->interval_ms / 1000.0);
+        fflush(stdout);
+        rc = show(c, a);
+        fflush(stdout);
+    }
+    return rc;
+}
+
 int ftc__cmd_status(int argc, char **argv)
 {
-    status_args a = {.addr = "127.0.0.1:29510", .timeout_ms = 10000};
+    status_args a = {
+        .addr = "127.0.0.1:29510", .timeout_ms = 10000, .interval_ms = 1000};
     int rc = ftc__cli_parse(&command, &a, argc, argv, NULL);
     if (rc != FTC__CLI_PARSED) {
         return rc;
@@ -174,26 +254,12 @@ int ftc__cmd_status(int argc, char **argv)
     o.token = getenv("FTC_TOKEN");
     ftc_lighthouse_client *c = NULL;
     rc = ftc_lighthouse_client_create(a.addr, &o, &c);
-    char *text = NULL;
-    if (rc == 0) {
-        rc = ftc_lighthouse_client_status(c, a.job, a.timeout_ms, &text);
-    }
     if (rc != 0) {
         fprintf(stderr, "ftc status: %s: %s\n", ftc_strerror(rc),
                 ftc_last_error());
-        ftc_lighthouse_client_destroy(c);
         return 1;
     }
-    json_t *j = json_loads(text, 0, NULL);
-    if (a.json || j == NULL) {
-        printf("%s\n", text);
-    } else if (a.job != NULL) {
-        print_job(j);
-    } else {
-        print_jobs(j);
-    }
-    json_decref(j);
-    ftc_free(text);
+    rc = a.watch ? watch(c, &a) : show(c, &a);
     ftc_lighthouse_client_destroy(c);
-    return 0;
+    return rc;
 }

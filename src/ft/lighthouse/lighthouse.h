@@ -12,6 +12,7 @@
 
 #include "base/base_int.h"
 #include "ft/http_util.h"
+#include "ft/lighthouse/lighthouse_history.h"
 #include "ft/quorum/quorum.h"
 #include "ftc/ft.h"
 
@@ -123,6 +124,8 @@ typedef struct ftc__lighthouse_job {
     uint64_t wait_buckets[FTC__LH_WAIT_BUCKETS];
     uint64_t wait_count;
     double wait_sum_s;
+    /* Progress and failures for the operator's view. */
+    ftc__lh_history hist;
 } ftc__lighthouse_job;
 
 /* HTTP status codes counted for /metrics; the last slot is "other". */

@@ -309,6 +309,12 @@ static void report_lost(ftc__lighthouse_job *job, const char *replica_id,
         job->lost[i] = true;
     }
     job->lost_total[cause]++;
+    if (cause == FTC_LIGHTHOUSE_LOST_DISCONNECT ||
+        cause == FTC_LIGHTHOUSE_LOST_HEARTBEAT) {
+        /* A goodbye is a clean exit, not a failure. */
+        ftc__lh_history_lost(&job->hist, replica_id, lost_cause_names[cause],
+                             ftc__lighthouse_wall_ms());
+    }
     FTC_LOG_INFO("lighthouse.lost", "job %s: %s lost (%s)%s", job->name,
                  replica_id, lost_cause_names[cause],
                  i >= 0 ? ", a quorum member" : "");
@@ -389,6 +395,7 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
 {
     const ftc__quorum *q = &job->s.prev;
     job->quorums_total++;
+    ftc__lh_history_formed(&job->hist, q, wall);
     ftc__free(job->lost);
     job->lost = ftc__calloc(q->n, sizeof(*job->lost));
     job->lost_n = job->lost != NULL ? q->n : 0;

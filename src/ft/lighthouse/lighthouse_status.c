@@ -40,6 +40,12 @@ static bool append(json_t *arr, json_t *v)
     return arr != NULL && v != NULL && json_array_append_new(arr, v) == 0;
 }
 
+/* A figure that is -1 until it is known, as JSON (null then). */
+static json_t *or_null(int64_t v)
+{
+    return v < 0 ? json_null() : json_integer((json_int_t)v);
+}
+
 static json_t *decision_json(const ftc__quorum_decision *d, int64_t now)
 {
     json_t *j =
@@ -167,6 +173,60 @@ static json_t *tables_json(ftc__lighthouse_job *job, int64_t now, json_t *j)
     return ok ? j : (json_decref(j), NULL);
 }
 
+/* One failure of the history. */
+static json_t *failure_json(const ftc__lh_failure *f)
+{
+    return json_pack("{s:s, s:s, s:I, s:o, s:o, s:o}", "replica_id",
+                     f->replica_id, "cause", f->cause, "wall_ms",
+                     (json_int_t)f->wall_ms, "step", or_null(f->step),
+                     "survivors_ms", or_null(f->survivors_ms), "back_ms",
+                     or_null(f->back_ms));
+}
+
+/* The headline in plain words and the figures behind it. */
+static json_t *summary_json(const ftc__lh_history *h, int64_t wall)
+{
+    char headline[512];
+    ftc__lh_history_headline(h, wall, headline, sizeof(headline));
+    const ftc__lh_failure *f = ftc__lh_history_last_failure(h);
+    return json_pack("{s:s, s:I, s:I, s:f, s:o}", "headline", headline,
+                     "replica_groups", (json_int_t)h->last.members, "step",
+                     (json_int_t)h->last.step, "steps_per_s",
+                     ftc__lh_history_rate(h, wall), "last_failure",
+                     f != NULL ? failure_json(f) : json_null());
+}
+
+/* The samples (oldest first, each [wall_ms, step, members]) and the
+ * failures kept. */
+static json_t *history_json(const ftc__lh_history *h)
+{
+    json_t *samples = json_array();
+    uint64_t first =
+        h->n_samples > FTC__LH_SAMPLES ? h->n_samples - FTC__LH_SAMPLES : 0;
+    for (uint64_t k = first; samples != NULL && k < h->n_samples; k++) {
+        const ftc__lh_sample *s = &h->samples[k % FTC__LH_SAMPLES];
+        if (!append(samples,
+                    json_pack("[I, I, I]", (json_int_t)s->wall_ms,
+                              (json_int_t)s->step, (json_int_t)s->members))) {
+            json_decref(samples);
+            samples = NULL;
+        }
+    }
+    json_t *failures = json_array();
+    first =
+        h->n_failures > FTC__LH_FAILURES ? h->n_failures - FTC__LH_FAILURES : 0;
+    for (uint64_t k = first; failures != NULL && k < h->n_failures; k++) {
+        if (!append(failures,
+                    failure_json(&h->failures[k % FTC__LH_FAILURES]))) {
+            json_decref(failures);
+            failures = NULL;
+        }
+    }
+    json_t *j = json_pack("{s:i, s:o*, s:o*}", "sample_ms", FTC__LH_SAMPLE_MS,
+                          "samples", samples, "failures", failures);
+    return samples != NULL && failures != NULL ? j : (json_decref(j), NULL);
+}
+
 json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                                     int64_t wall)
 {
@@ -186,7 +246,9 @@ json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
               put(j, "quorum",
                   job->s.has_prev ? quorum_status_json(&job->s.prev, wall)
                                   : json_null()) &&
-              put(j, "options", ftc__lhj_job_options_json(&job->o));
+              put(j, "options", ftc__lhj_job_options_json(&job->o)) &&
+              put(j, "summary", summary_json(&job->hist, wall)) &&
+              put(j, "history", history_json(&job->hist));
     ftc__quorum_decision_fini(&d);
     return ok ? tables_json(job, now, j) : (json_decref(j), NULL);
 }
@@ -231,7 +293,12 @@ static json_t *job_row(ftc__lighthouse_job *job, int64_t now)
         (json_int_t)d.healthy_replicas, "verdict", verdict_name(d.verdict),
         "met", (int)d.met);
     ftc__quorum_decision_fini(&d);
-    return row;
+    char headline[512];
+    ftc__lh_history_headline(&job->hist, ftc__lighthouse_wall_ms(), headline,
+                             sizeof(headline));
+    return put(row, "headline", json_string(headline))
+               ? row
+               : (json_decref(row), NULL);
 }
 
 json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now)
