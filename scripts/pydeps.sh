@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Creates .venv with a current PyTorch 2.x from PyPI for the interop tests
-# and benchmarks (Debian's python3-torch provides 1.13 to /usr/bin/python3).
-# Does nothing when the venv already imports the pinned version.
+# and benchmarks (Debian's python3-torch provides 1.13 to /usr/bin/python3),
+# and the other packages the tests need (numpy; prometheus_client, whose
+# parser reads the lighthouse's metrics). A venv that already imports the
+# pinned torch only gets what it lacks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 req=tests/interop/requirements.txt
 want=$(sed -n 's/^torch==//p' "$req")
 if [[ -x .venv/bin/python ]] &&
    .venv/bin/python -c "import torch,sys; sys.exit(torch.__version__.split('+')[0] != '$want')" 2>/dev/null; then
-  exit 0
+  if .venv/bin/python -c "import numpy, prometheus_client" 2>/dev/null; then
+    exit 0
+  fi
+  echo "pydeps: adding the test packages torch's venv lacks"
+  exec .venv/bin/pip install -q -r "$req"
 fi
 echo "pydeps: installing torch $want into .venv (several GB, once)"
 rm -rf .venv

@@ -4,6 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
+const double ftc__lh_recovery_bounds[FTC__LH_RECOVERY_BUCKETS] = {
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+
+static void observe(ftc__lh_recovery *r, int64_t ms)
+{
+    double s = (double)ms / 1000.0;
+    for (size_t i = 0; i < FTC__LH_RECOVERY_BUCKETS; i++) {
+        r->buckets[i] += s <= ftc__lh_recovery_bounds[i];
+    }
+    r->count++;
+    r->sum_s += s;
+}
+
 /* Length of the replica group's name in id: up to the ':' the manager's
  * leader appends per incarnation. */
 static size_t base_len(const char *id)
@@ -63,9 +76,11 @@ void ftc__lh_history_formed(ftc__lh_history *h, const ftc__quorum *q,
             f->step = now.step;
         } else if (f->survivors_ms < 0 && now.step > f->step) {
             f->survivors_ms = wall_ms - f->wall_ms;
+            observe(&h->recovery[FTC__LH_SURVIVORS], f->survivors_ms);
         }
         if (f->back_ms < 0 && group_at(q, f, now.step)) {
             f->back_ms = wall_ms - f->wall_ms;
+            observe(&h->recovery[FTC__LH_BACK], f->back_ms);
         }
     }
 }

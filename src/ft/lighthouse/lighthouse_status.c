@@ -339,6 +339,8 @@ typedef struct job_numbers {
     uint64_t buckets[FTC__LH_WAIT_BUCKETS], wait_count;
     double wait_sum;
     uint64_t max_step;
+    ftc__lh_recovery recovery[FTC__LH_KINDS];
+    double steps_per_s;
 } job_numbers;
 
 static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
@@ -359,6 +361,9 @@ static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
     memcpy(n->buckets, job->wait_buckets, sizeof(n->buckets));
     n->wait_count = job->wait_count;
     n->wait_sum = job->wait_sum_s;
+    memcpy(n->recovery, job->hist.recovery, sizeof(n->recovery));
+    n->steps_per_s =
+        ftc__lh_history_rate(&job->hist, ftc__lighthouse_wall_ms());
     n->max_step = 0;
     for (size_t i = 0; i < job->s.prev.n; i++) {
         uint64_t st = (uint64_t)job->s.prev.members[i].step; /* >= 0 */
@@ -420,25 +425,60 @@ static int per_job(ftc__buf *b, const job_numbers *v, size_t n,
     return rc;
 }
 
-static int histogram(ftc__buf *b, const job_numbers *v, size_t n)
+/* One series of a histogram: buckets (cumulative), +Inf, sum, count;
+ * labels are "job=\"x\"" and maybe more. */
+static int series(ftc__buf *b, const char *name, const char *labels,
+                  const double *bounds, const uint64_t *buckets, size_t n,
+                  uint64_t count, double sum)
 {
-    const char *name = "ftc_lighthouse_join_wait_seconds";
-    int rc = family(b, name, "histogram",
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        rc = out(b, "%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n", name, labels,
+                 bounds[k], buckets[k]);
+    }
+    return rc != 0 ? rc
+                   : out(b,
+                         "%s_bucket{%s,le=\"+Inf\"} %" PRIu64
+                         "\n%s_sum{%s} %.6f\n%s_count{%s} %" PRIu64 "\n",
+                         name, labels, count, name, labels, sum, name, labels,
+                         count);
+}
+
+static int histograms(ftc__buf *b, const job_numbers *v, size_t n)
+{
+    const char *wait = "ftc_lighthouse_join_wait_seconds";
+    int rc = family(b, wait, "histogram",
                     "Time from a join request to its quorum answer.");
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        for (size_t k = 0; rc == 0 && k < FTC__LH_WAIT_BUCKETS; k++) {
-            rc =
-                out(b, "%s_bucket{job=\"%s\",le=\"%g\"} %" PRIu64 "\n", name,
-                    v[i].name, ftc__lighthouse_wait_bounds[k], v[i].buckets[k]);
+        char labels[FTC_LIGHTHOUSE_JOB_MAX + 16];
+        snprintf(labels, sizeof(labels), "job=\"%s\"", v[i].name);
+        rc = series(b, wait, labels, ftc__lighthouse_wait_bounds, v[i].buckets,
+                    FTC__LH_WAIT_BUCKETS, v[i].wait_count, v[i].wait_sum);
+    }
+    static const char *const kinds[FTC__LH_KINDS] = {"survivors", "back"};
+    const char *rec = "ftc_lighthouse_recovery_seconds";
+    if (rc == 0) {
+        rc = family(b, rec, "histogram",
+                    "From a replica group's loss to the others' next step "
+                    "(kind survivors) and to its own (kind back).");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        for (int k = 0; rc == 0 && k < FTC__LH_KINDS; k++) {
+            char labels[FTC_LIGHTHOUSE_JOB_MAX + 48];
+            snprintf(labels, sizeof(labels), "job=\"%s\",kind=\"%s\"",
+                     v[i].name, kinds[k]);
+            const ftc__lh_recovery *r = &v[i].recovery[k];
+            rc = series(b, rec, labels, ftc__lh_recovery_bounds, r->buckets,
+                        FTC__LH_RECOVERY_BUCKETS, r->count, r->sum_s);
         }
-        if (rc == 0) {
-            rc = out(b,
-                     "%s_bucket{job=\"%s\",le=\"+Inf\"} %" PRIu64
-                     "\n%s_sum{job=\"%s\"} %.6f\n%s_count{job=\"%s\"} %" PRIu64
-                     "\n",
-                     name, v[i].name, v[i].wait_count, name, v[i].name,
-                     v[i].wait_sum, name, v[i].name, v[i].wait_count);
-        }
+    }
+    const char *rate = "ftc_lighthouse_steps_per_second";
+    if (rc == 0) {
+        rc = family(b, rate, "gauge",
+                    "Committed steps per second over the last 10 s.");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = out(b, "%s{job=\"%s\"} %.3f\n", rate, v[i].name, v[i].steps_per_s);
     }
     return rc;
 }
@@ -501,7 +541,7 @@ static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
     for (size_t i = 0; rc == 0 && i < sizeof(defs) / sizeof(defs[0]); i++) {
         rc = per_job(b, v, n, &defs[i]);
     }
-    return rc == 0 ? histogram(b, v, n) : rc;
+    return rc == 0 ? histograms(b, v, n) : rc;
 }
 
 ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now)

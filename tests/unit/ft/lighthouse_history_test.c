@@ -129,6 +129,18 @@ static void failures_and_recovery(void **state)
     assert_int_equal(f->step, 62);
     assert_int_equal(f->survivors_ms, 1000);
     assert_int_equal(f->back_ms, 1500);
+    /* Both recoveries of each kind in the histograms: 25 ms and 1 s for
+     * the others, 160 ms and 1.5 s back. */
+    const ftc__lh_recovery *others = &h->recovery[FTC__LH_SURVIVORS];
+    const ftc__lh_recovery *victims = &h->recovery[FTC__LH_BACK];
+    assert_int_equal(others->count, 2);
+    assert_int_equal(others->buckets[0], 0); /* le 0.01 */
+    assert_int_equal(others->buckets[1], 1); /* le 0.025 */
+    assert_int_equal(others->buckets[6], 2); /* le 1 */
+    assert_true(others->sum_s > 1.0249 && others->sum_s < 1.0251);
+    assert_int_equal(victims->count, 2);
+    assert_int_equal(victims->buckets[4], 1); /* le 0.25 */
+    assert_int_equal(victims->buckets[7], 2); /* le 2.5 */
     /* the ring keeps the last FTC__LH_FAILURES */
     for (int i = 0; i < FTC__LH_FAILURES + 5; i++) {
         ftc__lh_history_lost(h, "replica_0:aa", "heartbeat", 30000 + i);

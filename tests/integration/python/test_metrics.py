@@ -1,0 +1,151 @@
+"""The lighthouse's Prometheus metrics read by a real Prometheus text
+parser (prometheus_client's), after a replica group was lost and came
+back: every family parses, and the operator's figures are there (the
+failure by cause, both recovery times, the step rate).
+
+Needs FTC_CLI (the ftc binary) and prometheus_client."""
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import unittest
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+CALL_S = 30
+
+
+class Lighthouse:
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [os.environ["FTC_CLI"], "lighthouse", "--bind", "127.0.0.1:0",
+             "--min-replicas", "2", "--heartbeat-timeout-ms", "600000"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in self.proc.stdout:
+            m = re.search(r"serving on 127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+                return
+        raise RuntimeError("the lighthouse did not start")
+
+    def call(self, method, path, body=None):
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", method=method,
+            data=None if body is None else json.dumps(body).encode())
+        with urllib.request.urlopen(req, timeout=CALL_S) as r:
+            text = r.read().decode()
+            return json.loads(text) if text.startswith("{") else text
+
+    def join(self, replica_id, step):
+        return self.call("POST", "/v1/jobs/default/quorum",
+                         {"member": {"replica_id": replica_id, "step": step},
+                          "timeout_ms": CALL_S * 1000})
+
+    def joins(self, members):
+        """Joins each (id, step) on its own thread, in order: each is
+        waiting before the next asks. Returns the answers."""
+        out, threads = {}, []
+        for rid, step in members:
+            t = threading.Thread(
+                target=lambda r=rid, s=step: out.__setitem__(r, self.join(r, s)))
+            t.start()
+            threads.append(t)
+            if len(threads) < len(members):
+                self.wait_participant(rid)
+        for t in threads:
+            t.join(CALL_S)
+        return out
+
+    def status(self):
+        return self.call("GET", "/v1/jobs/default/status")
+
+    def participants(self):
+        """The ids waiting for a quorum (none while the job does not exist:
+        its first join creates it)."""
+        try:
+            return [p["replica_id"] for p in self.status()["participants"]]
+        except urllib.error.HTTPError as e:
+            if e.code != 404:
+                raise
+            return []
+
+    def wait_participant(self, rid):
+        for _ in range(CALL_S * 100):
+            if rid in self.participants():
+                return
+            threading.Event().wait(0.01)
+        raise AssertionError(f"{rid} never waited")
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(CALL_S)
+        self.proc.stdout.close()
+
+
+class Metrics(unittest.TestCase):
+    def test_families_after_a_failure(self):
+        lh = Lighthouse()
+        self.addCleanup(lh.close)
+        lh.joins([("a:1", 5), ("b:1", 5)])
+        lh.call("PUT", "/v1/jobs/default", {"min_replicas": 1})
+        # b asks again and its connection drops while it waits: lost.
+        s = socket.create_connection(("127.0.0.1", lh.port), timeout=CALL_S)
+        body = json.dumps({"member": {"replica_id": "b:1", "step": 5},
+                           "timeout_ms": CALL_S * 1000}).encode()
+        s.sendall(b"POST /v1/jobs/default/quorum HTTP/1.1\r\n"
+                  b"Host: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() +
+                  b"\r\n\r\n" + body)
+        lh.wait_participant("b:1")
+        s.close()
+        for _ in range(CALL_S * 100):
+            if lh.status()["summary"]["last_failure"] is not None:
+                break
+            threading.Event().wait(0.01)
+        # a retries step 5 alone, then commits it; b's next incarnation
+        # joins and is level with a.
+        lh.join("a:1", 5)
+        lh.join("a:1", 6)
+        lh.joins([("b:2", 7), ("a:1", 7)])
+        failure = lh.status()["summary"]["last_failure"]
+        self.assertEqual(failure["replica_id"], "b:1")
+        self.assertIsNotNone(failure["survivors_ms"])
+        self.assertIsNotNone(failure["back_ms"])
+
+        text = lh.call("GET", "/metrics")
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        for name in ["ftc_lighthouse_quorums", "ftc_lighthouse_members",
+                     "ftc_lighthouse_max_step", "ftc_lighthouse_member_lost",
+                     "ftc_lighthouse_join_wait_seconds",
+                     "ftc_lighthouse_recovery_seconds",
+                     "ftc_lighthouse_steps_per_second",
+                     "ftc_lighthouse_http_requests"]:
+            self.assertIn(name, families, f"no {name} in:\n{text}")
+
+        def sample(family, suffix, **labels):
+            for s in families[family].samples:
+                if s.name == family + suffix and all(
+                        s.labels.get(k) == v for k, v in labels.items()):
+                    return s.value
+            raise AssertionError(f"no {family}{suffix} {labels}")
+
+        self.assertEqual(sample("ftc_lighthouse_member_lost", "_total",
+                                job="default", cause="disconnect"), 1)
+        self.assertEqual(families["ftc_lighthouse_recovery_seconds"].type,
+                         "histogram")
+        for kind in ["survivors", "back"]:
+            self.assertEqual(sample("ftc_lighthouse_recovery_seconds",
+                                    "_count", job="default", kind=kind), 1)
+            self.assertEqual(sample("ftc_lighthouse_recovery_seconds",
+                                    "_bucket", job="default", kind=kind,
+                                    le="+Inf"), 1)
+        self.assertEqual(sample("ftc_lighthouse_max_step", "",
+                                job="default"), 7)
+
+
+if __name__ == "__main__":
+    unittest.main()
