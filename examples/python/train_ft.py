@@ -11,8 +11,10 @@ Each step: join the quorum (a restarted replica heals its parameters from
 the others here), compute gradients on this replica's shard of a
 synthetic regression batch, average them across the replica groups, and
 apply them only if every group voted to commit. Prints the launcher's
-FTC_EVENT lines (docs/operations.md) so `ftc run` shows progress, kills,
-recoveries and whether the replicas ended bit-identical."""
+FTC_EVENT lines (docs/operations.md) so `ftc run` shows the loss with its
+progress; the manager reports steps, heals and a checksum of the
+parameters by itself, so with --no-events `ftc run` still shows progress,
+kills, recoveries and whether the replicas ended bit-identical."""
 import argparse
 import hashlib
 import json
@@ -24,8 +26,12 @@ import torch
 import ftc
 
 
+EVENTS = True
+
+
 def event(**fields):
-    print("FTC_EVENT " + json.dumps(fields), flush=True)
+    if EVENTS:
+        print("FTC_EVENT " + json.dumps(fields), flush=True)
 
 
 def batch(step, shard, size=32):
@@ -44,7 +50,12 @@ def main():
                          "passes --step-sleep-ms)")
     ap.add_argument("--backend", default=None,
                     help="ftc backend of the cross-replica group")
+    ap.add_argument("--no-events", action="store_true",
+                    help="print no FTC_EVENT line: only the manager reports "
+                         "to ftc run")
     args = ap.parse_args()
+    global EVENTS
+    EVENTS = not args.no_events
     if args.backend:
         os.environ["FTC_PG_BACKEND"] = args.backend
     torch.manual_seed(0)
