@@ -133,6 +133,28 @@ void ftc__lighthouse_blob_unref(void *p)
     }
 }
 
+const double ftc__lighthouse_req_bounds[FTC__LH_REQ_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 10, 60};
+
+/* The request's time from arrival to its answer, by kind (long-polls
+ * wait by design: they are kinds of their own). */
+static void observe_latency(const ftc__lighthouse_req *r)
+{
+    ftc_lighthouse *lh = r->lh;
+    int64_t us = (ftc__now_ns() - r->start_ns) / 1000;
+    double s = (double)us / 1e6;
+    size_t k = (size_t)r->kind < FTC__LH_REQ_KINDS ? (size_t)r->kind : 0;
+    for (size_t i = 0; i < FTC__LH_REQ_BUCKETS; i++) {
+        if (s <= ftc__lighthouse_req_bounds[i]) {
+            atomic_fetch_add_explicit(&lh->req_buckets[k][i], 1,
+                                      memory_order_relaxed);
+        }
+    }
+    atomic_fetch_add_explicit(&lh->req_count[k], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&lh->req_sum_us[k], (uint64_t)us,
+                              memory_order_relaxed);
+}
+
 static void count_status(ftc_lighthouse *lh, unsigned status)
 {
     size_t i = 0;
@@ -150,6 +172,7 @@ static enum MHD_Result queue_response(ftc__lighthouse_req *r, unsigned status,
         return MHD_NO;
     }
     count_status(r->lh, status);
+    observe_latency(r);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (strncmp(content_type, "text/html", 9) == 0) {
@@ -259,6 +282,7 @@ static ftc__lighthouse_req *req_new(ftc_lighthouse *lh,
     r->conn = c;
     r->fd = -1;
     r->start_ms = ftc__now_ms();
+    r->start_ns = ftc__now_ns();
     ftc__buf_init(&r->body, lh->max_body_bytes);
     return r;
 }

@@ -34,7 +34,12 @@ typedef enum ftc__lighthouse_kind {
     FTC__LH_PLAIN = 0, /* answered in the handler */
     FTC__LH_JOIN,
     FTC__LH_WATCH,
+    FTC__LH_REQ_KINDS
 } ftc__lighthouse_kind;
+
+/* Request latency histogram bounds, in seconds (Prometheus le). */
+#define FTC__LH_REQ_BUCKETS 12
+extern const double ftc__lighthouse_req_bounds[FTC__LH_REQ_BUCKETS];
 
 typedef enum ftc__lighthouse_state {
     FTC__LH_READING = 0, /* headers and body arriving */
@@ -54,6 +59,7 @@ typedef struct ftc__lighthouse_req {
     ftc__buf body;
     bool refused; /* answered before its body arrived: the body is dropped */
     int64_t start_ms;
+    int64_t start_ns; /* for the request latency metric */
     ftc__lighthouse_kind kind;
     ftc__lighthouse_state state;
     /* Counted in job->refs while set. Atomic because the clock thread reads
@@ -166,6 +172,10 @@ struct ftc_lighthouse {
     bool clock_running;
     atomic_bool stopping;
     atomic_uint_fast64_t http[FTC__LH_NCODES];
+    /* Request latency (arrival to answer) by ftc__lighthouse_kind. */
+    atomic_uint_fast64_t req_buckets[FTC__LH_REQ_KINDS][FTC__LH_REQ_BUCKETS];
+    atomic_uint_fast64_t req_count[FTC__LH_REQ_KINDS],
+        req_sum_us[FTC__LH_REQ_KINDS];
 };
 
 /* ---- lighthouse.c: requests and responses */

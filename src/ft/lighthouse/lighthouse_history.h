@@ -43,7 +43,7 @@ typedef struct ftc__lh_failure {
  * as a Prometheus histogram: bounds in seconds. */
 #define FTC__LH_RECOVERY_BUCKETS 13
 extern const double ftc__lh_recovery_bounds[FTC__LH_RECOVERY_BUCKETS];
-enum { FTC__LH_SURVIVORS, FTC__LH_BACK, FTC__LH_KINDS };
+enum { FTC__LH_SURVIVORS, FTC__LH_BACK, FTC__LH_RECOVERY_KINDS };
 typedef struct ftc__lh_recovery {
     uint64_t buckets[FTC__LH_RECOVERY_BUCKETS]; /* cumulative, as le */
     uint64_t count;
@@ -57,7 +57,7 @@ typedef struct ftc__lh_history {
     uint64_t n_failures;
     ftc__lh_sample last; /* the latest quorum, sampled or not */
     int has_last;
-    ftc__lh_recovery recovery[FTC__LH_KINDS];
+    ftc__lh_recovery recovery[FTC__LH_RECOVERY_KINDS];
 } ftc__lh_history;
 
 /* A quorum q formed at wall_ms: the latest progress, maybe a sample, and

@@ -339,7 +339,7 @@ typedef struct job_numbers {
     uint64_t buckets[FTC__LH_WAIT_BUCKETS], wait_count;
     double wait_sum;
     uint64_t max_step;
-    ftc__lh_recovery recovery[FTC__LH_KINDS];
+    ftc__lh_recovery recovery[FTC__LH_RECOVERY_KINDS];
     double steps_per_s;
 } job_numbers;
 
@@ -455,7 +455,8 @@ static int histograms(ftc__buf *b, const job_numbers *v, size_t n)
         rc = series(b, wait, labels, ftc__lighthouse_wait_bounds, v[i].buckets,
                     FTC__LH_WAIT_BUCKETS, v[i].wait_count, v[i].wait_sum);
     }
-    static const char *const kinds[FTC__LH_KINDS] = {"survivors", "back"};
+    static const char *const kinds[FTC__LH_RECOVERY_KINDS] = {"survivors",
+                                                              "back"};
     const char *rec = "ftc_lighthouse_recovery_seconds";
     if (rc == 0) {
         rc = family(b, rec, "histogram",
@@ -463,7 +464,7 @@ static int histograms(ftc__buf *b, const job_numbers *v, size_t n)
                     "(kind survivors) and to its own (kind back).");
     }
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        for (int k = 0; rc == 0 && k < FTC__LH_KINDS; k++) {
+        for (int k = 0; rc == 0 && k < FTC__LH_RECOVERY_KINDS; k++) {
             char labels[FTC_LIGHTHOUSE_JOB_MAX + 48];
             snprintf(labels, sizeof(labels), "job=\"%s\",kind=\"%s\"",
                      v[i].name, kinds[k]);
@@ -504,6 +505,30 @@ static int server_metrics(ftc__buf *b, ftc_lighthouse *lh, size_t jobs)
     if (rc == 0) {
         rc = out(b, "ftc_lighthouse_connections %u\n",
                  di != NULL ? di->num_connections : 0);
+    }
+    static const char *const kinds[FTC__LH_REQ_KINDS] = {"short", "join",
+                                                         "watch"};
+    const char *lat = "ftc_lighthouse_request_seconds";
+    if (rc == 0) {
+        rc = family(b, lat, "histogram",
+                    "From a request's arrival to its answer, by kind (join "
+                    "and watch are long-polls that wait by design).");
+    }
+    for (int k = 0; rc == 0 && k < FTC__LH_REQ_KINDS; k++) {
+        uint64_t buckets[FTC__LH_REQ_BUCKETS];
+        for (size_t i = 0; i < FTC__LH_REQ_BUCKETS; i++) {
+            buckets[i] = atomic_load_explicit(&lh->req_buckets[k][i],
+                                              memory_order_relaxed);
+        }
+        char labels[32];
+        snprintf(labels, sizeof(labels), "kind=\"%s\"", kinds[k]);
+        rc = series(
+            b, lat, labels, ftc__lighthouse_req_bounds, buckets,
+            FTC__LH_REQ_BUCKETS,
+            atomic_load_explicit(&lh->req_count[k], memory_order_relaxed),
+            (double)atomic_load_explicit(&lh->req_sum_us[k],
+                                         memory_order_relaxed) /
+                1e6);
     }
     if (rc == 0) {
         rc = family(b, "ftc_lighthouse_jobs", "gauge", "Jobs.");

@@ -123,6 +123,7 @@ class Metrics(unittest.TestCase):
                      "ftc_lighthouse_join_wait_seconds",
                      "ftc_lighthouse_recovery_seconds",
                      "ftc_lighthouse_steps_per_second",
+                     "ftc_lighthouse_request_seconds",
                      "ftc_lighthouse_http_requests"]:
             self.assertIn(name, families, f"no {name} in:\n{text}")
 
@@ -145,6 +146,16 @@ class Metrics(unittest.TestCase):
                                     le="+Inf"), 1)
         self.assertEqual(sample("ftc_lighthouse_max_step", "",
                                 job="default"), 7)
+        # every answered request is timed: the status reads and the joins
+        # a quorum answered on arrival (short), the joins that waited: a's
+        # first (for b) and b:2's (for a), at least
+        self.assertGreater(sample("ftc_lighthouse_request_seconds", "_count",
+                                  kind="short"), 3)
+        waited = sample("ftc_lighthouse_request_seconds", "_count",
+                        kind="join")
+        self.assertGreaterEqual(waited, 2)
+        self.assertEqual(sample("ftc_lighthouse_request_seconds", "_bucket",
+                                kind="join", le="+Inf"), waited)
 
 
 if __name__ == "__main__":
