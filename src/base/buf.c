@@ -1,6 +1,8 @@
 /* Growable byte buffer with a hard maximum. */
 #include "base/buf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -127,4 +129,24 @@ uint8_t *ftc__buf_detach(ftc__buf *b, size_t *len)
     b->data = NULL;
     b->head = b->len = b->cap = 0;
     return p;
+}
+
+int ftc__buf_printf(ftc__buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return ftc__seterr(FTC_EINVAL, "bad format");
+    }
+    /* One more for the NUL vsnprintf writes; len does not count it. */
+    int rc = ftc__buf_reserve(b, (size_t)n + 1);
+    if (rc == 0) {
+        va_start(ap, fmt);
+        vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        b->len += (size_t)n;
+    }
+    return rc;
 }

@@ -37,6 +37,9 @@ int ftc__buf_append_u32le(ftc__buf *b, uint32_t v);
 int ftc__buf_append_u64le(ftc__buf *b, uint64_t v);
 /* Appends u64 length then the bytes (the TCPStore string encoding). */
 int ftc__buf_append_str(ftc__buf *b, const void *p, size_t n);
+/* Appends printf-formatted text (no terminating NUL counted in len). */
+int ftc__buf_printf(ftc__buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Drops n live bytes from the front. */
 void ftc__buf_consume(ftc__buf *b, size_t n);
 /* Takes ownership of the storage: returns the live bytes as one malloc'd

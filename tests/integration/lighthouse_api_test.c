@@ -882,9 +882,23 @@ static void status_metrics_and_page(void **state)
     /* Self-contained: nothing from another host. */
     assert_null(strstr(page, "http://"));
     assert_null(strstr(page, "https://"));
-    assert_null(strstr(page, "src="));
+    /* One script from elsewhere than the page: the lighthouse's own copy
+     * of the charting library. */
+    const char *src = strstr(page, "src=");
+    assert_non_null(src);
+    assert_int_equal(strncmp(src, "src=\"/assets/chart.min.js\"", 26), 0);
+    assert_null(strstr(src + 1, "src="));
     assert_null(strstr(page, "<link"));
+    /* The snapshot rendered in: the headline, without JavaScript. */
+    assert_non_null(strstr(page, "<p class=\"headline\">training: 2 "
+                                 "replica groups, step 5, "));
     free(page);
+    char *chart = NULL;
+    assert_int_equal(
+        lt_http(f.addr, "GET", "/assets/chart.min.js", NULL, NULL, &chart),
+        200);
+    assert_non_null(strstr(chart, "Chart.js v3.9.1"));
+    free(chart);
 
     /* ftc status prints the job and its members. */
     char cmd[512];

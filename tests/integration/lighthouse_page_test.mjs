@@ -1,101 +1,55 @@
-// lighthouse_page_test.mjs - runs the dashboard's own JavaScript against a
-// real `ftc lighthouse` and checks what it renders and what its buttons do.
+// lighthouse_page_test.mjs - the dashboard in a real browser (headless
+// Chromium, tests/integration/cdp.mjs) against a real `ftc lighthouse`:
+//  1. a job of two hand-made members: the tables, job selection, the kill
+//     button with the right token and the refusal with a wrong one, and the
+//     page with JavaScript off (the lighthouse's own server-side tables);
+//  2. a live job of 3 replica groups (`ftc run` of train_ddp) with a kill
+//     injected at a step: the headline says healthy at steady state, the
+//     plots have points, the failure is marked with its recovery times, and
+//     a kill from the page's button is a second failure the job recovers
+//     from. A screenshot goes to SHOT for people to look at;
+//  3. the lighthouse gone: the page says so.
 //
-// The page is served by the lighthouse (GET /); its inline script runs here
-// in a node:vm context whose `document` is a small DOM of the page's own
-// elements, and whose `fetch` goes to the lighthouse over HTTP. Nothing of
-// the lighthouse is faked: two replicas join a real quorum first.
-//
-// usage: node lighthouse_page_test.mjs PATH/TO/ftc
+// usage: node lighthouse_page_test.mjs FTC TRAIN_DDP SHOT.png
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import vm from "node:vm";
+import { Browser } from "./cdp.mjs";
 
 const TOKEN = "page-test-secret";
 const CALL_MS = 10000; // deadline of every HTTP call of the test
+const [FTC, TRAIN_DDP, SHOT] = process.argv.slice(2);
 
-// ------------------------------------------------------------ a small DOM
+// ------------------------------------------------------------ processes
 
-class FakeNode {
-  constructor() { this.childNodes = []; }
-  get textContent() { return this.childNodes.map((c) => c.textContent).join(""); }
-  set textContent(v) { this.childNodes = [new FakeText(String(v))]; }
-  append(...kids) {
-    for (const k of kids) {
-      this.childNodes.push(k instanceof FakeNode ? k : new FakeText(String(k)));
-    }
-  }
-  replaceChildren(...kids) { this.childNodes = []; this.append(...kids); }
-  all(tag) {
-    const out = [];
-    for (const c of this.childNodes) {
-      if (c instanceof FakeElement) {
-        if (c.tagName === tag) { out.push(c); }
-        out.push(...c.all(tag));
-      }
-    }
-    return out;
-  }
+const children = [];
+process.on("exit", () => { for (const c of children) { c.kill("SIGKILL"); } });
+
+function start(cmd, args, env = {}) {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"],
+                                   env: { ...process.env, ...env } });
+  children.push(child);
+  child.out = "";
+  child.stdout.on("data", (d) => { child.out += d; });
+  child.stderr.on("data", (d) => { child.out += d; });
+  return child;
 }
 
-class FakeText extends FakeNode {
-  constructor(data) { super(); this.data = data; }
-  get textContent() { return this.data; }
-}
-
-class FakeElement extends FakeNode {
-  constructor(tag) {
-    super();
-    this.tagName = tag.toUpperCase();
-    this.attrs = {};
-    this.listeners = {};
-    this.onclick = null;
-    this.value = "";
-  }
-  setAttribute(k, v) { this.attrs[k] = String(v); }
-  addEventListener(type, f) { (this.listeners[type] ||= []).push(f); }
-  fire(type) { for (const f of this.listeners[type] || []) { f({ type }); } }
-}
-
-// The page's elements with an id, by id, with their tag.
-function pageElements(html) {
-  const byId = {};
-  for (const m of html.matchAll(/<(\w+)[^>]*\sid="([\w-]+)"/g)) {
-    byId[m[2]] = new FakeElement(m[1]);
-  }
-  return byId;
-}
-
-// Rows of the table under the section whose heading starts with `title`,
-// as arrays of cell texts (the header row dropped); also the row elements.
-function table(root, title) {
-  const sec = root.all("SECTION").find((s) =>
-    s.all("H2")[0].textContent.startsWith(title));
-  assert.ok(sec, `no section "${title}" in: ${root.textContent}`);
-  const rows = sec.all("TR").slice(1);
-  return { rows, cells: rows.map((r) => r.all("TD").map((td) => td.textContent)) };
-}
-
-// ------------------------------------------------------------ the lighthouse
-
-async function startLighthouse(ftc, dir) {
+async function startLighthouse(dir) {
   const tokenFile = path.join(dir, "token");
   fs.writeFileSync(tokenFile, TOKEN + "\n");
-  const child = spawn(ftc, ["lighthouse", "--bind", "127.0.0.1:0",
+  const child = start(FTC, ["lighthouse", "--bind", "127.0.0.1:0",
     "--token-file", tokenFile, "--min-replicas", "2",
-    "--heartbeat-timeout-ms", "600000"], { stdio: ["ignore", "pipe", "inherit"] });
-  process.on("exit", () => child.kill("SIGKILL"));
-  let out = "";
+    "--heartbeat-timeout-ms", "600000"]);
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no address: " + out)), CALL_MS);
-    child.stdout.on("data", (d) => {
-      out += d;
-      const m = /serving on (\S+)/.exec(out);
+    const timer = setTimeout(() => reject(new Error("no address: " + child.out)), CALL_MS);
+    const look = () => {
+      const m = /serving on (\S+)/.exec(child.out);
       if (m) { clearTimeout(timer); resolve("http://" + m[1]); }
-    });
+    };
+    child.stdout.on("data", look);
     child.on("exit", (code) => reject(new Error("lighthouse exited " + code)));
   });
   return { child, url };
@@ -118,54 +72,31 @@ function member(id, step) {
            store_address: "127.0.0.1:2950" + step, step, world_size: 2 };
 }
 
-// ------------------------------------------------------------ the page
+// ------------------------------------------------------------ page helpers
 
-async function loadPage(base) {
-  const r = await fetch(base + "/", { signal: AbortSignal.timeout(CALL_MS) });
-  assert.equal(r.status, 200);
-  assert.match(r.headers.get("content-security-policy"), /default-src 'none'/);
-  const html = await r.text();
-  const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)];
-  assert.equal(scripts.length, 1, "one inline script");
-  const code = scripts[0][1];
-  const els = pageElements(html.slice(0, scripts[0].index));
-  for (const m of code.matchAll(/getElementById\("([\w-]+)"\)/g)) {
-    assert.ok(els[m[1]], `the script uses #${m[1]}, which the page lacks`);
-  }
-  const page = { els, alerts: [], intervals: [], storage: {}, fetched: [] };
-  const ctx = vm.createContext({
-    Node: FakeNode,
-    document: {
-      getElementById: (id) => els[id] || null,
-      createElement: (tag) => new FakeElement(tag),
-      createTextNode: (s) => new FakeText(s),
-    },
-    sessionStorage: {
-      getItem: (k) => (k in page.storage ? page.storage[k] : null),
-      setItem: (k, v) => { page.storage[k] = String(v); },
-    },
-    fetch: (p, opts) => {
-      assert.ok(p.startsWith("/"), `the page fetched ${p}, not its own API`);
-      page.fetched.push(p);
-      return fetch(base + p, { ...opts, signal: AbortSignal.timeout(CALL_MS) });
-    },
-    confirm: () => true,
-    alert: (msg) => { page.alerts.push(msg); },
-    setInterval: (f, ms) => { page.intervals.push(ms); return page.intervals.length; },
-  });
-  vm.runInContext(code, ctx, { filename: "lighthouse_page.html" });
-  page.refresh = () => ctx.refresh();
-  return page;
-}
+// Cell texts of the table in the section whose heading starts with title
+// (header row dropped), or null when there is no such section.
+const CELLS = `(title) => {
+  const sec = [...document.querySelectorAll("section")].find((s) =>
+    s.querySelector("h2") && s.querySelector("h2").textContent.startsWith(title));
+  return sec ? [...sec.querySelectorAll("tr")].slice(1).map((r) =>
+    [...r.querySelectorAll("td")].map((td) => td.textContent)) : null;
+}`;
+const cells = (page, title) => page.eval(`(${CELLS})(${JSON.stringify(title)})`);
+const headline = (page) => page.eval(
+  `document.querySelector("#detail .headline")?.textContent ?? ""`);
+// Types a token into the page's field, as a user would (a change event).
+const setToken = (page, token) => page.eval(`(() => {
+  const t = document.getElementById("token");
+  t.value = ${JSON.stringify(token)};
+  t.dispatchEvent(new Event("change"));
+})()`);
+const chart = (id, expr) =>
+  `(() => { const c = Chart.getChart(${JSON.stringify(id)}); return c && (${expr}); })()`;
 
-// ------------------------------------------------------------ the test
+// ------------------------------------------------------------ 1. two members
 
-async function main() {
-  const ftc = process.argv[2];
-  assert.ok(ftc, "usage: lighthouse_page_test.mjs PATH/TO/ftc");
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ftc-page-"));
-  const { child, url } = await startLighthouse(ftc, dir);
-
+async function handMadeJob(browser, url) {
   // Two replicas join one quorum; b is behind, so it heals from a.
   const joins = await Promise.all([member("a", 5), member("b", 3)].map((m) =>
     call(url, "POST", "/v1/jobs/default/quorum", { member: m, timeout_ms: CALL_MS })));
@@ -173,85 +104,172 @@ async function main() {
   assert.equal(q.members.length, 2);
   await call(url, "PUT", "/v1/jobs/other", { min_replicas: 3 });
 
-  const page = await loadPage(url);
-  await page.refresh();
-  const { jobs, detail, err, token } = page.els;
-  assert.equal(err.textContent, "");
-  assert.deepEqual(page.intervals, [1000], "polls every second");
+  const r = await fetch(url + "/", { signal: AbortSignal.timeout(CALL_MS) });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get("content-security-policy"), /default-src 'none'/);
 
-  // The job cards: both jobs, the first selected, with its quorum.
-  const cards = jobs.all("DIV");
-  assert.equal(cards.length, 2);
-  assert.match(cards[0].textContent, new RegExp(
-    `^default quorum ${q.epoch}\\.${q.counter} · 2 members · 2 healthy · `));
-  assert.equal(cards[0].attrs.class, "job sel");
-  assert.match(cards[1].textContent, /^other quorum \d+\.0 · 0 members/);
+  // Without JavaScript: the lighthouse's own rendering of the first job.
+  const plain = await browser.newPage({ javascript: false });
+  await plain.goto(url + "/");
+  assert.equal(await plain.eval("typeof Chart"), "undefined");
+  assert.match(await headline(plain), /^training: 2 replica groups, step 5, .*; no failure$/);
+  assert.deepEqual(await cells(plain, "Members"), [
+    ["a", "5", "http://127.0.0.1:29605", "127.0.0.1:29505", "2"],
+    ["b", "3", "http://127.0.0.1:29603", "127.0.0.1:29503", "2"]]);
+  assert.deepEqual(await plain.eval(
+    `[...document.querySelectorAll("#jobs a")].map((a) => a.getAttribute("href"))`),
+    ["?job=default", "?job=other"]);
+  await plain.goto(url + "/?job=other");
+  assert.equal(await headline(plain), "waiting for the first quorum");
 
-  // The selected job: heading, members (b behind and healing from a).
-  assert.match(detail.all("H2")[0].textContent, new RegExp(
-    `^Job default — quorum ${q.epoch}\\.${q.counter} \\(2 members, ` +
-    `formed [\\d.]+ s ago, max step 5\\)$`));
-  // The headline in plain words; the quorum machinery's reason is calm
-  // when nobody waits.
-  const plain = detail.all("P").filter((e) => e.attrs.class === "headline");
-  assert.equal(plain.length, 1);
-  assert.match(plain[0].textContent,
-    /^training: 2 replica groups, step 5, .*; no failure$/);
-  const reason = detail.all("DIV").filter((e) => e.attrs.class === "reason");
-  assert.equal(reason[0].textContent,
-    "next quorum: no replica group is waiting for one");
-  const members = table(detail, "Members");
-  assert.deepEqual(members.cells.map((c) => [c[0], c[1], c[2], c[3], c[4], c[6]]), [
+  const page = await browser.newPage();
+  await page.goto(url + "/");
+  await page.waitFor(`document.querySelector("#detail h2")?.textContent.startsWith("Job default — quorum")`,
+                     "the script's rendering");
+  assert.equal(await page.eval(`document.getElementById("err").textContent`), "");
+  assert.match(await page.eval(`document.querySelector("#detail h2").textContent`),
+    new RegExp(`^Job default — quorum ${q.epoch}\\.${q.counter} \\(2 members, ` +
+               `formed [\\d.]+ s ago, max step 5\\)$`));
+  assert.match(await page.eval(`document.querySelector("#jobs .sel").textContent`),
+    new RegExp(`^default quorum ${q.epoch}\\.${q.counter} · 2 members · 2 healthy · `));
+  assert.equal(await page.eval(`document.querySelector("#detail .reason").textContent`),
+               "next quorum: no replica group is waiting for one");
+  const members = await cells(page, "Members");
+  assert.deepEqual(members.map((c) => [c[0], c[1], c[2], c[3], c[4], c[6]]), [
     ["a", "5", "http://127.0.0.1:29605", "127.0.0.1:29505", "2", ""],
-    ["b", "3", "http://127.0.0.1:29603", "127.0.0.1:29503", "2", "heals from a"],
-  ]);
-  assert.equal(members.rows[1].all("TD")[1].attrs.class, "behind");
-  assert.equal(members.rows[0].all("TD")[1].attrs.class, undefined);
-  assert.equal(detail.all("BUTTON").length, 0, "no kill without a token");
-  const beats = table(detail, "Heartbeats");
-  assert.deepEqual(beats.cells.map((c) => c[0]), ["a", "b"]);
-  for (const r of beats.rows) { assert.equal(r.all("TD")[1].attrs.class, "ok"); }
-  const changes = table(detail, "Recent quorum changes").cells;
-  assert.deepEqual(changes.map((c) => c.slice(0, 3)),
-    [[`${q.epoch}.${q.counter}`, "first", "2"]]);
+    ["b", "3", "http://127.0.0.1:29603", "127.0.0.1:29503", "2", "heals from a"]]);
+  assert.deepEqual(await page.eval(`[...document.querySelectorAll("#detail tr")].slice(1)
+    .map((r) => r.children[1].className)`), ["", "behind"]);
+  assert.equal(await page.eval(`document.querySelectorAll("button.kill").length`), 0,
+               "no kill without a token");
+  assert.deepEqual((await cells(page, "Heartbeats")).map((c) => c[0]), ["a", "b"]);
+  assert.deepEqual((await cells(page, "Recent quorum changes")).map((c) => c.slice(0, 3)),
+                   [[`${q.epoch}.${q.counter}`, "first", "2"]]);
+  // The lag plot: b is 2 steps behind a.
+  assert.deepEqual(await page.eval(chart("chart-lag",
+    `[c.data.labels, c.data.datasets[0].data]`)), [["a", "b"], [0, 2]]);
 
-  // Clicking the other job's card selects it.
-  cards[1].onclick();
-  await page.refresh();
-  assert.match(detail.all("H2")[0].textContent, /^Job other — quorum none yet$/);
-  assert.equal(detail.all("P").filter((e) => e.attrs.class === "headline")[0]
-    .textContent, "waiting for the first quorum");
-  jobs.all("DIV")[0].onclick();
-  await page.refresh();
+  // Selecting the other job, and back.
+  await page.eval(`document.querySelectorAll("#jobs a")[1].click()`);
+  await page.waitFor(`document.querySelector("#detail h2")?.textContent === "Job other — quorum none yet"`,
+                     "the other job");
+  assert.equal(await headline(page), "waiting for the first quorum");
+  assert.equal(await page.eval("location.search"), "?job=other");
+  await page.eval(`document.querySelectorAll("#jobs a")[0].click()`);
+  await page.waitFor(`document.querySelector("#detail h2")?.textContent.startsWith("Job default")`,
+                     "the first job again");
 
   // A token typed in shows kill buttons; kill reaches the lighthouse.
-  token.value = TOKEN;
-  token.fire("change");
-  assert.equal(page.storage.ftc_token, TOKEN);
-  await page.refresh();
-  const buttons = detail.all("BUTTON");
-  assert.equal(buttons.length, 2);
-  await buttons[1].onclick();
-  assert.deepEqual(page.alerts, []);
+  await page.eval(`window.alerts = []; window.alert = (m) => alerts.push(m);
+    window.confirm = () => true;`);
+  await setToken(page, TOKEN);
+  await page.waitFor(`document.querySelectorAll("button.kill").length === 2`, "kill buttons");
+  assert.equal(await page.eval(`sessionStorage.getItem("ftc_token")`), TOKEN);
+  await page.eval(`document.querySelectorAll("button.kill")[1].click()`);
+  // The watch long-poll answers with the next event after the quorum's.
   const w = await call(url, "GET",
-    `/v1/jobs/default/watch?epoch=${q.epoch}&since=0&timeout_ms=0`);
+    `/v1/jobs/default/watch?epoch=${q.epoch}&since=1&timeout_ms=${CALL_MS}`);
   assert.ok(w.events.some((e) => e.kind === "kill" && e.replica_id === "b"),
             "kill event for b: " + JSON.stringify(w.events));
+  assert.deepEqual(await page.eval("alerts"), []);
 
   // A wrong token: the lighthouse refuses and the page says so.
-  token.value = "wrong";
-  token.fire("change");
-  await page.refresh();
-  await detail.all("BUTTON")[0].onclick();
-  assert.deepEqual(page.alerts, ["kill failed: HTTP 403"]);
+  await setToken(page, "wrong");
+  await page.eval(`document.querySelectorAll("button.kill")[0].click()`);
+  await page.waitFor(`alerts.length > 0`, "the refusal");
+  assert.deepEqual(await page.eval("alerts"), ["kill failed: HTTP 403"]);
+  await setToken(page, "");
+  return page;
+}
 
-  // The lighthouse gone: the page shows an error instead of stale silence.
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.on("exit", resolve));
-  await page.refresh();
-  assert.notEqual(err.textContent, "");
-  fs.rmSync(dir, { recursive: true, force: true });
-  console.log("lighthouse_page_test: ok (" + page.fetched.length + " page fetches)");
+// ------------------------------------------------------------ 2. a live job
+
+async function liveJob(browser, page, url) {
+  const host = url.replace("http://", "");
+  // The hand-made job's members never heartbeat; this one's do.
+  await call(url, "PUT", "/v1/jobs/live", { heartbeat_timeout_ms: 1000 });
+  const run = start(FTC, ["run", "--lighthouse", host, "--job", "live",
+    "--replicas", "3", "--kill-at-steps", "150", "--seed", "7", "--progress", "1",
+    "--", TRAIN_DDP, "--steps", "1000000", "--step-sleep-ms", "20"],
+    { FTC_TOKEN: TOKEN });
+  const status = () => call(url, "GET", "/v1/jobs/live/status");
+  await page.goto(url + "/?job=live");
+
+  // Steady state: healthy in plain words, and the plots drawing it.
+  await page.waitFor(`/^training: 3 replica groups, step \\d+, [\\d.]+ steps\\/s; no failure$/
+    .test(document.querySelector("#detail .headline")?.textContent)`,
+    "a healthy headline", 60000, `document.querySelector("#detail")?.innerText + "\\n" +
+    ${JSON.stringify(run.out)}`);
+  await page.waitFor(chart("chart-progress", "c.data.datasets[0].data.length >= 2"),
+                     "two step rates on the progress plot");
+  assert.ok(await page.eval(chart("chart-progress",
+    "c.data.datasets[0].data.every((p) => p.y >= 0) && c.data.datasets[1].data.some((p) => p.y === 3)")),
+    "rates and 3 replica groups plotted");
+  assert.deepEqual(await page.eval(chart("chart-lag", "c.data.labels.length")), 3);
+
+  // The injected kill: marked on the plot with its recovery times, named
+  // in the headline, listed in the failures table.
+  await page.waitFor(`/last failure: .* lost \\(disconnect\\) .*, back after \\d+ ms$/
+    .test(document.querySelector("#detail .headline")?.textContent)`,
+    "the failure and its recovery in the headline", 60000);
+  const s1 = await status();
+  assert.equal(s1.history.failures.length, 1, JSON.stringify(s1.history));
+  const f = s1.history.failures[0];
+  assert.ok(f.survivors_ms !== null && f.back_ms !== null, JSON.stringify(f));
+  await page.waitFor(chart("chart-progress", "c.$ftcMarks === 1"), "the failure marker drawn");
+  const rows = await cells(page, "Failures");
+  assert.equal(rows.length, 1);
+  assert.deepEqual(rows[0].slice(1), [f.replica_id, "disconnect", String(f.step),
+                                      f.survivors_ms + " ms", f.back_ms + " ms"]);
+
+  // Without JavaScript the lighthouse's own table lists it too.
+  const plain = await browser.newPage({ javascript: false });
+  await plain.goto(url + "/?job=live");
+  const plainRows = await cells(plain, "Failures");
+  assert.deepEqual(plainRows.map((r) => r.slice(1)), [[f.replica_id, "disconnect",
+    String(f.step), f.survivors_ms + " ms", f.back_ms + " ms"]]);
+  assert.match(plainRows[0][0], /^\d\d:\d\d:\d\d UTC$/);
+
+  // A kill from the page with the token: a second failure, recovered too.
+  await page.eval(`window.confirm = () => true`);
+  await setToken(page, TOKEN);
+  await page.waitFor(`document.querySelectorAll("button.kill").length === 3`, "kill buttons");
+  const victim = await page.eval(`document.querySelector("#detail tr:nth-child(2) td").textContent`);
+  await page.eval(`document.querySelectorAll("button.kill")[0].click()`);
+  await page.waitFor(chart("chart-progress", `c.$ftc.failures.length === 2 &&
+    c.$ftc.failures[1].back_ms !== null && c.$ftcMarks === 2`),
+    "the page's kill marked and recovered", 60000);
+  const s2 = await status();
+  assert.equal(s2.history.failures[1].replica_id, victim);
+  assert.equal(s2.history.failures[1].cause, "kill");
+  assert.match(await headline(page), /^training: 3 replica groups, .*back after \d+ ms$/);
+  await page.screenshot(SHOT);
+  assert.ok(fs.statSync(SHOT).size > 10000, "a screenshot with something in it");
+
+  run.kill("SIGTERM");
+  await new Promise((resolve) => run.on("exit", resolve));
+}
+
+// ------------------------------------------------------------ the test
+
+async function main() {
+  assert.ok(SHOT, "usage: lighthouse_page_test.mjs FTC TRAIN_DDP SHOT.png");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ftc-page-"));
+  const { child, url } = await startLighthouse(dir);
+  const browser = await Browser.launch();
+  try {
+    const page = await handMadeJob(browser, url);
+    await liveJob(browser, page, url);
+    // The lighthouse gone: the page shows an error instead of stale silence.
+    child.kill("SIGTERM");
+    await new Promise((resolve) => child.on("exit", resolve));
+    await page.waitFor(`document.getElementById("err").textContent !== ""`,
+                       "an error once the lighthouse is gone");
+  } finally {
+    await browser.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  console.log("lighthouse_page_test: ok, screenshot " + SHOT);
 }
 
 main().then(() => process.exit(0), (e) => {

@@ -117,6 +117,21 @@ ftc__lighthouse_blob *ftc__lighthouse_blob_json(const json_t *j)
     return b;
 }
 
+ftc__lighthouse_blob *ftc__lighthouse_blob_buf(const ftc__buf *buf)
+{
+    size_t n = ftc__buf_size(buf);
+    ftc__lighthouse_blob *b = ftc__malloc(sizeof(*b) + n + 1);
+    if (b == NULL) {
+        ftc__seterr(FTC_ENOMEM, "answer of %zu B", n);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->len = n;
+    memcpy(b->data, ftc__buf_begin(buf), n);
+    b->data[n] = '\0';
+    return b;
+}
+
 ftc__lighthouse_blob *ftc__lighthouse_blob_ref(ftc__lighthouse_blob *b)
 {
     if (b != NULL) {
@@ -179,8 +194,8 @@ static enum MHD_Result queue_response(ftc__lighthouse_req *r, unsigned status,
         /* The page may talk to this lighthouse only; no other origin. */
         MHD_add_response_header(resp, "Content-Security-Policy",
                                 "default-src 'none'; connect-src 'self'; "
-                                "script-src 'unsafe-inline'; style-src "
-                                "'unsafe-inline'");
+                                "script-src 'self' 'unsafe-inline'; "
+                                "style-src 'unsafe-inline'; img-src data:");
     }
     enum MHD_Result ok = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);

@@ -26,6 +26,8 @@ typedef struct ftc__lighthouse_blob {
 
 /* A new blob with the compact text of j; NULL on FTC_ENOMEM. */
 ftc__lighthouse_blob *ftc__lighthouse_blob_json(const json_t *j);
+/* A new blob with the live bytes of buf; NULL on FTC_ENOMEM. */
+ftc__lighthouse_blob *ftc__lighthouse_blob_buf(const ftc__buf *buf);
 ftc__lighthouse_blob *ftc__lighthouse_blob_ref(ftc__lighthouse_blob *b);
 /* Drops one reference (NULL ok); an MHD free callback. */
 void ftc__lighthouse_blob_unref(void *b);
@@ -301,6 +303,18 @@ json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now);
 /* GET /metrics as Prometheus text; NULL on FTC_ENOMEM. */
 ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now);
 /* The dashboard page (static). */
-const char *ftc__lighthouse_page(size_t *len);
+
+/* ---- lighthouse_page.c: the dashboard */
+
+/* The page for GET / with a snapshot of job (NULL or "": the first) in its
+ * tables; NULL on FTC_ENOMEM. */
+ftc__lighthouse_blob *ftc__lighthouse_page(ftc_lighthouse *lh, const char *job);
+/* Appends tmpl to out with the job cards of jobs (GET /v1/jobs) and the
+ * headline and tables of status (a job's status JSON, or NULL) as HTML at
+ * its marks. Pure, for tests. FTC_EINVAL if tmpl lacks the marks. */
+int ftc__lighthouse_page_render(const char *tmpl, const json_t *jobs,
+                                const json_t *status, ftc__buf *out);
+/* The charting library the page loads (GET /assets/chart.min.js). */
+const char *ftc__lighthouse_chart_js(size_t *len);
 
 #endif

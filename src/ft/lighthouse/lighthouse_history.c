@@ -85,9 +85,27 @@ void ftc__lh_history_formed(ftc__lh_history *h, const ftc__quorum *q,
     }
 }
 
+/* Whether replica_id's latest kept failure is an operator's kill it has
+ * not come back from: its exit is that kill taking effect. */
+static int killed_not_back(const ftc__lh_history *h, const char *replica_id)
+{
+    uint64_t first =
+        h->n_failures > FTC__LH_FAILURES ? h->n_failures - FTC__LH_FAILURES : 0;
+    for (uint64_t k = h->n_failures; k > first; k--) {
+        const ftc__lh_failure *f = &h->failures[(k - 1) % FTC__LH_FAILURES];
+        if (strcmp(f->replica_id, replica_id) == 0) {
+            return strcmp(f->cause, "kill") == 0 && f->back_ms < 0;
+        }
+    }
+    return 0;
+}
+
 void ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
                           const char *cause, int64_t wall_ms)
 {
+    if (killed_not_back(h, replica_id)) {
+        return;
+    }
     ftc__lh_failure *f = &h->failures[h->n_failures++ % FTC__LH_FAILURES];
     memset(f, 0, sizeof(*f));
     f->wall_ms = wall_ms;

@@ -27,7 +27,7 @@ typedef struct ftc__lh_sample {
 typedef struct ftc__lh_failure {
     int64_t wall_ms;
     char replica_id[FTC__QUORUM_STR_MAX];
-    const char *cause; /* "disconnect" or "heartbeat" (static) */
+    const char *cause; /* "disconnect", "heartbeat" or "kill" (static) */
     /* The step of the first quorum formed after the loss (-1 before):
      * the survivors' retry, or a step they committed just before it. */
     int64_t step;
@@ -64,7 +64,9 @@ typedef struct ftc__lh_history {
  * the recoveries it completes. */
 void ftc__lh_history_formed(ftc__lh_history *h, const ftc__quorum *q,
                             int64_t wall_ms);
-/* replica_id was lost for cause ("disconnect", "heartbeat") at wall_ms. */
+/* replica_id was lost for cause ("disconnect", "heartbeat", or "kill":
+ * an operator's kill request) at wall_ms. A loss of a replica killed and
+ * not back yet is that kill, not another failure. */
 void ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
                           const char *cause, int64_t wall_ms);
 /* Committed steps per second over the last FTC__LH_RATE_WINDOW_MS up to

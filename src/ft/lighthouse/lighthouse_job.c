@@ -587,6 +587,10 @@ int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
     }
     FTC_LOG_WARN("lighthouse.kill", "job %s: kill %s requested", job->name,
                  replica_id);
+    /* A failure from now: the replica goes away by a goodbye (not a
+     * failure otherwise) or a dropped connection (counted once). */
+    ftc__lh_history_lost(&job->hist, replica_id, "kill",
+                         ftc__lighthouse_wall_ms());
     push_event(job,
                json_pack("{s:s, s:s, s:I}", "kind", "kill", "replica_id",
                          replica_id, "quorum_id", (json_int_t)current_id(job)));

@@ -11,6 +11,7 @@
 typedef enum route_id {
     R_NONE,
     R_PAGE,
+    R_CHART_JS,
     R_METRICS,
     R_JOBS,
     R_JOB, /* PUT options, GET = status */
@@ -51,6 +52,10 @@ static void parse(const char *url, route *rt)
     memset(rt, 0, sizeof(*rt));
     if (strcmp(url, "/") == 0) {
         rt->id = R_PAGE;
+        return;
+    }
+    if (strcmp(url, "/assets/chart.min.js") == 0) {
+        rt->id = R_CHART_JS;
         return;
     }
     if (strcmp(url, "/metrics") == 0) {
@@ -370,10 +375,15 @@ static enum MHD_Result do_status(ftc__lighthouse_req *r, const route *rt)
 static enum MHD_Result do_read(ftc__lighthouse_req *r, route_id id)
 {
     if (id == R_PAGE) {
+        return ftc__lighthouse_queue(
+            r, 200, "text/html; charset=utf-8",
+            ftc__lighthouse_page(r->lh, query(r, "job")));
+    }
+    if (id == R_CHART_JS) {
         size_t len;
-        const char *page = ftc__lighthouse_page(&len);
-        return ftc__lighthouse_queue_static(r, "text/html; charset=utf-8", page,
-                                            len);
+        const char *js = ftc__lighthouse_chart_js(&len);
+        return ftc__lighthouse_queue_static(r, "text/javascript; charset=utf-8",
+                                            js, len);
     }
     if (id == R_METRICS) {
         return ftc__lighthouse_queue(
@@ -402,6 +412,7 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
     }
     switch (rt.id) {
     case R_PAGE:
+    case R_CHART_JS:
     case R_METRICS:
     case R_JOBS:
         return do_read(r, rt.id);

@@ -9,7 +9,6 @@
 
 #include "ft/lighthouse/lighthouse.h"
 #include "ft/lighthouse/lighthouse_json.h"
-#include "ft/lighthouse_page.h"
 
 /* Healing entries computed per status (each costs a quorum results). */
 #define MAX_HEALING 64
@@ -599,10 +598,4 @@ ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now)
     }
     ftc__buf_free(&b);
     return blob;
-}
-
-const char *ftc__lighthouse_page(size_t *len)
-{
-    *len = sizeof(ftc__lighthouse_page_html) - 1;
-    return ftc__lighthouse_page_html;
 }

@@ -150,11 +150,39 @@ static void failures_and_recovery(void **state)
     free(h);
 }
 
+/* An operator's kill is the failure; the victim's dropped connection that
+ * follows is that kill, not a second one, until it is back. */
+static void kill_then_exit_is_one_failure(void **state)
+{
+    (void)state;
+    ftc__lh_history *h = calloc(1, sizeof(*h));
+    static const char *const all[] = {"replica_0:aa", "replica_1:bb"};
+    static const char *const back[] = {"replica_0:aa", "replica_1:cc"};
+    int64_t at9[] = {9, 9};
+    formed(h, 2, all, at9, 1000);
+    ftc__lh_history_lost(h, "replica_1:bb", "kill", 1010);
+    ftc__lh_history_lost(h, "replica_1:bb", "disconnect", 1030);
+    assert_int_equal(h->n_failures, 1);
+    assert_string_equal(ftc__lh_history_last_failure(h)->cause, "kill");
+    int64_t at12[] = {12, 12};
+    formed(h, 2, back, at12, 1400);
+    assert_int_equal(ftc__lh_history_last_failure(h)->back_ms, 390);
+    /* back, then lost again by itself: a new failure */
+    ftc__lh_history_lost(h, "replica_1:bb", "disconnect", 2000);
+    assert_int_equal(h->n_failures, 2);
+    /* another replica's loss is never absorbed by a kill */
+    ftc__lh_history_lost(h, "replica_0:aa", "kill", 3000);
+    ftc__lh_history_lost(h, "replica_1:cc", "heartbeat", 3001);
+    assert_int_equal(h->n_failures, 4);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(samples_rate_and_ring),
         cmocka_unit_test(failures_and_recovery),
+        cmocka_unit_test(kill_then_exit_is_one_failure),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
