@@ -523,6 +523,43 @@ FTC_API int ftc_manager_register_cb(ftc_manager *m, const char *name, int dtype,
                                     const int64_t *shape, int ndim,
                                     const ftc_manager_state_cb *cb);
 
+/* One buffer of a healed state as its source serves it. */
+typedef struct ftc_manager_buffer_view {
+    const char *name;
+    int dtype; /* FTC_DTYPE_* */
+    int ndim;
+    const int64_t *shape; /* ndim dimensions */
+    const void *data;     /* nbytes bytes */
+    size_t nbytes;
+} ftc_manager_buffer_view;
+
+/* Takes over a healed state whose layout came with it: n buffers in the
+ * source's registration order, valid only during the call. 0 on
+ * success. */
+typedef int (*ftc_manager_adopt_fn)(void *user,
+                                    const ftc_manager_buffer_view *bufs,
+                                    size_t n);
+
+/* For a state whose layout changes as it trains (an optimizer's state
+ * appears after its first step; a state_dict holds what it holds): with
+ * fn set, a replica that heals receives its source's whole state in the
+ * layout the source registered (names, dtypes, shapes; nothing compared
+ * with its own registrations, at most 1 TiB) and hands it to fn instead
+ * of writing its registered buffers, which are then only what it serves.
+ * fn runs where load callbacks run (on the caller's thread, inside the
+ * first call that takes a healed round over), once per heal; a non-zero
+ * return is a failed load (FTC_ECANCELED latched, the step votes no, the
+ * next round heals again). heal_in_place does not apply. fn NULL turns it
+ * off. Call between steps: FTC_EMISUSE while a round is in flight. */
+FTC_API int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn,
+                                  void *user);
+
+/* Forgets every registered buffer (borrowed or behind callbacks), so that
+ * the state can be registered again in a new layout; what a peer heals
+ * from this rank is what is registered when its round starts. Call
+ * between steps: FTC_EMISUSE while a round is in flight. */
+FTC_API int ftc_manager_clear_state(ftc_manager *m);
+
 typedef struct ftc_manager_quorum_opts {
     size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Ask the lighthouse to admit no new member into this quorum (long

@@ -7,6 +7,9 @@
 typedef struct manager {
     PyObject_HEAD
     ftc_manager *m;
+    /* set_adopt's callable (None: off). ftc/manager.py passes one that
+     * holds its Manager weakly, so no cycle needs the GC. */
+    PyObject *adopt;
 } manager;
 
 typedef struct mwork {
@@ -90,6 +93,7 @@ static void stop(manager *self)
 static void manager_dealloc(PyObject *obj)
 {
     stop((manager *)obj); /* no work is left: each holds the manager */
+    Py_CLEAR(((manager *)obj)->adopt);
     ftcpy_free(obj);
 }
 
@@ -109,25 +113,151 @@ static PyObject *manager_close(PyObject *obj, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* shape: None (one dimension of count) or a sequence of at most 8 sizes
+ * whose product is count. */
+static int shape_arg(PyObject *o, long long count, int64_t *dims, int *ndim)
+{
+    if (o == Py_None) {
+        dims[0] = count;
+        *ndim = 1;
+        return 0;
+    }
+    Py_ssize_t n = PySequence_Size(o);
+    long long product = 1;
+    for (Py_ssize_t i = 0; i < n && i < 8; i++) {
+        PyObject *d = PySequence_GetItem(o, i);
+        dims[i] = d != NULL ? PyLong_AsLongLong(d) : -1;
+        Py_XDECREF(d);
+        product *= dims[i];
+    }
+    if (n < 0 || PyErr_Occurred()) {
+        return -1;
+    }
+    if (n > 8 || product != count) {
+        PyErr_Format(PyExc_ValueError,
+                     "shape: %zd sizes of product %lld for %lld elements "
+                     "(at most 8 sizes, their product the count)",
+                     n, product, count);
+        return -1;
+    }
+    *ndim = (int)n;
+    return 0;
+}
+
 static PyObject *manager_register(PyObject *obj, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"name", "addr", "count", "dtype", NULL};
+    static char *names[] = {"name", "addr", "count", "dtype", "shape", NULL};
     const char *name;
     unsigned long long addr;
     long long count;
-    int dtype;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLi", names, &name, &addr,
-                                     &count, &dtype)) {
+    int dtype, ndim;
+    PyObject *shape_obj = Py_None;
+    int64_t shape[8];
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sKLi|O", names, &name, &addr,
+                                     &count, &dtype, &shape_obj) ||
+        shape_arg(shape_obj, count, shape, &ndim) != 0) {
         return NULL;
     }
     ftc_manager *m = live(obj);
     if (m == NULL) {
         return NULL;
     }
-    int64_t shape[1] = {count};
-    int rc =
-        ftc_manager_register(m, name, dtype, shape, 1, (void *)(uintptr_t)addr);
+    int rc = ftc_manager_register(m, name, dtype, shape, ndim,
+                                  (void *)(uintptr_t)addr);
     return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *manager_clear_state(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    ftc_manager *m = live(obj);
+    int rc = m != NULL ? ftc_manager_clear_state(m) : -1;
+    return rc != 0 ? (m != NULL ? ftcpy_raise(rc) : NULL) : Py_NewRef(Py_None);
+}
+
+#ifndef PyBUF_READ /* outside the limited API's headers before 3.12 */
+#define PyBUF_READ 0x100
+#endif
+
+/* A healed state's buffers as [(name, dtype, shape, memoryview)], the
+ * views read-only over the manager's staging, released once the callable
+ * returns (touching one later raises ValueError). */
+static PyObject *views_list(const ftc_manager_buffer_view *v, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        PyObject *shape = PyTuple_New(v[i].ndim);
+        for (int d = 0; shape != NULL && d < v[i].ndim; d++) {
+            PyTuple_SetItem(shape, d, PyLong_FromLongLong(v[i].shape[d]));
+        }
+        PyObject *mv = PyMemoryView_FromMemory(
+            (char *)(uintptr_t)v[i].data, (Py_ssize_t)v[i].nbytes, PyBUF_READ);
+        PyObject *item =
+            shape != NULL && mv != NULL
+                ? Py_BuildValue("(siNN)", v[i].name, v[i].dtype, shape, mv)
+                : NULL;
+        if (item == NULL) {
+            Py_XDECREF(shape);
+            Py_XDECREF(mv);
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SetItem(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static void release_views(PyObject *list)
+{
+    for (Py_ssize_t i = 0; i < PyList_Size(list); i++) {
+        PyObject *mv = PyTuple_GetItem(PyList_GetItem(list, i), 3);
+        PyObject *r = PyObject_CallMethod(mv, "release", NULL);
+        Py_XDECREF(r);
+    }
+}
+
+/* ftc_manager_adopt_fn: runs on the training thread inside a manager call
+ * that released the GIL; an exception is printed and fails the adopt. */
+static int adopt_trampoline(void *user, const ftc_manager_buffer_view *v,
+                            size_t n)
+{
+    manager *self = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *list = views_list(v, n);
+    PyObject *r = list != NULL
+                      ? PyObject_CallFunctionObjArgs(self->adopt, list, NULL)
+                      : NULL;
+    if (list != NULL) {
+        release_views(list);
+    }
+    int rc = r != NULL ? 0 : 1;
+    if (r == NULL) {
+        PyErr_WriteUnraisable(self->adopt);
+    }
+    Py_XDECREF(r);
+    Py_XDECREF(list);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static PyObject *manager_set_adopt(PyObject *obj, PyObject *fn)
+{
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        return PyErr_Format(PyExc_TypeError, "set_adopt: a callable or None");
+    }
+    int rc =
+        ftc_manager_set_adopt(m, fn != Py_None ? adopt_trampoline : NULL, obj);
+    if (rc != 0) {
+        return ftcpy_raise(rc);
+    }
+    PyObject *old = ((manager *)obj)->adopt;
+    ((manager *)obj)->adopt = fn != Py_None ? Py_NewRef(fn) : NULL;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
 }
 
 static PyObject *manager_start_quorum(PyObject *obj, PyObject *args,
@@ -304,7 +434,13 @@ static PyObject *manager_get(PyObject *obj, void *closure)
 
 static PyMethodDef manager_methods[] = {
     KW("register", manager_register,
-       "register(name, addr, count, dtype): a state buffer healing fills"),
+       "register(name, addr, count, dtype, shape=None): a state buffer "
+       "healing fills"),
+    {"clear_state", manager_clear_state, METH_NOARGS,
+     "clear_state(): forgets every registered buffer (between steps)"},
+    {"set_adopt", manager_set_adopt, METH_O,
+     "set_adopt(fn or None): fn([(name, dtype, shape, memoryview)]) takes a "
+     "healed state in its source's layout instead of the registered buffers"},
     KW("start_quorum", manager_start_quorum,
        "start_quorum(*, shrink_only=False, allow_heal=True, "
        "heal_in_place=False, timeout=None)"),

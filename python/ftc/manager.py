@@ -4,11 +4,15 @@ behind heals its registered state from the others), allreduces gradients
 across the replica groups, and votes; a step commits only where every
 rank of every participating group agreed."""
 import os
+import weakref
 
 from ftc import _ftc
-from ftc.process_group import _buffer, _dtype
+from ftc import state as _st
+from ftc.process_group import _DTYPES, _buffer, _dtype
 
 _OPS = {"sum": 0, "avg": 1}
+_NAMES = {code: name for name, code in _DTYPES.items()}
+_SKELETON = "ftc.skeleton"
 
 
 class Manager:
@@ -23,21 +27,96 @@ class Manager:
     it. from_env: read that environment (default: when FTC_LIGHTHOUSE is
     set). Timeouts are seconds or timedeltas."""
 
-    def __init__(self, *, from_env=None, **options):
+    def __init__(self, *, from_env=None, load_state_dict=None,
+                 state_dict=None, **options):
+        if (load_state_dict is None) != (state_dict is None):
+            raise ValueError("load_state_dict and state_dict go together")
         if from_env is None:
             from_env = "FTC_LIGHTHOUSE" in os.environ
         options = {k: v for k, v in options.items() if v is not None}
         self._m = _ftc._Manager(from_env=from_env, **options)
         self._state = []  # registered buffers: alive as long as the manager
         self._lent = []  # allreduce buffers, until the step's vote
+        self._fns = {}  # key -> (load_state_dict, state_dict)
+        self._signature = None  # of the state_dict registered last
+        if state_dict is not None:
+            self.register_state_dict_fn("default", load_state_dict,
+                                        state_dict)
 
     def register(self, name, tensor):
         """Registers a contiguous CPU tensor (or array) of the state that a
         replica behind receives by healing, in place; every replica
         registers the same names in the same order."""
+        if self._fns:
+            raise RuntimeError("register: this Manager heals state_dicts "
+                               "(register_state_dict_fn); not both")
         addr, count, dtype = _buffer(tensor, name, True)
         self._m.register(name, addr, count, _dtype(dtype, name))
         self._state.append(tensor)
+
+    def register_state_dict_fn(self, key, load_state_dict, state_dict):
+        """Heals what state_dict() returns under key (torchft's API): any
+        nesting of dicts, lists and tuples of tensors and plain values
+        (None, bool, int, float, str), the model's and the optimizer's
+        alike, whose layout may change as training goes (an optimizer's
+        state appears at its first step). Each start_quorum registers the
+        state as it is then (its tensors borrowed, copies only for device,
+        non-contiguous or byte-typed ones); a replica that heals receives
+        its source's state in the source's layout and gets it through
+        load_state_dict(state), on the training thread inside wait_quorum.
+        Nothing is pickled: tensors travel as ftc's checksummed buffers,
+        the rest as JSON (ftc.state)."""
+        if self._state and not self._fns:
+            raise RuntimeError("register_state_dict_fn: this Manager heals "
+                               "registered tensors (register); not both")
+        if not self._fns:
+            me = weakref.ref(self)
+            self._m.set_adopt(lambda bufs: me()._adopt(bufs))
+        self._fns[key] = (load_state_dict, state_dict)
+        self._signature = None
+
+    def _register_state(self):
+        """Registers the state_dicts as they are now (again only when their
+        layout or memory moved; else the skeleton is rewritten in place)."""
+        import torch
+        state = {k: fn() for k, (_, fn) in self._fns.items()}
+        skeleton, tensors = _st.flatten(state)
+        bufs = [_st.as_buffer(t) for t in tensors]
+        signature = tuple((b.data_ptr(), _st.dtype_name(b), tuple(b.shape))
+                          for b in bufs) + (len(skeleton),)
+        raw = torch.frombuffer(bytearray(skeleton), dtype=torch.uint8)
+        if signature == self._signature:
+            self._state[-1].copy_(raw)
+            self._state[:-1] = bufs  # the copies made this time
+            return
+        self._m.clear_state()
+        self._state = []
+        self._signature = None
+        for i, b in enumerate(bufs + [raw]):
+            name = _SKELETON if i == len(bufs) else f"s{i}"
+            addr, count, dtype = _buffer(b, name, True)
+            self._m.register(name, addr, count, _dtype(dtype, name),
+                             list(b.shape))
+            self._state.append(b)
+        self._signature = signature
+
+    def _adopt(self, bufs):
+        """A healed state in its source's layout, [(name, dtype code,
+        shape, memoryview)], into the registered load_state_dict fns."""
+        import torch
+        if not bufs or bufs[-1][0] != _SKELETON:
+            raise ValueError("healed state without its skeleton: the source "
+                             "registered tensors, not state_dicts")
+        tensors = []
+        for name, code, shape, view in bufs[:-1]:
+            dt = getattr(torch, _NAMES[code])
+            t = torch.frombuffer(bytearray(view), dtype=dt) if len(view) \
+                else torch.empty(0, dtype=dt)
+            tensors.append(t.reshape(shape))
+        state = _st.unflatten(bytes(bufs[-1][3]), tensors)
+        for key, (load, _) in self._fns.items():
+            load(state[key])
+        self._signature = None  # loading may have moved the memory
 
     def register_parameters(self, module):
         """Registers every parameter and buffer of a torch module."""
@@ -46,6 +125,8 @@ class Manager:
 
     def start_quorum(self, *, shrink_only=False, allow_heal=True,
                      heal_in_place=False, timeout=None):
+        if self._fns:
+            self._register_state()
         self._m.start_quorum(shrink_only=shrink_only, allow_heal=allow_heal,
                              heal_in_place=heal_in_place, timeout=timeout)
 
@@ -92,6 +173,7 @@ class Manager:
 
     def close(self):
         self._m.close()
+        self._state = []
 
     def __enter__(self):
         return self

@@ -198,6 +198,11 @@ void ftc__heal_server_inject(ftc__heal_server *s, ftc__heal_fault fault,
 
 typedef struct ftc__heal_client ftc__heal_client;
 
+/* What an adopting fetch accepts at most besides its byte bound: each
+ * bounds an allocation made from a source's metadata. */
+#define FTC__HEAL_ADOPT_MAX_BUFFERS ((uint32_t)1 << 20)
+#define FTC__HEAL_ADOPT_MAX_CHUNKS ((uint32_t)1 << 24)
+
 typedef struct ftc__heal_fetch {
     /* Sources ("host:port"), each serving the same state at step. The
      * first is asked for the metadata; chunk i starts at source i % n. */
@@ -206,7 +211,17 @@ typedef struct ftc__heal_fetch {
     int64_t step;
     /* Where each buffer of the local layout goes. */
     const ftc__heal_state *layout;
-    void *const *dest;     /* layout->n pointers */
+    void *const *dest; /* layout->n pointers */
+    /* Set: the local layout is not asked for (layout and dest unused):
+     * the reference metadata's layout is taken as it is, at most
+     * max_adopt_bytes of state, and adopt(adopt_user, meta, &layout,
+     * &dest) says where each of its buffers goes (valid until the fetch
+     * returns; a non-zero return fails the fetch with it). The other
+     * sources' metadata is checked against that layout. */
+    int (*adopt)(void *user, const ftc__heal_meta *meta,
+                 const ftc__heal_state **layout, void *const **dest);
+    void *adopt_user;
+    uint64_t max_adopt_bytes;
     unsigned streams;      /* transfers in flight; 0: 4 */
     unsigned threads;      /* receiving threads (<= streams); 0: 2 */
     size_t max_meta_bytes; /* 0: 64 MiB */

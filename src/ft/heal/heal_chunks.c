@@ -35,7 +35,7 @@ typedef ftc__heal_xfer xfer;
 /* The index of the buffer holding stream offset off. */
 static size_t buffer_at(const fetch *ft, uint64_t off)
 {
-    size_t lo = 0, hi = ft->f->layout->n;
+    size_t lo = 0, hi = ft->layout->n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (ft->starts[mid] <= off) {
@@ -221,7 +221,7 @@ static void took(xfer *x, const uint8_t *p, size_t n)
 /* Where the chunk's next bytes go, and how many fit there (>= 1). */
 static uint8_t *next_place(fetch *ft, xfer *x, size_t *room)
 {
-    const ftc__heal_state *lay = ft->f->layout;
+    const ftc__heal_state *lay = ft->layout;
     uint64_t pos = x->off + x->got;
     while (pos >= ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes) {
         x->cursor++;
@@ -229,7 +229,7 @@ static uint8_t *next_place(fetch *ft, xfer *x, size_t *room)
     uint64_t left = ft->starts[x->cursor] + lay->bufs[x->cursor].nbytes - pos;
     left = left < x->len - x->got ? left : x->len - x->got;
     *room = left < FTC__HEAL_RECV_BYTES ? (size_t)left : FTC__HEAL_RECV_BYTES;
-    return (uint8_t *)ft->f->dest[x->cursor] + (pos - ft->starts[x->cursor]);
+    return (uint8_t *)ft->dest[x->cursor] + (pos - ft->starts[x->cursor]);
 }
 
 /* Copies body bytes that came with the head into place. */
@@ -541,7 +541,7 @@ int ftc__heal_chunks_prepare(fetch *ft)
     const ftc__heal_fetch *f = ft->f;
     uint32_t n = ft->meta.n_chunks;
     size_t nc = n > 0 ? n : 1;
-    ft->starts = ftc__calloc(f->layout->n + 1, sizeof(*ft->starts));
+    ft->starts = ftc__calloc(ft->layout->n + 1, sizeof(*ft->starts));
     ft->queue = ftc__calloc(nc, sizeof(*ft->queue));
     ft->next_src = ftc__calloc(nc, sizeof(*ft->next_src));
     ft->attempts = ftc__calloc(nc, sizeof(*ft->attempts));
@@ -553,8 +553,8 @@ int ftc__heal_chunks_prepare(fetch *ft)
         ft->strikes == NULL) {
         return ftc__seterr(FTC_ENOMEM, "healing tables for %u chunks", n);
     }
-    for (size_t j = 0; j < f->layout->n; j++) {
-        ft->starts[j + 1] = ft->starts[j] + f->layout->bufs[j].nbytes;
+    for (size_t j = 0; j < ft->layout->n; j++) {
+        ft->starts[j + 1] = ft->starts[j] + ft->layout->bufs[j].nbytes;
     }
     /* Chunks are queued so that the lowest indexes start first (the
      * queue pops from its end), striped over the sources. */

@@ -204,18 +204,24 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc__buf *body,
 }
 
 /* Decodes a metadata from source s and checks it against what was asked:
- * the step and the local layout. */
+ * the step and the layout (the local one, or the one adopted; none
+ * before the reference metadata of an adopting fetch, which is bounded
+ * by max_adopt_bytes only). */
 static int decode_meta(fetch *ft, size_t s, const ftc__buf *body,
                        ftc__heal_meta *m)
 {
     const ftc__heal_fetch *f = ft->f;
-    ftc__heal_limits lim = {
-        (uint32_t)f->layout->n,
-        (uint32_t)ftc__heal_chunk_count(f->layout->total, 1) + 1,
-        f->layout->total};
+    const ftc__heal_state *lay = ft->layout;
+    ftc__heal_limits lim = {FTC__HEAL_ADOPT_MAX_BUFFERS,
+                            FTC__HEAL_ADOPT_MAX_CHUNKS, f->max_adopt_bytes};
+    if (lay != NULL) {
+        lim = (ftc__heal_limits){
+            (uint32_t)lay->n,
+            (uint32_t)ftc__heal_chunk_count(lay->total, 1) + 1, lay->total};
+    }
     int rc = ftc__heal_meta_decode(ftc__buf_begin(body), ftc__buf_size(body),
                                    &lim, m);
-    if (rc == FTC_EMSGSIZE) {
+    if (rc == FTC_EMSGSIZE && lay != NULL) {
         /* The limits are the local layout's own sizes. */
         rc = ftc__seterr(FTC_EPROTO, "state layout differs: %s",
                          ftc_last_error());
@@ -224,8 +230,9 @@ static int decode_meta(fetch *ft, size_t s, const ftc__buf *body,
         rc = ftc__seterr(FTC_EPROTO, "%s sent step %lld, asked %lld",
                          f->sources[s], (long long)m->step, (long long)f->step);
     }
-    rc =
-        rc != 0 ? rc : ftc__heal_layout_check(m, f->layout->bufs, f->layout->n);
+    if (rc == 0 && lay != NULL) {
+        rc = ftc__heal_layout_check(m, lay->bufs, lay->n);
+    }
     if (rc != 0) {
         ftc__heal_meta_fini(m);
         return ftc__adderr(rc, "metadata from %s", f->sources[s]);
@@ -261,6 +268,9 @@ static int get_meta(fetch *ft, xfer *x, ftc__buf *body, ftc__deadline dl)
         if (rc == 0) {
             rc = decode_meta(ft, s, body, &ft->meta);
             ft->ref = s;
+            if (rc == 0 && f->adopt != NULL) {
+                rc = f->adopt(f->adopt_user, &ft->meta, &ft->layout, &ft->dest);
+            }
             break;
         }
         if (rc != FTC_ENOENT && rc != FTC_EPEER) {
@@ -368,13 +378,18 @@ int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
 {
     memset(out, 0, sizeof(*out));
     if (f->n_sources == 0 || f->sources == NULL ||
-        (f->layout->n > 0 && f->dest == NULL)) {
+        (f->adopt == NULL &&
+         (f->layout == NULL || (f->layout->n > 0 && f->dest == NULL)))) {
         return ftc__seterr(FTC_EINVAL, "healing: no source or destination");
     }
     fetch ft;
     memset(&ft, 0, sizeof(ft));
     ft.c = c;
     ft.f = f;
+    if (f->adopt == NULL) {
+        ft.layout = f->layout;
+        ft.dest = f->dest;
+    }
     ft.out = out;
     pthread_mutex_init(&ft.mu, NULL);
     unsigned nx = f->streams > 0 ? f->streams : 4;

@@ -66,7 +66,11 @@ typedef struct ftc__heal_fetch_state {
      * part of their state (DiLoCo's local parameters), and a chunk from
      * such a source would only fail its check. */
     uint64_t **hashes;
-    size_t ref;       /* the source whose metadata is the reference */
+    size_t ref; /* the source whose metadata is the reference */
+    /* f's layout and destinations, or the adopted ones (NULL until the
+     * reference metadata is in). */
+    const ftc__heal_state *layout;
+    void *const *dest;
     uint64_t *starts; /* stream offset of each local buffer */
     pthread_mutex_t mu;
     uint32_t *queue;    /* chunks waiting for a transfer */

@@ -236,6 +236,7 @@ int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
     m->report_fd = -1;
     init_sync_objects(m);
     ftc__heal_state_init(&m->state);
+    ftc__heal_state_init(&m->adopted);
     m->pg_quorum_id = -1;
     atomic_init(&m->quorum_id, -1);
     atomic_init(&m->replica_rank, -1);
@@ -357,6 +358,7 @@ void ftc_manager_destroy(ftc_manager *m)
     ftc_store_client_close(m->store_conn);
     ftc_lighthouse_client_destroy(m->lh);
     ftc__heal_state_fini(&m->state);
+    ftc__heal_state_fini(&m->adopted);
     ftc__free(m->staging);
     pthread_cond_destroy(&m->cv);
     pthread_cond_destroy(&m->pg_cv);

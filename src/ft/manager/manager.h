@@ -103,6 +103,12 @@ struct ftc_manager {
     ftc__heal_client *heal_cli;
     ftc__heal_state state;
     uint8_t *staging; /* a healed state until wait_quorum copies it */
+    /* ftc_manager_set_adopt (under mu; read by the round and the training
+     * thread between steps), and the layout of the state being adopted:
+     * its buffers point into staging. */
+    ftc_manager_adopt_fn adopt_fn;
+    void *adopt_user;
+    ftc__heal_state adopted;
 
     /* The id the lighthouse knows: the leader's from create, the other
      * ranks' from their first round. Under mu. */
@@ -245,6 +251,11 @@ int64_t ftc__manager_left_ms(ftc__deadline dl);
  * FTC_ENOMEM. */
 int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
                                    void **dest, bool *staged);
+/* The heal client's adopt hook (ftc__heal_fetch.adopt; user is the
+ * manager): lays m->adopted out as meta says, in a new m->staging. */
+int ftc__manager_heal_adopt_layout(void *user, const ftc__heal_meta *meta,
+                                   const ftc__heal_state **layout,
+                                   void *const **dest);
 /* Applies a staged healed state on the training thread: copies the
  * borrowed buffers' bytes, calls each load callback (in registration
  * order, stopping at the first non-zero return: FTC_ECANCELED naming the

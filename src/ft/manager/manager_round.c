@@ -19,6 +19,9 @@
 #define FTC__MGR_DRAIN_MS 100
 /* A healer's releases of its sources' lent state. */
 #define FTC__MGR_RELEASE_MS 1000
+/* The most state bytes a replica adopting its source's layout accepts
+ * (ftc_manager_set_adopt). */
+#define FTC__MGR_ADOPT_MAX_BYTES ((uint64_t)1 << 40)
 
 /* A round's own state on the quorum thread. */
 typedef struct round {
@@ -475,12 +478,14 @@ static void heal(round *r)
             n++;
         }
     }
+    /* Read between steps, so stable through the round. */
+    bool adopt = m->adopt_fn != NULL;
     void **dest = ftc__calloc(m->state.n > 0 ? m->state.n : 1, sizeof(*dest));
     int rc = dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
-    bool staged = false;
-    rc = rc != 0 ? rc
-                 : ftc__manager_heal_destinations(m, r->qo.heal_in_place, dest,
-                                                  &staged);
+    bool staged = adopt;
+    rc = rc != 0 || adopt ? rc
+                          : ftc__manager_heal_destinations(
+                                m, r->qo.heal_in_place, dest, &staged);
     if (rc == 0 && n == 0) {
         rc = ftc__seterr(FTC_EPROTO, "no healing source has an address");
     }
@@ -495,6 +500,11 @@ static void heal(round *r)
         f.step = r->res.max_step;
         f.layout = &m->state;
         f.dest = dest;
+        if (adopt) {
+            f.adopt = ftc__manager_heal_adopt_layout;
+            f.adopt_user = m;
+            f.max_adopt_bytes = FTC__MGR_ADOPT_MAX_BYTES;
+        }
         f.streams = (unsigned)m->o.heal_streams;
         f.threads = (unsigned)m->o.heal_threads;
         f.token = m->o.token;

@@ -5,6 +5,24 @@
 
 #include "ft/manager/manager.h"
 
+/* 0 when m is a manager between steps, with mu held; else the error for
+ * what (mu not held). */
+static int lock_between_steps(ftc_manager *m, const char *what)
+{
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "manager %s: not a manager", what);
+    }
+    pthread_mutex_lock(&m->mu);
+    if (m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) {
+        pthread_mutex_unlock(&m->mu);
+        return ftc__seterr(FTC_EMISUSE,
+                           "manager %s: a quorum round is in "
+                           "flight",
+                           what);
+    }
+    return 0;
+}
+
 /* Registers b reached through data, or through cb when it is not NULL. */
 static int add(ftc_manager *m, const char *name, int dtype,
                const int64_t *shape, int ndim, void *data,
@@ -24,16 +42,99 @@ static int add(ftc_manager *m, const char *name, int dtype,
     if (rc != 0) {
         return rc;
     }
-    pthread_mutex_lock(&m->mu);
-    if (m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) {
-        rc = ftc__seterr(FTC_EMISUSE, "manager register: a quorum round is "
-                                      "in flight");
-    } else if (cb != NULL) {
-        rc = ftc__heal_state_add_cb(&m->state, &b, cb);
-    } else {
-        rc = ftc__heal_state_add(&m->state, &b, data);
+    rc = lock_between_steps(m, "register");
+    if (rc != 0) {
+        return rc;
     }
+    rc = cb != NULL ? ftc__heal_state_add_cb(&m->state, &b, cb)
+                    : ftc__heal_state_add(&m->state, &b, data);
     pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int ftc_manager_clear_state(ftc_manager *m)
+{
+    ftc__clearerr();
+    int rc = lock_between_steps(m, "clear_state");
+    if (rc != 0) {
+        return rc;
+    }
+    ftc__heal_state_fini(&m->state);
+    ftc__heal_state_init(&m->state);
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn, void *user)
+{
+    ftc__clearerr();
+    int rc = lock_between_steps(m, "set_adopt");
+    if (rc != 0) {
+        return rc;
+    }
+    m->adopt_fn = fn;
+    m->adopt_user = fn != NULL ? user : NULL;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+int ftc__manager_heal_adopt_layout(void *user, const ftc__heal_meta *meta,
+                                   const ftc__heal_state **layout,
+                                   void *const **dest)
+{
+    ftc_manager *m = user;
+    ftc__heal_state_fini(&m->adopted);
+    ftc__heal_state_init(&m->adopted);
+    ftc__free(m->staging);
+    m->staging = meta->total_bytes > 0 ? ftc__malloc(meta->total_bytes) : NULL;
+    if (meta->total_bytes > 0 && m->staging == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "healing staging of %llu B",
+                           (unsigned long long)meta->total_bytes);
+    }
+    uint64_t off = 0;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < meta->n_buffers; i++) {
+        rc = ftc__heal_state_add(&m->adopted, &meta->buffers[i],
+                                 m->staging + off);
+        off += meta->buffers[i].nbytes;
+    }
+    *layout = &m->adopted;
+    *dest = m->adopted.data;
+    return rc;
+}
+
+/* Hands the adopted state to the adopt callback (the buffers' views point
+ * into the staging). */
+static int apply_adopted(ftc_manager *m)
+{
+    const ftc__heal_state *a = &m->adopted;
+    ftc_manager_buffer_view *v = ftc__calloc(a->n > 0 ? a->n : 1, sizeof(*v));
+    int64_t(*dims)[FTC__HEAL_NDIM_MAX] =
+        ftc__calloc(a->n > 0 ? a->n : 1, sizeof(*dims));
+    int rc = v == NULL || dims == NULL
+                 ? ftc__seterr(FTC_ENOMEM, "adopting a healed state")
+                 : 0;
+    for (size_t i = 0; rc == 0 && i < a->n; i++) {
+        const ftc__heal_buf *b = &a->bufs[i];
+        for (uint8_t d = 0; d < b->ndim; d++) {
+            dims[i][d] = (int64_t)b->dims[d];
+        }
+        v[i] = (ftc_manager_buffer_view){
+            b->name, b->dtype, b->ndim, dims[i], a->data[i], (size_t)b->nbytes};
+    }
+    if (rc == 0) {
+        int cb = m->adopt_fn(m->adopt_user, v, a->n);
+        if (cb != 0) {
+            rc = ftc__seterr(FTC_ECANCELED,
+                             "adopt callback of a state of %zu buffers "
+                             "returned %d",
+                             a->n, cb);
+        }
+    }
+    ftc__free(v);
+    ftc__free(dims);
+    ftc__heal_state_fini(&m->adopted);
+    ftc__heal_state_init(&m->adopted);
     return rc;
 }
 
@@ -92,7 +193,12 @@ int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
 int ftc__manager_heal_apply(ftc_manager *m, bool heal_in_place)
 {
     uint64_t off = 0;
-    int rc = 0;
+    int rc = m->adopt_fn != NULL ? apply_adopted(m) : 0;
+    if (m->adopt_fn != NULL) {
+        ftc__free(m->staging);
+        m->staging = NULL;
+        return rc;
+    }
     for (size_t i = 0; rc == 0 && i < m->state.n; i++) {
         size_t len = (size_t)m->state.bufs[i].nbytes;
         const uint8_t *src = m->staging + off;

@@ -52,7 +52,7 @@ class ManagerErrors(unittest.TestCase):
         # the checks run in Python, before the manager is reached
         from ftc.manager import Manager
         m = Manager.__new__(Manager)
-        m._state = []
+        m._state, m._fns = [], {}
         with self.assertRaises(TypeError):
             Manager.register(m, "w", [1.0, 2.0])
         with self.assertRaises(ValueError):
@@ -76,6 +76,7 @@ class ManagerSteps(unittest.TestCase):
     def tearDown(self):
         self.lighthouse.terminate()
         self.lighthouse.wait(30)
+        self.lighthouse.stdout.close()
         self.store.close()
 
     def test_steps_and_a_work_kept_past_close(self):

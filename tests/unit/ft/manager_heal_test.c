@@ -4,7 +4,8 @@
  * healer released them; with a lending bound shorter than the transfer it
  * copies its state instead; a state behind callbacks is saved and served
  * as a copy; either way the healer ends bit-identical. A state with
- * nothing registered heals too (metadata only). */
+ * nothing registered heals too (metadata only). A healer that adopts
+ * takes the source's layout as it comes. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,39 @@ struct group {
     cb_buf cbs[2];
     int saves, loads;          /* callbacks run */
     bool saved_off, loaded_on; /* all off / on the training thread */
+    /* Adopting (ftc_manager_set_adopt): calls, how many of the first to
+     * fail, no-votes to tolerate, and what the last success received. */
+    int adopts, adopt_failures, no_votes;
+    bool adopted_on;
+    size_t adopted_n;
+    char adopted_names[2][8];
+    int adopted_dtypes[2];
+    int64_t adopted_dims[2];
+    float *adopted_w;
+    double adopted_m[NM];
 };
+
+static int adopt(void *user, const ftc_manager_buffer_view *v, size_t n)
+{
+    group *g = user;
+    g->adopted_on = g->adopted_on && pthread_equal(pthread_self(), g->thread);
+    if (g->adopts++ < g->adopt_failures) {
+        return 5;
+    }
+    g->adopted_n = n;
+    for (size_t i = 0; i < n && i < 2; i++) {
+        snprintf(g->adopted_names[i], sizeof(g->adopted_names[i]), "%s",
+                 v[i].name);
+        g->adopted_dtypes[i] = v[i].dtype;
+        g->adopted_dims[i] = v[i].ndim == 1 ? v[i].shape[0] : -1;
+    }
+    if (n == 2 && v[0].nbytes == NW * sizeof(float) &&
+        v[1].nbytes == sizeof(g->adopted_m)) {
+        memcpy(g->adopted_w, v[0].data, v[0].nbytes);
+        memcpy(g->adopted_m, v[1].data, v[1].nbytes);
+    }
+    return 0;
+}
 
 static int save(void *user, void *dst, size_t bytes)
 {
@@ -136,6 +169,11 @@ static void *run_group(void *arg)
         g->rc = g->rc != 0 ? g->rc
                            : ftc_manager_should_commit(g->m, &commit,
                                                        FTC_TIMEOUT_DEFAULT);
+        if (g->rc == 0 && !commit && g->no_votes > 0) {
+            g->no_votes--;
+            s--; /* the step again */
+            continue;
+        }
         g->rc = g->rc != 0 ? g->rc : (commit ? 0 : FTC_EPEER);
     }
     if (g->rc != 0) {
@@ -144,15 +182,13 @@ static void *run_group(void *arg)
     return NULL;
 }
 
-/* Both groups run 2 steps (min_replicas 2, so the first quorum has both):
- * in the first, group 1 heals from group 0, the primary (init_sync),
- * receiving `bytes`. */
-static void heal_one(env *e, uint64_t bytes)
+/* Both groups run their steps (min_replicas 2, so the first quorum has
+ * both). */
+static void run_both(env *e)
 {
     TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=2"));
     pthread_t t[2];
     for (int k = 0; k < 2; k++) {
-        e->g[k].steps = 2;
         assert_int_equal(pthread_create(&t[k], NULL, run_group, &e->g[k]), 0);
     }
     for (int k = 0; k < 2; k++) {
@@ -160,6 +196,16 @@ static void heal_one(env *e, uint64_t bytes)
         if (e->g[k].rc != 0) {
             fail_msg("group %d: %s", k, e->g[k].why);
         }
+    }
+}
+
+/* Both groups run 2 steps: in the first, group 1 heals from group 0, the
+ * primary (init_sync), receiving `bytes`. */
+static void heal_one(env *e, uint64_t bytes)
+{
+    e->g[0].steps = e->g[1].steps = 2;
+    run_both(e);
+    for (int k = 0; k < 2; k++) {
         assert_int_equal(ftc_manager_current_step(e->g[k].m), 2);
     }
     if (bytes > 0) { /* else nothing registered: nothing to compare */
@@ -241,6 +287,67 @@ static void nothing_registered_heals(void **state)
     env_free(e);
 }
 
+/* The healer registered another layout (one int32 buffer) and adopts:
+ * it receives the source's two buffers with their names, dtypes, shapes
+ * and bytes on its training thread, and its own buffer is not written.
+ * An adopt that fails first makes the step vote no and heals again. */
+static void healer_adopts_the_source_layout(void **state)
+{
+    (void)state;
+    for (int failures = 0; failures < 2; failures++) {
+        env *e = env_new(tk_ms(20000), BORROWED);
+        group *dst = &e->g[1];
+        int32_t own[3] = {7, 8, 9};
+        int64_t s3[] = {3};
+        TK_OK(ftc_manager_clear_state(dst->m));
+        TK_OK(ftc_manager_register(dst->m, "own", FTC_DTYPE_I32, s3, 1, own));
+        TK_OK(ftc_manager_set_adopt(dst->m, adopt, dst));
+        dst->adopted_w = calloc(NW, sizeof(float));
+        dst->adopted_on = true;
+        dst->adopt_failures = failures;
+        dst->no_votes = failures;
+        e->g[0].steps = 2 + failures;
+        dst->steps = 2;
+        run_both(e);
+        assert_int_equal(dst->adopts, 1 + failures);
+        assert_true(dst->adopted_on);
+        assert_int_equal(dst->adopted_n, 2);
+        assert_string_equal(dst->adopted_names[0], "w");
+        assert_string_equal(dst->adopted_names[1], "m");
+        assert_int_equal(dst->adopted_dtypes[0], FTC_DTYPE_F32);
+        assert_int_equal(dst->adopted_dtypes[1], FTC_DTYPE_F64);
+        assert_int_equal(dst->adopted_dims[0], (int64_t)NW);
+        assert_int_equal(dst->adopted_dims[1], NM);
+        assert_memory_equal(dst->adopted_w, e->g[0].w, NW * sizeof(float));
+        assert_memory_equal(dst->adopted_m, e->g[0].mom,
+                            sizeof(dst->adopted_m));
+        assert_int_equal(own[0] + own[1] + own[2], 24);
+        assert_true(dst->w[0] == -7.0f); /* no longer registered */
+        ftc_manager_stats st;
+        TK_OK(ftc_manager_stats_get(dst->m, &st));
+        assert_int_equal(st.heals, 1);
+        assert_int_equal(st.heal_bytes, STATE_BYTES);
+        free(dst->adopted_w);
+        env_free(e);
+    }
+}
+
+/* Between steps only, and only on a manager. */
+static void adopt_and_clear_are_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(ftc_manager_clear_state(NULL), FTC_EMISUSE);
+    assert_int_equal(ftc_manager_set_adopt(NULL, adopt, NULL), FTC_EMISUSE);
+    env *e = env_new(tk_ms(20000), BORROWED);
+    TK_OK(ftc_manager_clear_state(e->g[0].m));
+    /* the names are free again */
+    int64_t sw[] = {(int64_t)NW};
+    TK_OK(
+        ftc_manager_register(e->g[0].m, "w", FTC_DTYPE_F32, sw, 1, e->g[0].w));
+    TK_OK(ftc_manager_set_adopt(e->g[0].m, NULL, NULL));
+    env_free(e);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +355,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(lend_bound_falls_back_to_a_copy),
         cmocka_unit_test(callbacks_serve_a_copy),
         cmocka_unit_test(nothing_registered_heals),
+        cmocka_unit_test(healer_adopts_the_source_layout),
+        cmocka_unit_test(adopt_and_clear_are_checked),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
