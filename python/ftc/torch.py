@@ -13,6 +13,7 @@ once and complete through one completion thread that sets each call's
 future; a failed operation fails the future inside PyTorch, so DDP and
 Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
 ftc's own backend (tcp, xccl, baby-tcp, baby-xccl)."""
+import atexit
 import collections
 import os
 import threading
@@ -51,22 +52,28 @@ def _unwrap(fut):
 
 def _complete_forever():
     """The completion thread: hands each finished operation's result to
-    its future (after the copies that result needs)."""
+    its future (after the copies that result needs). It holds _busy while
+    it completes one, so that _stop_completer can wait it out."""
     while True:
         w = _ftc.next_completed()
-        if w is None:
-            continue
-        fut, finish = w.keep[1], w.keep[2]
-        try:
-            w.wait()
-            value = finish(w)
-        except Exception as e:  # the future carries it to the caller
-            value = _Failed(e)
-        fut.set_result(value)
+        with _busy:
+            if _stopping:
+                return
+            if w is None:
+                continue
+            fut, finish = w.keep[1], w.keep[2]
+            try:
+                w.wait()
+                value = finish(w)
+            except Exception as e:  # the future carries it to the caller
+                value = _Failed(e)
+            fut.set_result(value)
 
 
 _completer = None
 _completer_lock = threading.Lock()
+_busy = threading.Lock()
+_stopping = False
 
 
 def _start_completer():
@@ -77,6 +84,22 @@ def _start_completer():
                                           name="ftc-torch-completion",
                                           daemon=True)
             _completer.start()
+
+
+def _stop_completer():
+    """At exit, before the interpreter finalizes: a daemon thread caught
+    by finalization inside set_result dies in PyTorch's C++ (a GIL taken
+    in a noexcept destructor: "terminate called without an active
+    exception"), so wait until no completion is running and let none
+    start. Bounded: a callback stuck for 30 s is left to its fate."""
+    global _stopping
+    idle = _busy.acquire(timeout=30)
+    _stopping = True
+    if idle:
+        _busy.release()
+
+
+atexit.register(_stop_completer)
 
 
 def _timeout(td):

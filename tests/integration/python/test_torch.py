@@ -108,6 +108,14 @@ class TorchBackend(unittest.TestCase):
             self.assertIn("ftc:", got["error"])
             self.assertIn("rank 2", got["error"])
 
+    def test_exit_during_a_callback(self):
+        """A script that ends while the completion thread runs a future's
+        callback exits cleanly once the callback returns (it used to die
+        in PyTorch's C++ with SIGABRT at interpreter shutdown)."""
+        results = run(2, "exit_in_callback")
+        self.assertEqual(results[0], {"callback": "returned"})
+
+
 
 class UnderFtcRun(unittest.TestCase):
     def test_env_rendezvous(self):

@@ -3,7 +3,8 @@ argv: rank world_size host port mode; prints one JSON line of results.
 mode: "tcp" (init_method tcp://, this rank 0 serves the store), "file"
 (init_method file://HOST, HOST being a file path), "store"
 (a TCPStore client of the test's server), "peer_dies" (as store, then the
-last rank exits inside a DDP step and the others report their error)."""
+last rank exits inside a DDP step and the others report their error),
+"exit_in_callback" (as store; rank 0 exits while a callback runs)."""
 import os
 import json
 import sys
@@ -33,6 +34,32 @@ if mode == "peer_dies":
     except RuntimeError as e:
         result = str(e)
     print(json.dumps({"error": result}), flush=True)
+    os._exit(0)
+elif mode == "exit_in_callback":
+    # rank 0 leaves its script while the completion thread is inside a
+    # future's callback, which returns only once the interpreter exits
+    store = dist.TCPStore(host, port, is_master=False)
+    dist.init_process_group("ftc", store=store, rank=rank, world_size=world)
+    if rank == 0:
+        import atexit
+        import threading
+        entered, leaving = threading.Event(), threading.Event()
+        atexit.register(leaving.set)  # runs before ftc.torch's handler
+
+        def callback(fut):
+            entered.set()
+            leaving.wait(20)
+            print(json.dumps({"callback": "returned"}), flush=True)
+
+        w = dist.all_reduce(torch.ones(1), async_op=True)
+        w.get_future().then(callback)
+        store.set("callback registered", "1")
+        if not entered.wait(20):
+            sys.exit("the callback never ran")
+        sys.exit(0)
+    store.wait(["callback registered"])
+    dist.all_reduce(torch.ones(1))
+    print(json.dumps({}), flush=True)
     os._exit(0)
 elif mode == "file":  # port is unused: a file next to the worker's
     dist.init_process_group("ftc", init_method=f"file://{host}",
