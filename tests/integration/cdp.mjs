@@ -20,7 +20,8 @@ export class Browser {
     const child = spawn(exe, ["--headless=new", "--no-sandbox", "--disable-gpu",
       "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
       "--remote-debugging-pipe", `--user-data-dir=${profile}`, "about:blank"],
-      { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
+      // its own process group: close() ends its helpers with it
+      { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"], detached: true });
     const b = new Browser(child, profile);
     await b.send("Target.setDiscoverTargets", { discover: false });
     return b;
@@ -88,14 +89,21 @@ export class Browser {
     return page;
   }
 
-  // Ends the browser, then removes its profile (it writes until it exits).
+  // Ends the browser and every helper process it started (they write to
+  // the profile until they exit), then removes its profile.
   async close() {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((resolve) => this.child.on("exit", resolve));
-      this.child.kill("SIGKILL");
+      process.kill(-this.child.pid, "SIGKILL");
       await exited;
     }
-    fs.rmSync(this.profile, { recursive: true, force: true });
+    try {
+      process.kill(-this.child.pid, "SIGKILL"); // helpers left behind
+    } catch (e) {
+      if (e.code !== "ESRCH") { throw e; }
+    }
+    fs.rmSync(this.profile, { recursive: true, force: true, maxRetries: 10,
+                              retryDelay: 50 });
   }
 }
 
