@@ -21,32 +21,30 @@ typedef struct mwork {
 /* Options from the environment `ftc run` sets, then the keywords given. */
 static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"lighthouse",
-                            "replica_id",
-                            "group_rank",
-                            "group_size",
-                            "store_addr",
-                            "store_prefix",
-                            "min_replica_size",
-                            "timeout",
-                            "quorum_timeout",
-                            "connect_timeout",
-                            "advertise_host",
-                            "from_env",
-                            NULL};
+    static char *names[] = {"lighthouse",       "replica_id",
+                            "group_rank",       "group_size",
+                            "store_addr",       "store_prefix",
+                            "min_replica_size", "timeout",
+                            "quorum_timeout",   "connect_timeout",
+                            "advertise_host",   "from_env",
+                            "backend",          NULL};
     const char *lighthouse = NULL, *replica_id = NULL, *store_addr = NULL;
-    const char *store_prefix = NULL, *advertise = NULL;
+    const char *store_prefix = NULL, *advertise = NULL, *backend = NULL;
     int group_rank = -1, group_size = -1, from_env = 1;
     long long min_replicas = -1;
     PyObject *t = Py_None, *qt = Py_None, *ct = Py_None;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|$zziizzLOOOzp", names, &lighthouse, &replica_id,
+            args, kw, "|$zziizzLOOOzpz", names, &lighthouse, &replica_id,
             &group_rank, &group_size, &store_addr, &store_prefix, &min_replicas,
-            &t, &qt, &ct, &advertise, &from_env)) {
+            &t, &qt, &ct, &advertise, &from_env, &backend)) {
         return NULL;
     }
     ftc_manager_opts o;
     ftc_manager_opts_init(&o);
+    ftc_pg_opts pg; /* the cross-replica group's backend, when named */
+    ftc_pg_opts_init(&pg);
+    pg.backend = backend;
+    o.pg_opts = backend != NULL ? &pg : NULL;
     if ((t != Py_None && ftcpy_timeout_ms(t, &o.timeout_ms) != 0) ||
         (qt != Py_None && ftcpy_timeout_ms(qt, &o.quorum_timeout_ms) != 0) ||
         (ct != Py_None && ftcpy_timeout_ms(ct, &o.connect_timeout_ms) != 0)) {

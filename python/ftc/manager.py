@@ -19,7 +19,8 @@ class Manager:
     """Manager(*, lighthouse=None, replica_id=None, group_rank=None,
     group_size=None, store_addr=None, store_prefix=None,
     min_replica_size=None, timeout=None, quorum_timeout=None,
-    connect_timeout=None, advertise_host=None, from_env=None)
+    connect_timeout=None, advertise_host=None, from_env=None,
+    backend=None)
 
     Under `ftc run` no argument is needed: the launcher's environment
     (FTC_LIGHTHOUSE, FTC_REPLICA_ID, FTC_GROUP_RANK, FTC_GROUP_SIZE,

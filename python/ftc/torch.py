@@ -13,7 +13,6 @@ once and complete through one completion thread that sets each call's
 future; a failed operation fails the future inside PyTorch, so DDP and
 Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
 ftc's own backend (tcp, xccl, baby-tcp, baby-xccl)."""
-import atexit
 import collections
 import os
 import threading
@@ -25,7 +24,7 @@ from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 import ftc
-from ftc import _ftc
+from ftc import _completion, _ftc
 from ftc.process_group import _buffer, _dtype
 
 _OPS = {
@@ -50,30 +49,30 @@ def _unwrap(fut):
     return value
 
 
+def _complete(w):
+    """Hands a finished operation's result to its future (after the copies
+    that result needs)."""
+    if w is None:
+        return
+    fut, finish = w.keep[1], w.keep[2]
+    try:
+        w.wait()
+        value = finish(w)
+    except Exception as e:  # the future carries it to the caller
+        value = _Failed(e)
+    fut.set_result(value)
+
+
 def _complete_forever():
-    """The completion thread: hands each finished operation's result to
-    its future (after the copies that result needs). It holds _busy while
-    it completes one, so that _stop_completer can wait it out."""
+    """The completion thread, until the interpreter exits."""
     while True:
         w = _ftc.next_completed()
-        with _busy:
-            if _stopping:
-                return
-            if w is None:
-                continue
-            fut, finish = w.keep[1], w.keep[2]
-            try:
-                w.wait()
-                value = finish(w)
-            except Exception as e:  # the future carries it to the caller
-                value = _Failed(e)
-            fut.set_result(value)
+        if not _completion.run(lambda: _complete(w)):
+            return
 
 
 _completer = None
 _completer_lock = threading.Lock()
-_busy = threading.Lock()
-_stopping = False
 
 
 def _start_completer():
@@ -84,22 +83,6 @@ def _start_completer():
                                           name="ftc-torch-completion",
                                           daemon=True)
             _completer.start()
-
-
-def _stop_completer():
-    """At exit, before the interpreter finalizes: a daemon thread caught
-    by finalization inside set_result dies in PyTorch's C++ (a GIL taken
-    in a noexcept destructor: "terminate called without an active
-    exception"), so wait until no completion is running and let none
-    start. Bounded: a callback stuck for 30 s is left to its fate."""
-    global _stopping
-    idle = _busy.acquire(timeout=30)
-    _stopping = True
-    if idle:
-        _busy.release()
-
-
-atexit.register(_stop_completer)
 
 
 def _timeout(td):

@@ -2,7 +2,8 @@
 # `pip install .` of the repository into a fresh venv, as a newcomer does
 # (PyPI reachable for the build backend), then checks the installed
 # package: an abi3 extension that stands alone (libftc inside, only
-# PyInit__ftc exported) and works (a store round trip).
+# PyInit__ftc exported), has its subpackages, and works (a store round
+# trip).
 # usage: pip_install.sh SOURCE_DIR WORK_DIR
 set -eu
 src=$1
@@ -21,6 +22,12 @@ exported=$(nm -D --defined-only "$so" | awk '$2 == "T" {print $3}')
 if [ "$exported" != "PyInit__ftc" ]; then
   echo "FAIL: $so exports: $exported"; exit 1
 fi
+# the subpackages too (ftc.torchft needs torch, absent here: files only)
+for f in torchft/__init__.py torchft/checkpointing/pg_transport.py; do
+  if [ ! -f "$(dirname "$so")/$f" ]; then
+    echo "FAIL: ftc/$f not installed"; exit 1
+  fi
+done
 cd "$work" # not the source tree: the installed package is imported
 "$py" - <<'PY'
 import ftc
