@@ -35,8 +35,52 @@ ftc_work *ftc__work_new(ftc_pg *pg, int coll, const ftc_pg_op_opts *o)
     return w;
 }
 
+void ftc__work_trace_submit(ftc_work *w, const ftc__op *op)
+{
+    w->trace_t0 = ftc__trace_clock();
+    if (w->trace_t0 == 0) {
+        return;
+    }
+    size_t n = op->desc.send_count > op->desc.recv_count ? op->desc.send_count
+                                                         : op->desc.recv_count;
+    w->trace_bytes = op->coll == FTC__BARRIER ? 0 : n * op->elem;
+    w->trace_dtype = op->dtype;
+    w->trace_op = op->op;
+    w->trace_device = op->desc.device;
+    w->trace_step = ftc__trace_step();
+}
+
+/* The collective's span, from its submission to now: one async event
+ * (collectives of a group overlap when pipelined). The group is still
+ * valid: its work is not done yet. */
+static void trace_done(ftc_work *w, int rc)
+{
+    const ftc_pg *pg = w->pg;
+    bool reducing = w->coll == FTC__ALLREDUCE || w->coll == FTC__REDUCE ||
+                    w->coll == FTC__REDUCE_SCATTER;
+    char args[512];
+    snprintf(args, sizeof(args),
+             "\"bytes\":%zu,\"backend\":\"%s\",\"dtype\":\"%s\","
+             "\"op\":\"%s\",\"device\":\"%s\",\"stream\":\"%s%s\","
+             "\"seq\":%llu,"
+             "\"epoch\":%llu,\"rank\":%d,\"size\":%d,\"rc\":%d",
+             w->trace_bytes, pg->backend,
+             w->coll == FTC__BARRIER ? "-" : ftc_dtype_name(w->trace_dtype),
+             reducing ? ftc_op_name(w->trace_op) : "-",
+             ftc_device_kind_name(w->trace_device),
+             ftc_device_kind_name(w->trace_device),
+             w->trace_device == FTC_DEVICE_CPU ? "" : ":backend",
+             (unsigned long long)w->trace_seq,
+             (unsigned long long)pg->opts.epoch, pg->rank, pg->size, rc);
+    ftc__trace_async("collective", ftc__coll_name(w->coll), w->trace_t0,
+                     ftc__now_ns(), w->trace_step, args);
+}
+
 void ftc__work_finish(ftc_work *w, int rc, const char *msg)
 {
+    if (w->trace_t0 != 0) {
+        trace_done(w, rc);
+    }
     w->rc = rc;
     snprintf(w->msg, sizeof(w->msg), "%s", rc != 0 && msg ? msg : "");
     atomic_store_explicit(&w->done, 1, memory_order_release);
