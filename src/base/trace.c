@@ -315,9 +315,11 @@ int ftc_trace_flush(void)
     return rc;
 }
 
+/* Not in a child forked from the traced process (its buffer is a copy of
+ * the parent's, and the file is the parent's). */
 static void at_exit(void)
 {
-    if (is_on()) {
+    if (is_on() && (int)getpid() == T.pid) {
         ftc_trace_flush();
     }
 }

@@ -1,6 +1,6 @@
 /* The tracer behind FTC_TRACE (include/ftc/base.h): events buffered in
  * memory as Chrome/Perfetto trace-event JSON text, written at exit and on
- * ftc_trace_flush. Off, every call costs one relaxed atomic load. */
+ * ftc_trace_flush. Off, every call costs one atomic load. */
 #ifndef FTC_BASE_TRACE_H
 #define FTC_BASE_TRACE_H
 
@@ -19,9 +19,11 @@ extern atomic_int ftc__trace_state;
 /* Reads FTC_TRACE once (thread-safe) and opens the tracer; true if on. */
 bool ftc__trace_start(void);
 
+/* Acquire (a plain load on x86): a thread that sees the tracer on also
+ * sees what its opening wrote (pid, buffers). */
 static inline bool ftc__trace_on(void)
 {
-    int s = atomic_load_explicit(&ftc__trace_state, memory_order_relaxed);
+    int s = atomic_load_explicit(&ftc__trace_state, memory_order_acquire);
     return s == 2 || (s == 0 && ftc__trace_start());
 }
 

@@ -78,11 +78,11 @@ static void trace_done(ftc_work *w, int rc)
 
 void ftc__work_finish(ftc_work *w, int rc, const char *msg)
 {
-    if (w->trace_t0 != 0) {
-        trace_done(w, rc);
-    }
     w->rc = rc;
     snprintf(w->msg, sizeof(w->msg), "%s", rc != 0 && msg ? msg : "");
+    if (w->trace_t0 != 0) {
+        trace_done(w, rc); /* after msg (it may be this thread's error) */
+    }
     atomic_store_explicit(&w->done, 1, memory_order_release);
 }
 

@@ -2,7 +2,8 @@
  * writes is valid JSON in the trace-event format with the names escaped;
  * spans nest and misuse is refused; the cap drops and counts events; a
  * path that cannot be written is one logged error and no trace; threads
- * record while another flushes; FTC_TRACE with "%p" in a child. */
+ * record while another flushes; FTC_TRACE with "%p" in a child, whose
+ * own forked child writes nothing. */
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -280,17 +282,27 @@ static void threads_record_while_flushing(void **state)
     TK_OK(ftc__trace_close());
 }
 
-/* Child: traces through FTC_TRACE alone, via the public calls; the file
- * is written at exit. */
+/* Child (argv[1]: the trace folder): traces through FTC_TRACE alone, via
+ * the public calls; the file is written at exit, and not by a process it
+ * forks, which exits first. */
 static int role_env(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    if (!ftc_trace_enabled() || ftc_trace_begin("child phase") != 0 ||
+    if (argc < 2 || !ftc_trace_enabled() ||
+        ftc_trace_begin("child phase") != 0 ||
         ftc_trace_end("child phase") != 0) {
         return 1;
     }
-    return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        exit(0); /* runs the exit handlers: the tracer's must not write */
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0) {
+        return 2;
+    }
+    char path[600];
+    snprintf(path, sizeof(path), "%s/child-%d.json", argv[1], (int)getpid());
+    return exists(path) ? 3 : 0;
 }
 
 /* Child: FTC_TRACE names a file that cannot be created. */
@@ -312,7 +324,8 @@ static void trace_from_the_environment(void **state)
     snprintf(env, sizeof(env), "FTC_TRACE=%s/child-%%p.json", tk_tmpdir());
     char *envs[] = {env, NULL};
     tk_child c[2];
-    tk_spawn(&c[0], "env", NULL, envs);
+    char *args[] = {(char *)tk_tmpdir(), NULL};
+    tk_spawn(&c[0], "env", args, envs);
     char *bad[] = {"FTC_TRACE=/nonexistent-ftc-dir/%p.json", NULL};
     tk_spawn(&c[1], "bad_env", NULL, bad);
     assert_int_equal(tk_reap(c, 2, 30000), 0);
