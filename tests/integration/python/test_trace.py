@@ -8,7 +8,9 @@ incarnation (the killed incarnation leaves none: SIGKILL runs no exit
 handler; the survivor's and the restarted one's are whole); each has
 quorum rounds, commit votes and the trainer's phases; a heal succeeded;
 the collectives carry bytes, backend and stream; and the bucket
-allreduces overlap the backward pass of the same step."""
+allreduces overlap the backward pass of the same step. And the C
+trainer (examples/train_ddp, 2 groups x 2 ranks) marks its phases
+through the C calls next to its in-group and cross-group collectives."""
 import glob
 import json
 import os
@@ -22,6 +24,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
                                     ".."))
 CLI = os.environ["FTC_CLI"]
 TRAINER = os.path.join(ROOT, "examples", "python", "train_ft")
+TRAIN_DDP = os.environ["FTC_TRAIN_DDP"]
 STEPS = 100  # at 100 ms: the victim is back (about 4 s) well before the end
 
 
@@ -151,6 +154,37 @@ class TraceOfADdpRun(unittest.TestCase):
                       complete(doc["traceEvents"], "compute")}
             self.assertLessEqual({"forward", "backward", "wait_grads",
                                   "optimizer"}, phases, name)
+
+
+class TraceOfTheCTrainer(unittest.TestCase):
+    def test_train_ddp_marks_phases(self):
+        with tempfile.TemporaryDirectory(prefix="ftc-trace-c-") as tmp:
+            job = subprocess.run(
+                [CLI, "run", "--replicas", "2", "--ranks", "2", "--quiet",
+                 "--trace", tmp, "--", TRAIN_DDP, "--steps", "20"],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(job.returncode, 0, job.stdout + job.stderr)
+            files = sorted(glob.glob(os.path.join(tmp, "*.json")))
+            self.assertEqual(
+                [os.path.basename(f) for f in files],
+                [f"trace-replica_{g}-rank{r}-inc0.json"
+                 for g in range(2) for r in range(2)])
+            for f in files:
+                ev = load(f)["traceEvents"]
+                phases = {n for n, _, _, _ in complete(ev, "compute")}
+                self.assertEqual(phases,
+                                 {"gradient", "sync_grads", "optimizer"}, f)
+                names = {n for n, _, _, _ in collectives(ev)}
+                # in the group (shards) and across the groups (FT-DDP)
+                self.assertLessEqual({"allgather", "reduce_scatter",
+                                      "allreduce"}, names, f)
+                self.assertTrue(complete(ev, "quorum"), f)
+                self.assertTrue(complete(ev, "commit"), f)
+                steps = {a["step"] for n, _, _, a in complete(ev, "compute")}
+                # tagged by ftc_trace_set_step (a late joiner starts
+                # where it healed)
+                self.assertLessEqual(steps, set(range(20)), f)
+                self.assertIn(19, steps, f)
 
 
 if __name__ == "__main__":
