@@ -109,10 +109,154 @@ static void count_drop(void)
     pthread_mutex_unlock(&T.mu);
 }
 
-/* A timestamp in microseconds with three decimals, from ns. */
-static void format_us(char *out, size_t cap, int64_t ns)
+/* An event's text under construction, without printf (which was two
+ * thirds of an event's cost): appends stop at the end of buf and set
+ * over, and the event is then dropped. */
+typedef struct event_text {
+    size_t n;
+    bool over;
+    char buf[EVENT_MAX];
+} event_text;
+
+static void put_n(event_text *t, const char *s, size_t len)
 {
-    snprintf(out, cap, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+    if (t->over || len > sizeof(t->buf) - t->n) {
+        t->over = true;
+        return;
+    }
+    memcpy(t->buf + t->n, s, len);
+    t->n += len;
+}
+
+static void put(event_text *t, const char *s)
+{
+    put_n(t, s, strlen(s));
+}
+
+static void put_u64(event_text *t, uint64_t v)
+{
+    char d[24];
+    size_t i = sizeof(d);
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    put_n(t, d + i, sizeof(d) - i);
+}
+
+static void put_i64(event_text *t, int64_t v)
+{
+    if (v < 0) {
+        put(t, "-");
+        put_u64(t, (uint64_t)0 - (uint64_t)v);
+    } else {
+        put_u64(t, (uint64_t)v);
+    }
+}
+
+/* A time in microseconds with three decimals, from ns (>= 0). */
+static void put_us(event_text *t, int64_t ns)
+{
+    int frac = (int)(ns % 1000);
+    char d[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                 (char)('0' + frac % 10)};
+    put_u64(t, (uint64_t)(ns / 1000));
+    put_n(t, d, sizeof(d));
+}
+
+static void put_hex(event_text *t, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char d[16];
+    size_t i = sizeof(d);
+    do {
+        d[--i] = digits[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    put_n(t, d + i, sizeof(d) - i);
+}
+
+/* A string as a JSON literal (cut at 255 bytes of quoted text). */
+static void put_quoted(event_text *t, const char *s)
+{
+    char quoted[256];
+    size_t n = ftc__json_quote(quoted, sizeof(quoted), s != NULL ? s : "");
+    put_n(t, quoted, n);
+}
+
+/* ,\n{"ph":ph,"cat":cat,"name":name,"pid":P,"tid":tid */
+static void put_head(event_text *t, const char *ph, const char *cat,
+                     const char *name, int tid)
+{
+    put(t, ",\n{\"ph\":\"");
+    put(t, ph);
+    put(t, "\",\"cat\":\"");
+    put(t, cat);
+    put(t, "\",\"name\":");
+    put_quoted(t, name);
+    put(t, ",\"pid\":");
+    put_i64(t, T.pid);
+    put(t, ",\"tid\":");
+    put_i64(t, tid);
+}
+
+/* ,"id":"0x<id>" */
+static void put_id(event_text *t, uint64_t id)
+{
+    put(t, ",\"id\":\"0x");
+    put_hex(t, id);
+    put(t, "\"");
+}
+
+/* key, then ns as microseconds */
+static void put_time(event_text *t, const char *key, int64_t ns)
+{
+    put(t, key);
+    put_us(t, ns);
+}
+
+/* ,"args":{"step":N,...} (the step if >= 0, then the n args) */
+static void put_args(event_text *t, int64_t step, const ftc__trace_arg *args,
+                     size_t n)
+{
+    put(t, ",\"args\":{");
+    bool first = true;
+    if (step >= 0) {
+        put(t, "\"step\":");
+        put_i64(t, step);
+        first = false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        put(t, first ? "\"" : ",\"");
+        first = false;
+        put(t, args[i].key);
+        put(t, "\":");
+        switch (args[i].kind) {
+        case FTC__TRACE_INT:
+            put_i64(t, (int64_t)args[i].num);
+            break;
+        case FTC__TRACE_UINT:
+            put_u64(t, args[i].num);
+            break;
+        case FTC__TRACE_BOOL:
+            put(t, args[i].num != 0 ? "true" : "false");
+            break;
+        case FTC__TRACE_STR:
+            put_quoted(t, args[i].str);
+            break;
+        }
+    }
+    put(t, "}");
+}
+
+/* Appends a finished event, or counts it dropped when it did not fit. */
+static void emit(const event_text *t)
+{
+    if (t->over) {
+        count_drop();
+    } else {
+        append(t->buf, t->n);
+    }
 }
 
 /* This thread's id; its first call records the thread's name. */
@@ -138,69 +282,45 @@ static int thread_id(void)
     return my_tid;
 }
 
-/* The args object's members: the step (if any), then extra. */
-static void format_args(char *out, size_t cap, int64_t step, const char *extra)
-{
-    bool more = extra != NULL && extra[0] != '\0';
-    if (step >= 0) {
-        snprintf(out, cap, "\"step\":%" PRId64 "%s%s", step, more ? "," : "",
-                 more ? extra : "");
-    } else {
-        snprintf(out, cap, "%s", more ? extra : "");
-    }
-}
-
 void ftc__trace_span(const char *cat, const char *name, int64_t t0_ns,
-                     int64_t t1_ns, const char *args)
+                     int64_t t1_ns, const ftc__trace_arg *args, size_t n)
 {
     if (!ftc__trace_on() || t0_ns <= 0) {
         return;
     }
-    int tid = thread_id();
-    char quoted[SPAN_NAME * 2], ts[32], dur[32], members[EVENT_MAX / 2];
-    char text[EVENT_MAX];
-    ftc__json_quote(quoted, sizeof(quoted), name);
-    format_us(ts, sizeof(ts), t0_ns);
-    format_us(dur, sizeof(dur), t1_ns > t0_ns ? t1_ns - t0_ns : 0);
-    format_args(members, sizeof(members), ftc__trace_step(), args);
-    int n = snprintf(text, sizeof(text),
-                     ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":%s,\"pid\":%d,"
-                     "\"tid\":%d,\"ts\":%s,\"dur\":%s,\"args\":{%s}}",
-                     cat, quoted, T.pid, tid, ts, dur, members);
-    if (n < 0 || (size_t)n >= sizeof(text)) {
-        count_drop();
-        return;
-    }
-    append(text, (size_t)n);
+    event_text t;
+    t.n = 0;
+    t.over = false;
+    put_head(&t, "X", cat, name, thread_id());
+    put_time(&t, ",\"ts\":", t0_ns);
+    put_time(&t, ",\"dur\":", t1_ns > t0_ns ? t1_ns - t0_ns : 0);
+    put_args(&t, ftc__trace_step(), args, n);
+    put(&t, "}");
+    emit(&t);
 }
 
 void ftc__trace_async(const char *cat, const char *name, int64_t t0_ns,
-                      int64_t t1_ns, int64_t step, const char *args)
+                      int64_t t1_ns, int64_t step, const ftc__trace_arg *args,
+                      size_t n)
 {
     if (!ftc__trace_on() || t0_ns <= 0) {
         return;
     }
     int tid = thread_id();
-    unsigned long long id = (unsigned long long)atomic_fetch_add(&next_id, 1);
-    char quoted[SPAN_NAME * 2], ts[32], te[32], members[EVENT_MAX / 2];
-    char text[EVENT_MAX];
-    ftc__json_quote(quoted, sizeof(quoted), name);
-    format_us(ts, sizeof(ts), t0_ns);
-    format_us(te, sizeof(te), t1_ns > t0_ns ? t1_ns : t0_ns);
-    format_args(members, sizeof(members), step, args);
-    int n = snprintf(text, sizeof(text),
-                     ",\n{\"ph\":\"b\",\"cat\":\"%s\",\"name\":%s,"
-                     "\"id\":\"0x%llx\",\"pid\":%d,\"tid\":%d,\"ts\":%s,"
-                     "\"args\":{%s}}"
-                     ",\n{\"ph\":\"e\",\"cat\":\"%s\",\"name\":%s,"
-                     "\"id\":\"0x%llx\",\"pid\":%d,\"tid\":%d,\"ts\":%s}",
-                     cat, quoted, id, T.pid, tid, ts, members, cat, quoted, id,
-                     T.pid, tid, te);
-    if (n < 0 || (size_t)n >= sizeof(text)) {
-        count_drop();
-        return;
-    }
-    append(text, (size_t)n);
+    uint64_t id = atomic_fetch_add(&next_id, 1);
+    event_text t;
+    t.n = 0;
+    t.over = false;
+    put_head(&t, "b", cat, name, tid);
+    put_id(&t, id);
+    put_time(&t, ",\"ts\":", t0_ns);
+    put_args(&t, step, args, n);
+    put(&t, "}");
+    put_head(&t, "e", cat, name, tid);
+    put_id(&t, id);
+    put_time(&t, ",\"ts\":", t1_ns > t0_ns ? t1_ns : t0_ns);
+    put(&t, "}");
+    emit(&t);
 }
 
 int64_t ftc__trace_clock(void)
@@ -501,6 +621,14 @@ void ftc_trace_set_step(int64_t step)
                           memory_order_relaxed);
 }
 
+/* name cut to SPAN_NAME - 1 bytes into dst (SPAN_NAME bytes). */
+static void copy_name(char *dst, const char *name)
+{
+    size_t n = strnlen(name, SPAN_NAME - 1);
+    memcpy(dst, name, n);
+    dst[n] = '\0';
+}
+
 int ftc_trace_begin(const char *name)
 {
     ftc__clearerr();
@@ -517,7 +645,7 @@ int ftc_trace_begin(const char *name)
                            name, DEPTH);
     }
     open_span *s = &spans[depth++];
-    snprintf(s->name, sizeof(s->name), "%s", name);
+    copy_name(s->name, name);
     s->t0 = ftc__now_ns();
     return 0;
 }
@@ -533,7 +661,7 @@ int ftc_trace_end(const char *name)
         return ftc__seterr(FTC_EINVAL, "ftc_trace_end: name is NULL");
     }
     char cut[SPAN_NAME];
-    snprintf(cut, sizeof(cut), "%s", name); /* as ftc_trace_begin kept it */
+    copy_name(cut, name); /* as ftc_trace_begin kept it */
     int i = depth - 1;
     while (i >= 0 && strcmp(spans[i].name, cut) != 0) {
         i--;
@@ -546,8 +674,8 @@ int ftc_trace_end(const char *name)
     }
     while (depth > i) {
         depth--;
-        ftc__trace_span("compute", spans[depth].name, spans[depth].t0, t1,
-                        NULL);
+        ftc__trace_span("compute", spans[depth].name, spans[depth].t0, t1, NULL,
+                        0);
     }
     return 0;
 }

@@ -31,19 +31,43 @@ static inline bool ftc__trace_on(void)
  * that costs nothing when off (the end then skips the event). */
 int64_t ftc__trace_clock(void);
 
+/* One member of an event's args object: key (a literal: not escaped)
+ * and a value of its kind (a string is escaped). Built with the macros. */
+typedef enum ftc__trace_kind {
+    FTC__TRACE_INT,
+    FTC__TRACE_UINT,
+    FTC__TRACE_BOOL,
+    FTC__TRACE_STR,
+} ftc__trace_kind;
+
+typedef struct ftc__trace_arg {
+    const char *key;
+    ftc__trace_kind kind;
+    const char *str;
+    uint64_t num; /* INT: the int64_t's bits */
+} ftc__trace_arg;
+
+#define FTC__TRACE_ARG_INT(k, v)                                               \
+    ((ftc__trace_arg){(k), FTC__TRACE_INT, NULL, (uint64_t)(int64_t)(v)})
+#define FTC__TRACE_ARG_UINT(k, v)                                              \
+    ((ftc__trace_arg){(k), FTC__TRACE_UINT, NULL, (uint64_t)(v)})
+#define FTC__TRACE_ARG_BOOL(k, v)                                              \
+    ((ftc__trace_arg){(k), FTC__TRACE_BOOL, NULL, (v) ? 1u : 0u})
+#define FTC__TRACE_ARG_STR(k, v) ((ftc__trace_arg){(k), FTC__TRACE_STR, (v), 0})
+
 /* Records one complete span ("X") of this thread: category, name and
- * t0..t1 (ns, monotonic). args is NULL or the members of the event's args
- * object, already JSON ("\"bytes\":8,\"backend\":\"tcp\""); the current
- * step is added. */
+ * t0..t1 (ns, monotonic), with the n args (args may be NULL when n is 0)
+ * after the current step. */
 void ftc__trace_span(const char *cat, const char *name, int64_t t0_ns,
-                     int64_t t1_ns, const char *args);
+                     int64_t t1_ns, const ftc__trace_arg *args, size_t n);
 
 /* Records an operation that may overlap others of this thread (an
  * asynchronous collective) as an async begin/end pair ("b"/"e") with a
  * fresh id, so that viewers draw overlapping ones side by side. step is
  * the step when it started (-1: none). */
 void ftc__trace_async(const char *cat, const char *name, int64_t t0_ns,
-                      int64_t t1_ns, int64_t step, const char *args);
+                      int64_t t1_ns, int64_t step, const ftc__trace_arg *args,
+                      size_t n);
 
 /* The step set by ftc_trace_set_step (-1: none). */
 int64_t ftc__trace_step(void);

@@ -58,22 +58,30 @@ static void trace_done(ftc_work *w, int rc)
     const ftc_pg *pg = w->pg;
     bool reducing = w->coll == FTC__ALLREDUCE || w->coll == FTC__REDUCE ||
                     w->coll == FTC__REDUCE_SCATTER;
-    char args[512];
-    snprintf(args, sizeof(args),
-             "\"bytes\":%zu,\"backend\":\"%s\",\"dtype\":\"%s\","
-             "\"op\":\"%s\",\"device\":\"%s\",\"stream\":\"%s%s\","
-             "\"seq\":%llu,"
-             "\"epoch\":%llu,\"rank\":%d,\"size\":%d,\"rc\":%d",
-             w->trace_bytes, pg->backend,
-             w->coll == FTC__BARRIER ? "-" : ftc_dtype_name(w->trace_dtype),
-             reducing ? ftc_op_name(w->trace_op) : "-",
-             ftc_device_kind_name(w->trace_device),
-             ftc_device_kind_name(w->trace_device),
-             w->trace_device == FTC_DEVICE_CPU ? "" : ":backend",
-             (unsigned long long)w->trace_seq,
-             (unsigned long long)pg->opts.epoch, pg->rank, pg->size, rc);
+    bool cpu = w->trace_device == FTC_DEVICE_CPU;
+    char stream[40];
+    if (!cpu) {
+        snprintf(stream, sizeof(stream), "%s:backend",
+                 ftc_device_kind_name(w->trace_device));
+    }
+    const ftc__trace_arg args[] = {
+        FTC__TRACE_ARG_UINT("bytes", w->trace_bytes),
+        FTC__TRACE_ARG_STR("backend", pg->backend),
+        FTC__TRACE_ARG_STR("dtype", w->coll == FTC__BARRIER
+                                        ? "-"
+                                        : ftc_dtype_name(w->trace_dtype)),
+        FTC__TRACE_ARG_STR("op", reducing ? ftc_op_name(w->trace_op) : "-"),
+        FTC__TRACE_ARG_STR("device", ftc_device_kind_name(w->trace_device)),
+        FTC__TRACE_ARG_STR("stream", cpu ? "cpu" : stream),
+        FTC__TRACE_ARG_UINT("seq", w->trace_seq),
+        FTC__TRACE_ARG_UINT("epoch", pg->opts.epoch),
+        FTC__TRACE_ARG_INT("rank", pg->rank),
+        FTC__TRACE_ARG_INT("size", pg->size),
+        FTC__TRACE_ARG_INT("rc", rc),
+    };
     ftc__trace_async("collective", ftc__coll_name(w->coll), w->trace_t0,
-                     ftc__now_ns(), w->trace_step, args);
+                     ftc__now_ns(), w->trace_step, args,
+                     sizeof(args) / sizeof(args[0]));
 }
 
 void ftc__work_finish(ftc_work *w, int rc, const char *msg)

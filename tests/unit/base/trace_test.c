@@ -96,7 +96,7 @@ static void off_without_ftc_trace(void **state)
     TK_OK(ftc_trace_end("not even open"));
     TK_OK(ftc_trace_flush());
     assert_int_equal(ftc__trace_clock(), 0);
-    ftc__trace_span("collective", "x", 1, 2, NULL); /* dropped quietly */
+    ftc__trace_span("collective", "x", 1, 2, NULL, 0); /* dropped quietly */
     assert_int_equal(ftc__trace_dropped(), 0);
 }
 
@@ -117,8 +117,15 @@ static void writes_valid_escaped_json(void **state)
     ftc_trace_set_step(-1);
     int64_t t0 = ftc__trace_clock();
     assert_true(t0 > 0);
-    ftc__trace_async("collective", "allreduce", t0, t0 + 5000, 3,
-                     "\"bytes\":64,\"backend\":\"tcp\"");
+    const ftc__trace_arg targs[] = {
+        FTC__TRACE_ARG_UINT("bytes", 64),
+        FTC__TRACE_ARG_STR("backend", "tcp"),
+        FTC__TRACE_ARG_INT("rc", -10),
+        FTC__TRACE_ARG_UINT("epoch", (uint64_t)1 << 40),
+        FTC__TRACE_ARG_BOOL("heal", true),
+        FTC__TRACE_ARG_STR("from", odd),
+    };
+    ftc__trace_async("collective", "allreduce", t0, t0 + 5000, 3, targs, 6);
     assert_false(exists(path));
     TK_OK(ftc_trace_flush());
     assert_false(exists(tmp)); /* renamed into place */
@@ -150,6 +157,11 @@ static void writes_valid_escaped_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(args, "step")), 3);
     assert_string_equal(json_string_value(json_object_get(args, "backend")),
                         "tcp");
+    assert_int_equal(json_integer_value(json_object_get(args, "rc")), -10);
+    assert_true(json_is_true(json_object_get(args, "heal")));
+    assert_string_equal(json_string_value(json_object_get(args, "from")), odd);
+    assert_int_equal(json_integer_value(json_object_get(args, "epoch")),
+                     (json_int_t)1 << 40);
     double span = json_number_value(json_object_get(e, "ts")) -
                   json_number_value(json_object_get(b, "ts"));
     assert_true(span > 4.99 && span < 5.01); /* 5000 ns in microseconds */
@@ -251,7 +263,8 @@ static void *record(void *arg)
     (void)arg;
     for (int i = 0; i < PER_THREAD; i++) {
         int64_t t0 = ftc__trace_clock();
-        ftc__trace_async("collective", "allreduce", t0, ftc__now_ns(), i, NULL);
+        ftc__trace_async("collective", "allreduce", t0, ftc__now_ns(), i, NULL,
+                         0);
     }
     return NULL;
 }
