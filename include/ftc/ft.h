@@ -197,6 +197,31 @@ FTC_API int ftc_lighthouse_client_heartbeat(ftc_lighthouse_client *client,
                                             int64_t timeout_ms,
                                             ftc_lighthouse_ack *out);
 
+/* What a replica group reports of itself with its heartbeats, for the
+ * lighthouse's per-replica view (status JSON, /metrics). Counters are
+ * this incarnation's, from its start; the lighthouse adds up a group's
+ * incarnations. */
+typedef struct ftc_lighthouse_replica_stats {
+    int64_t heals;        /* states fetched from other replicas and applied */
+    int64_t heal_bytes;   /* bytes those heals received */
+    double heal_seconds;  /* time those transfers took */
+    int64_t served_bytes; /* bytes its heal server sent to healers */
+    /* A heal in progress: healing_from[0] != '\0' (the source's
+     * replica_id); bytes received so far of healing_total_bytes (0 until
+     * the source's metadata is in); Unix ms when the fetch started. */
+    char healing_from[FTC_LIGHTHOUSE_STR_MAX];
+    int64_t healing_bytes, healing_total_bytes, healing_started_wall_ms;
+} ftc_lighthouse_replica_stats;
+
+/* A heartbeat of replica_id that carries its stats (every field >= 0,
+ * heal_seconds finite); errors as ftc_lighthouse_client_heartbeat, and
+ * FTC_EINVAL for bad stats. */
+FTC_API int
+ftc_lighthouse_client_report(ftc_lighthouse_client *client,
+                             const char *replica_id,
+                             const ftc_lighthouse_replica_stats *stats,
+                             int64_t timeout_ms, ftc_lighthouse_ack *out);
+
 typedef struct ftc_lighthouse_join_result {
     uint32_t epoch;
     ftc_lighthouse_quorum quorum; /* when the call returned 0 */

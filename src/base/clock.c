@@ -19,6 +19,13 @@ int64_t ftc__now_ms(void)
     return ftc__now_ns() / 1000000;
 }
 
+int64_t ftc__wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 ftc__deadline ftc__deadline_in_ms(int64_t timeout_ms)
 {
     if (timeout_ms < 0 || timeout_ms > INT64_MAX / 2000000) {

@@ -9,6 +9,9 @@
 /* Nanoseconds on CLOCK_MONOTONIC. */
 int64_t ftc__now_ns(void);
 int64_t ftc__now_ms(void);
+/* Unix time in ms (CLOCK_REALTIME): for people and other hosts, never
+ * for deadlines. */
+int64_t ftc__wall_ms(void);
 
 typedef struct ftc__deadline {
     int64_t ns; /* absolute CLOCK_MONOTONIC time; INT64_MAX means never */

@@ -58,7 +58,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ftc__quorum_member_fini(&m);
     }
     char id[FTC__QUORUM_STR_MAX];
-    ftc__lhj_replica_request(text, size, id);
+    ftc_lighthouse_replica_stats st;
+    bool has_stats;
+    if (ftc__lhj_replica_request(text, size, id, &st, &has_stats) == 0 &&
+        has_stats) {
+        /* what was accepted encodes and decodes to the same */
+        json_t *sj = ftc__lhj_replica_stats_json(&st);
+        ftc_lighthouse_replica_stats back;
+        if (sj == NULL || ftc__lhj_replica_stats(sj, &back) != 0 ||
+            back.heals != st.heals || back.heal_bytes != st.heal_bytes ||
+            back.heal_seconds != st.heal_seconds ||
+            back.served_bytes != st.served_bytes ||
+            strcmp(back.healing_from, st.healing_from) != 0 ||
+            back.healing_bytes != st.healing_bytes ||
+            back.healing_total_bytes != st.healing_total_bytes ||
+            back.healing_started_wall_ms != st.healing_started_wall_ms) {
+            abort();
+        }
+        json_decref(sj);
+    }
     json_t *j;
     if (ftc__lhj_parse_object(text, size, &j) == 0) {
         ftc__quorum_opts o;

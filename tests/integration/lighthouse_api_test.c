@@ -854,15 +854,17 @@ static void status_metrics_and_page(void **state)
     assert_int_equal(lt_http(f.addr, "GET", "/metrics", NULL, NULL, &metrics),
                      200);
     static const char *const lines[] = {
-        "ftc_lighthouse_quorums_total{job=\"default\"} 1\n",
-        "ftc_lighthouse_members{job=\"default\"} 2\n",
-        "ftc_lighthouse_max_step{job=\"default\"} 5\n",
-        "ftc_lighthouse_quorum_counter{job=\"default\"} 1\n",
-        "ftc_lighthouse_quorum_changes_total{job=\"default\",cause=\"first\"} "
+        "ftc_lighthouse_quorums_total{ftc_job=\"default\"} 1\n",
+        "ftc_lighthouse_members{ftc_job=\"default\"} 2\n",
+        "ftc_lighthouse_max_step{ftc_job=\"default\"} 5\n",
+        "ftc_lighthouse_quorum_counter{ftc_job=\"default\"} 1\n",
+        "ftc_lighthouse_quorum_changes_total{ftc_job=\"default\",cause="
+        "\"first\"} "
         "1\n",
-        "ftc_lighthouse_join_wait_seconds_count{job=\"default\"} 2\n",
+        "ftc_lighthouse_join_wait_seconds_count{ftc_job=\"default\"} 2\n",
         "# TYPE ftc_lighthouse_join_wait_seconds histogram\n",
-        "ftc_lighthouse_member_lost_total{job=\"default\",cause=\"heartbeat\"}"
+        "ftc_lighthouse_member_lost_total{ftc_job=\"default\",cause="
+        "\"heartbeat\"}"
         " 0\n",
         "ftc_lighthouse_http_requests_total{code=\"200\"} ",
         "ftc_lighthouse_connections ",

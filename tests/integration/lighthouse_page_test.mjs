@@ -67,6 +67,17 @@ async function call(base, method, p, body, token = TOKEN) {
   return JSON.parse(text);
 }
 
+// Polls get() until ok(result) or deadline ms, then returns the result.
+async function until(get, ok, what, deadline = 30000) {
+  const end = Date.now() + deadline;
+  for (;;) {
+    const r = await get();
+    if (ok(r)) { return r; }
+    assert.ok(Date.now() < end, `waited ${deadline} ms for ${what}: ${JSON.stringify(r)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 function member(id, step) {
   return { replica_id: id, address: "http://127.0.0.1:2960" + step,
            store_address: "127.0.0.1:2950" + step, step, world_size: 2 };
@@ -206,6 +217,11 @@ async function liveJob(browser, page, url) {
     "c.data.datasets[0].data.every((p) => p.y >= 0) && c.data.datasets[1].data.some((p) => p.y === 3)")),
     "rates and 3 replica groups plotted");
   assert.deepEqual(await page.eval(chart("chart-lag", "c.data.labels.length")), 3);
+  // Each group's own counts before the kill (the groups that healed at the
+  // start have reported it a few heartbeats ago).
+  const before = await until(status, (s) => s.replicas.length === 3 &&
+    s.replicas.every((r) => r.step >= 20 && r.healing === null), "3 groups at step 20");
+  assert.equal(before.history.failures.length, 0, "the kill came too early");
 
   // The injected kill: marked on the plot with its recovery times, named
   // in the headline, listed in the failures table.
@@ -221,6 +237,32 @@ async function liveJob(browser, page, url) {
   assert.equal(rows.length, 1);
   assert.deepEqual(rows[0].slice(1), [f.replica_id, "disconnect", String(f.step),
                                       f.survivors_ms + " ms", f.back_ms + " ms"]);
+
+  // Per replica group, from the leaders' heartbeats: the victim's new
+  // incarnation healed from the survivors, which served those bytes; the
+  // page's table shows the victim's added heal.
+  const group = f.replica_id.split(":")[0];
+  const was = before.replicas.find((r) => r.group === group);
+  const after = await until(status, (s) => {
+    const v = s.replicas.find((r) => r.group === group);
+    return v.incarnations === 2 && v.heals === was.heals + 1 && v.healing === null;
+  }, "the victim's heal reported");
+  const healed = after.replicas.find((r) => r.group === group);
+  assert.ok(healed.heal_bytes > was.heal_bytes && healed.heal_seconds > was.heal_seconds &&
+            healed.failures.disconnect === 1 && healed.failures.heartbeat === 0 &&
+            healed.failures.kill === 0 && healed.step >= 0, JSON.stringify(healed));
+  const others = after.replicas.filter((r) => r.group !== group);
+  assert.equal(others.length, 2, JSON.stringify(after.replicas));
+  assert.ok(others.every((r) => r.incarnations === 1 && r.failures.disconnect === 0 &&
+    r.heals === before.replicas.find((b) => b.group === r.group).heals),
+    JSON.stringify(others));
+  const served = (reps) => reps.filter((r) => r.group !== group)
+    .reduce((n, r) => n + r.served_bytes, 0);
+  assert.ok(served(after.replicas) - served(before.replicas) >=
+            healed.heal_bytes - was.heal_bytes, JSON.stringify([before, after]));
+  await page.waitFor(`((${CELLS})("Replica groups") || []).some((r) =>
+    r[0].startsWith(${JSON.stringify(group + ":")}) && r[2] === ${JSON.stringify(String(healed.heals))})`,
+    "the victim's heal in the replica groups table");
 
   // Without JavaScript the lighthouse's own table lists it too.
   const plain = await browser.newPage({ javascript: false });

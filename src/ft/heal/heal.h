@@ -203,6 +203,13 @@ typedef struct ftc__heal_client ftc__heal_client;
 #define FTC__HEAL_ADOPT_MAX_BUFFERS ((uint32_t)1 << 20)
 #define FTC__HEAL_ADOPT_MAX_CHUNKS ((uint32_t)1 << 24)
 
+/* A fetch's progress, for other threads to read while it runs: the
+ * state's size once the metadata is in, and the chunk bytes received and
+ * kept so far. The fetch only adds; its owner resets it. */
+typedef struct ftc__heal_progress {
+    _Atomic uint64_t total_bytes, bytes;
+} ftc__heal_progress;
+
 typedef struct ftc__heal_fetch {
     /* Sources ("host:port"), each serving the same state at step. The
      * first is asked for the metadata; chunk i starts at source i % n. */
@@ -222,10 +229,11 @@ typedef struct ftc__heal_fetch {
                  const ftc__heal_state **layout, void *const **dest);
     void *adopt_user;
     uint64_t max_adopt_bytes;
-    unsigned streams;      /* transfers in flight; 0: 4 */
-    unsigned threads;      /* receiving threads (<= streams); 0: 2 */
-    size_t max_meta_bytes; /* 0: 64 MiB */
-    const char *token;     /* NULL: none */
+    unsigned streams;             /* transfers in flight; 0: 4 */
+    unsigned threads;             /* receiving threads (<= streams); 0: 2 */
+    size_t max_meta_bytes;        /* 0: 64 MiB */
+    const char *token;            /* NULL: none */
+    ftc__heal_progress *progress; /* NULL: not kept */
 } ftc__heal_fetch;
 
 typedef struct ftc__heal_fetch_result {

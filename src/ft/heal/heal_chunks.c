@@ -133,6 +133,9 @@ static int finish_chunk(fetch *ft, xfer *x, bool io)
         ft->strikes[x->src] = 0;
         ft->done++;
         ft->out->bytes += x->len;
+        if (ft->f->progress != NULL) {
+            atomic_fetch_add(&ft->f->progress->bytes, x->len);
+        }
         return 0;
     }
     if (x->status == 401 || x->status == 403) {

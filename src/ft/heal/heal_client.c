@@ -420,6 +420,9 @@ int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
         FTC__FAIL(FTC_ENOMEM, "healing sources");
     }
     FTC__CHECK(get_meta(&ft, &xs[0], &body, dl));
+    if (f->progress != NULL) {
+        atomic_store(&f->progress->total_bytes, ft.meta.total_bytes);
+    }
     FTC__CHECK(peer_metas(&ft, &xs[0], &body, dl));
     ftc__buf_free(&body); /* before the chunks: it may be large */
     FTC__CHECK(ftc__heal_chunks_prepare(&ft));

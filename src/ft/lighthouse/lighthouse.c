@@ -93,13 +93,6 @@ static void job_defaults(const ftc_lighthouse_opts *o, ftc__quorum_opts *q)
     q->max_data_bytes = o->max_data_bytes;
 }
 
-int64_t ftc__lighthouse_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------- answers */
 
 ftc__lighthouse_blob *ftc__lighthouse_blob_json(const json_t *j)

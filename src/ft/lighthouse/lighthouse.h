@@ -13,6 +13,7 @@
 #include "base/base_int.h"
 #include "ft/http_util.h"
 #include "ft/lighthouse/lighthouse_history.h"
+#include "ft/lighthouse/lighthouse_replicas.h"
 #include "ft/quorum/quorum.h"
 #include "ftc/ft.h"
 
@@ -132,8 +133,9 @@ typedef struct ftc__lighthouse_job {
     uint64_t wait_buckets[FTC__LH_WAIT_BUCKETS];
     uint64_t wait_count;
     double wait_sum_s;
-    /* Progress and failures for the operator's view. */
+    /* Progress, failures and replica groups for the operator's view. */
     ftc__lh_history hist;
+    ftc__lh_replicas reps;
 } ftc__lighthouse_job;
 
 /* HTTP status codes counted for /metrics; the last slot is "other". */
@@ -208,7 +210,6 @@ ftc__lighthouse_blob *ftc__lighthouse_error_blob(const char *code,
 /* Whether the request carries the configured token. */
 bool ftc__lighthouse_has_token(const ftc_lighthouse *lh,
                                struct MHD_Connection *c);
-int64_t ftc__lighthouse_wall_ms(void);
 
 /* ---- lighthouse_routes.c: the API */
 
@@ -235,6 +236,10 @@ void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job);
 int ftc__lighthouse_job_heartbeat(ftc__lighthouse_job *job,
                                   const char *replica_id, int64_t now,
                                   ftc__lighthouse_resume *rs);
+/* replica_id's leader reported st (with its heartbeat). */
+void ftc__lighthouse_job_report(ftc__lighthouse_job *job,
+                                const char *replica_id,
+                                const ftc_lighthouse_replica_stats *st);
 /* Joins r's replica (m) and either answers r at once or suspends it until
  * a quorum with it forms or timeout_ms passes. */
 int ftc__lighthouse_job_join(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
@@ -293,16 +298,19 @@ void ftc__lighthouse_clock_reap(ftc_lighthouse *lh);
 /* Frees a request and drops its job reference. */
 void ftc__lighthouse_req_free(ftc__lighthouse_req *r);
 
-/* ---- lighthouse_status.c: status, jobs list, metrics, page */
+/* ---- lighthouse_status.c: status and jobs list; lighthouse_metrics.c */
 
 /* GET /v1/jobs/{job}/status of a locked job; NULL on FTC_ENOMEM. */
 json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                                     int64_t wall);
 /* GET /v1/jobs; NULL on FTC_ENOMEM. */
 json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now);
+/* The jobs in name order, with lh->mu held. NULL when there are none or on
+ * FTC_ENOMEM (*n says which). */
+ftc__lighthouse_job **ftc__lighthouse_sorted_jobs(ftc_lighthouse *lh,
+                                                  size_t *n);
 /* GET /metrics as Prometheus text; NULL on FTC_ENOMEM. */
 ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now);
-/* The dashboard page (static). */
 
 /* ---- lighthouse_page.c: the dashboard */
 

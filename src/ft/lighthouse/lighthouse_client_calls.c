@@ -212,26 +212,37 @@ static int check_id(const char *id)
     return 0;
 }
 
-/* heartbeat and goodbye: {"replica_id"} -> {"epoch", "event_seq"}. */
+/* heartbeat (maybe with stats) and goodbye: {"replica_id", "stats"} ->
+ * {"epoch", "event_seq"}. */
 static int replica_call(ftc_lighthouse_client *c, const char *action,
-                        const char *replica_id, int64_t timeout_ms,
-                        ftc_lighthouse_ack *out)
+                        const char *replica_id,
+                        const ftc_lighthouse_replica_stats *stats,
+                        int64_t timeout_ms, ftc_lighthouse_ack *out)
 {
     ftc__clearerr();
     if (c == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse %s: NULL client", action);
     }
     char call[48];
-    snprintf(call, sizeof(call), "ftc_lighthouse_client_%s", action);
+    snprintf(call, sizeof(call), "ftc_lighthouse_client_%s",
+             stats != NULL ? "report" : action);
     int rc = ftc__timeout_check(timeout_ms, call);
     rc = rc != 0 ? rc : check_id(replica_id);
+    rc = rc != 0 || stats == NULL ? rc : ftc__lhj_replica_stats_check(stats);
     if (rc != 0) {
         return rc;
     }
+    json_t *req = json_pack("{s:s}", "replica_id", replica_id);
+    if (req != NULL && stats != NULL &&
+        json_object_set_new(req, "stats", ftc__lhj_replica_stats_json(stats)) !=
+            0) {
+        json_decref(req);
+        req = NULL;
+    }
     ftc__lighthouse_client_reply reply;
     ftc__lighthouse_client_reply_init(&reply, 1u << 20);
-    rc = post(c, action, json_pack("{s:s}", "replica_id", replica_id),
-              ftc__lighthouse_client_deadline(c, timeout_ms), &reply);
+    rc = post(c, action, req, ftc__lighthouse_client_deadline(c, timeout_ms),
+              &reply);
     if (rc == 0) {
         rc = reply.status == 200
                  ? decode_ack(&reply, out)
@@ -245,14 +256,27 @@ int ftc_lighthouse_client_heartbeat(ftc_lighthouse_client *c,
                                     const char *replica_id, int64_t timeout_ms,
                                     ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "heartbeat", replica_id, timeout_ms, out);
+    return replica_call(c, "heartbeat", replica_id, NULL, timeout_ms, out);
+}
+
+int ftc_lighthouse_client_report(ftc_lighthouse_client *c,
+                                 const char *replica_id,
+                                 const ftc_lighthouse_replica_stats *stats,
+                                 int64_t timeout_ms, ftc_lighthouse_ack *out)
+{
+    if (stats == NULL) {
+        ftc__clearerr();
+        return ftc__seterr(FTC_EINVAL, "ftc_lighthouse_client_report: NULL "
+                                       "stats");
+    }
+    return replica_call(c, "heartbeat", replica_id, stats, timeout_ms, out);
 }
 
 int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *c,
                                   const char *replica_id, int64_t timeout_ms,
                                   ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "goodbye", replica_id, timeout_ms, out);
+    return replica_call(c, "goodbye", replica_id, NULL, timeout_ms, out);
 }
 
 /* How long to ask the lighthouse to hold a long-poll: a little less than

@@ -100,11 +100,11 @@ static int killed_not_back(const ftc__lh_history *h, const char *replica_id)
     return 0;
 }
 
-void ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
-                          const char *cause, int64_t wall_ms)
+int ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
+                         const char *cause, int64_t wall_ms)
 {
     if (killed_not_back(h, replica_id)) {
-        return;
+        return 0;
     }
     ftc__lh_failure *f = &h->failures[h->n_failures++ % FTC__LH_FAILURES];
     memset(f, 0, sizeof(*f));
@@ -114,6 +114,7 @@ void ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
     f->step = -1;
     f->survivors_ms = -1;
     f->back_ms = -1;
+    return 1;
 }
 
 double ftc__lh_history_rate(const ftc__lh_history *h, int64_t now_wall_ms)

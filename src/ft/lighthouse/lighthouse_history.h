@@ -66,9 +66,10 @@ void ftc__lh_history_formed(ftc__lh_history *h, const ftc__quorum *q,
                             int64_t wall_ms);
 /* replica_id was lost for cause ("disconnect", "heartbeat", or "kill":
  * an operator's kill request) at wall_ms. A loss of a replica killed and
- * not back yet is that kill, not another failure. */
-void ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
-                          const char *cause, int64_t wall_ms);
+ * not back yet is that kill, not another failure: returns 0 for it, 1 for
+ * a failure recorded. */
+int ftc__lh_history_lost(ftc__lh_history *h, const char *replica_id,
+                         const char *cause, int64_t wall_ms);
 /* Committed steps per second over the last FTC__LH_RATE_WINDOW_MS up to
  * now (0 when no step was taken in it). */
 double ftc__lh_history_rate(const ftc__lh_history *h, int64_t now_wall_ms);

@@ -67,6 +67,7 @@ static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name)
     job->o = lh->job_defaults;
     job->epoch = draw_epoch();
     ftc__quorum_state_init(&job->s, job->epoch);
+    ftc__lh_replicas_init(&job->reps, job->o.max_replicas);
     job->next_ms = INT64_MAX;
     job->active_ms = ftc__now_ms();
     FTC_LOG_INFO("lighthouse.job", "job %s created, epoch %u", name,
@@ -81,6 +82,7 @@ void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job)
     }
     ftc__free(job->ring);
     ftc__free(job->lost);
+    ftc__lh_replicas_fini(&job->reps);
     ftc__quorum_state_fini(&job->s);
     pthread_mutex_destroy(&job->mu);
     ftc__free(job);
@@ -312,8 +314,15 @@ static void report_lost(ftc__lighthouse_job *job, const char *replica_id,
     if (cause == FTC_LIGHTHOUSE_LOST_DISCONNECT ||
         cause == FTC_LIGHTHOUSE_LOST_HEARTBEAT) {
         /* A goodbye is a clean exit, not a failure. */
-        ftc__lh_history_lost(&job->hist, replica_id, lost_cause_names[cause],
-                             ftc__lighthouse_wall_ms());
+        int64_t wall = ftc__wall_ms();
+        if (ftc__lh_history_lost(&job->hist, replica_id,
+                                 lost_cause_names[cause], wall)) {
+            ftc__lh_replicas_failed(&job->reps, replica_id,
+                                    cause == FTC_LIGHTHOUSE_LOST_DISCONNECT
+                                        ? FTC__LH_CAUSE_DISCONNECT
+                                        : FTC__LH_CAUSE_HEARTBEAT,
+                                    wall);
+        }
     }
     FTC_LOG_INFO("lighthouse.lost", "job %s: %s lost (%s)%s", job->name,
                  replica_id, lost_cause_names[cause],
@@ -396,6 +405,7 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
     const ftc__quorum *q = &job->s.prev;
     job->quorums_total++;
     ftc__lh_history_formed(&job->hist, q, wall);
+    ftc__lh_replicas_formed(&job->reps, q, wall);
     ftc__free(job->lost);
     job->lost = ftc__calloc(q->n, sizeof(*job->lost));
     job->lost_n = job->lost != NULL ? q->n : 0;
@@ -445,7 +455,7 @@ static void check_lapses(ftc__lighthouse_job *job, int64_t now)
 static void tick(ftc__lighthouse_job *job, int64_t now,
                  ftc__lighthouse_resume *rs)
 {
-    int64_t wall = ftc__lighthouse_wall_ms();
+    int64_t wall = ftc__wall_ms();
     check_lapses(job, now);
     for (size_t guard = job->s.n_participants + 2; guard > 0; guard--) {
         ftc__quorum_tick_result t;
@@ -484,6 +494,13 @@ int ftc__lighthouse_job_heartbeat(ftc__lighthouse_job *job,
         tick(job, now, rs);
     }
     return 0;
+}
+
+void ftc__lighthouse_job_report(ftc__lighthouse_job *job,
+                                const char *replica_id,
+                                const ftc_lighthouse_replica_stats *st)
+{
+    ftc__lh_replicas_report(&job->reps, replica_id, st, ftc__wall_ms());
 }
 
 static int64_t wait_ms(const ftc__lighthouse_job *job, int64_t timeout_ms)
@@ -589,8 +606,11 @@ int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
                  replica_id);
     /* A failure from now: the replica goes away by a goodbye (not a
      * failure otherwise) or a dropped connection (counted once). */
-    ftc__lh_history_lost(&job->hist, replica_id, "kill",
-                         ftc__lighthouse_wall_ms());
+    int64_t wall = ftc__wall_ms();
+    if (ftc__lh_history_lost(&job->hist, replica_id, "kill", wall)) {
+        ftc__lh_replicas_failed(&job->reps, replica_id, FTC__LH_CAUSE_KILL,
+                                wall);
+    }
     push_event(job,
                json_pack("{s:s, s:s, s:I}", "kind", "kill", "replica_id",
                          replica_id, "quorum_id", (json_int_t)current_id(job)));
@@ -605,6 +625,7 @@ int ftc__lighthouse_job_configure(ftc__lighthouse_job *job, const json_t *obj,
     if (rc != 0) {
         return rc;
     }
+    job->reps.max = job->o.max_replicas; /* applied as groups come */
     job->active_ms = now;
     tick(job, now, rs);
     return 0;

@@ -308,7 +308,9 @@ int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
 }
 
 int ftc__lhj_replica_request(const char *body, size_t len,
-                             char id[FTC__QUORUM_STR_MAX])
+                             char id[FTC__QUORUM_STR_MAX],
+                             ftc_lighthouse_replica_stats *stats,
+                             bool *has_stats)
 {
     json_t *j;
     int rc = ftc__lhj_parse_object(body, len, &j);
@@ -320,8 +322,18 @@ int ftc__lhj_replica_request(const char *body, size_t len,
     if (rc == 0 && tmp[0] == '\0') {
         rc = ftc__seterr(FTC_EINVAL, "replica_id: must not be empty");
     }
+    ftc_lighthouse_replica_stats st;
+    memset(&st, 0, sizeof(st));
+    const json_t *sj = json_object_get(j, "stats");
+    if (rc == 0 && sj != NULL && stats != NULL) {
+        rc = ftc__lhj_replica_stats(sj, &st);
+    }
     if (rc == 0) {
         memcpy(id, tmp, sizeof(tmp));
+        if (stats != NULL) {
+            *stats = st;
+            *has_stats = sj != NULL;
+        }
     }
     json_decref(j);
     return rc;

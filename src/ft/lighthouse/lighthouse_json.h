@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ft/quorum/quorum.h"
+#include "ftc/ft.h"
 
 /* Parses text as one JSON object: UTF-8, duplicate keys rejected, nesting
  * at most jansson's 2048 levels. FTC_EINVAL with the position and reason;
@@ -42,9 +43,22 @@ json_t *ftc__lhj_quorum_json(const ftc__quorum *q);
  * they are kept in the order sent. On error q is left empty. */
 int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q);
 
-/* {"replica_id": "..."} (heartbeat, goodbye). */
+/* {"replica_id": "...", "stats": {...}} (heartbeat, goodbye). stats is
+ * optional; when stats is not NULL, *has_stats says whether it came and
+ * *stats holds it (zeros otherwise). */
 int ftc__lhj_replica_request(const char *body, size_t len,
-                             char id[FTC__QUORUM_STR_MAX]);
+                             char id[FTC__QUORUM_STR_MAX],
+                             ftc_lighthouse_replica_stats *stats,
+                             bool *has_stats);
+
+/* A replica's stats (lighthouse_json_replica.c): every count >= 0,
+ * heal_seconds finite and >= 0, healing_from terminated; FTC_EINVAL. */
+int ftc__lhj_replica_stats_check(const ftc_lighthouse_replica_stats *st);
+/* As JSON; NULL on FTC_ENOMEM. */
+json_t *ftc__lhj_replica_stats_json(const ftc_lighthouse_replica_stats *st);
+/* The reverse, checked; absent fields are 0. On error *out is unchanged. */
+int ftc__lhj_replica_stats(const json_t *obj,
+                           ftc_lighthouse_replica_stats *out);
 /* {"member": {...}, "timeout_ms": N}; *timeout_ms is -1 when absent. m as
  * for ftc__lhj_member. */
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,

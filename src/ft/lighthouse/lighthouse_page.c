@@ -220,7 +220,7 @@ ftc__lighthouse_blob *ftc__lighthouse_page(ftc_lighthouse *lh, const char *job)
     /* An unknown job is not created by a page view. */
     if (jobs != NULL && job != NULL &&
         ftc__lighthouse_job_get(lh, job, false, &j) == 0) {
-        status = ftc__lighthouse_status_json(j, now, ftc__lighthouse_wall_ms());
+        status = ftc__lighthouse_status_json(j, now, ftc__wall_ms());
         ftc__lighthouse_job_unlock(j);
     }
     ftc__buf b;

@@ -213,8 +213,8 @@ static const char *body(ftc__lighthouse_req *r, size_t *len)
 
 /* ------------------------------------------------------------ handlers */
 
-/* heartbeat (creates the job) and goodbye (does not): a replica_id in,
- * an acknowledgement out. */
+/* heartbeat (creates the job; may carry the replica's stats) and goodbye
+ * (does not): a replica_id in, an acknowledgement out. */
 static enum MHD_Result
 do_replica(ftc__lighthouse_req *r, const route *rt, bool create,
            int (*call)(ftc__lighthouse_job *, const char *, int64_t,
@@ -223,7 +223,10 @@ do_replica(ftc__lighthouse_req *r, const route *rt, bool create,
     char id[FTC__QUORUM_STR_MAX];
     size_t len;
     const char *text = body(r, &len);
-    int rc = ftc__lhj_replica_request(text, len, id);
+    ftc_lighthouse_replica_stats stats;
+    bool has_stats = false;
+    int rc = ftc__lhj_replica_request(text, len, id, create ? &stats : NULL,
+                                      &has_stats);
     if (rc != 0) {
         return ftc__lighthouse_queue_ftc_error(r, rc);
     }
@@ -234,6 +237,9 @@ do_replica(ftc__lighthouse_req *r, const route *rt, bool create,
     }
     ftc__lighthouse_resume rs = {NULL};
     rc = call(job, id, ftc__now_ms(), &rs);
+    if (rc == 0 && has_stats) {
+        ftc__lighthouse_job_report(job, id, &stats);
+    }
     return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
                   &rs);
 }
@@ -364,8 +370,7 @@ static enum MHD_Result do_status(ftc__lighthouse_req *r, const route *rt)
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
-    json_t *j = ftc__lighthouse_status_json(job, ftc__now_ms(),
-                                            ftc__lighthouse_wall_ms());
+    json_t *j = ftc__lighthouse_status_json(job, ftc__now_ms(), ftc__wall_ms());
     ftc__lighthouse_job_unlock(job);
     enum MHD_Result ok = ftc__lighthouse_queue_json(r, 200, j);
     json_decref(j);

@@ -1,7 +1,6 @@
-/* What the lighthouse shows: a job's status JSON (one locked snapshot),
- * the jobs list, Prometheus metrics and the dashboard page. */
+/* What the lighthouse shows: a job's status JSON (one locked snapshot)
+ * and the jobs list. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +225,58 @@ static json_t *history_json(const ftc__lh_history *h)
     return samples != NULL && failures != NULL ? j : (json_decref(j), NULL);
 }
 
+/* A heal in progress as its leader last reported it, with its rate. */
+static json_t *heal_progress_json(const ftc_lighthouse_replica_stats *t,
+                                  int64_t wall)
+{
+    if (t->healing_from[0] == '\0') {
+        return json_null();
+    }
+    int64_t ms = wall - t->healing_started_wall_ms;
+    return json_pack("{s:s, s:I, s:I, s:I, s:f}", "from", t->healing_from,
+                     "bytes", (json_int_t)t->healing_bytes, "total_bytes",
+                     (json_int_t)t->healing_total_bytes, "started_wall_ms",
+                     (json_int_t)t->healing_started_wall_ms, "bytes_per_s",
+                     ms > 0 ? (double)t->healing_bytes * 1000.0 / (double)ms
+                            : 0.0);
+}
+
+static json_t *replica_json(const ftc__lh_replica *x, int64_t wall)
+{
+    ftc_lighthouse_replica_stats t;
+    ftc__lh_replica_totals(x, &t);
+    json_t *failures = json_object();
+    for (int c = 0; failures != NULL && c < FTC__LH_CAUSES; c++) {
+        if (!put(failures, ftc__lh_cause_names[c],
+                 json_integer((json_int_t)x->failures[c]))) {
+            json_decref(failures);
+            failures = NULL;
+        }
+    }
+    return json_pack(
+        "{s:s, s:s, s:o, s:I, s:I, s:I, s:f, s:I, s:o*, s:o*, s:I}",
+        "replica_id", x->replica_id, "group", x->group, "step",
+        or_null(x->step), "incarnations", (json_int_t)x->incarnations, "heals",
+        (json_int_t)t.heals, "heal_bytes", (json_int_t)t.heal_bytes,
+        "heal_seconds", t.heal_seconds, "served_bytes",
+        (json_int_t)t.served_bytes, "failures", failures, "healing",
+        heal_progress_json(&t, wall), "seen_wall_ms",
+        (json_int_t)x->seen_wall_ms);
+}
+
+/* Every replica group the job has seen, by name. */
+static json_t *replicas_json(const ftc__lh_replicas *r, int64_t wall)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr != NULL && i < r->n; i++) {
+        if (!append(arr, replica_json(&r->v[i], wall))) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    return arr;
+}
+
 json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                                     int64_t wall)
 {
@@ -247,7 +298,8 @@ json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                                   : json_null()) &&
               put(j, "options", ftc__lhj_job_options_json(&job->o)) &&
               put(j, "summary", summary_json(&job->hist, wall)) &&
-              put(j, "history", history_json(&job->hist));
+              put(j, "history", history_json(&job->hist)) &&
+              put(j, "replicas", replicas_json(&job->reps, wall));
     ftc__quorum_decision_fini(&d);
     return ok ? tables_json(job, now, j) : (json_decref(j), NULL);
 }
@@ -259,9 +311,7 @@ static int by_name(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
-/* The jobs in name order, with lh->mu held. NULL when there are none or on
- * FTC_ENOMEM (*n says which). */
-static ftc__lighthouse_job **sorted_jobs(ftc_lighthouse *lh, size_t *n)
+ftc__lighthouse_job **ftc__lighthouse_sorted_jobs(ftc_lighthouse *lh, size_t *n)
 {
     *n = 0;
     ftc__lighthouse_job **v =
@@ -293,7 +343,7 @@ static json_t *job_row(ftc__lighthouse_job *job, int64_t now)
         "met", (int)d.met);
     ftc__quorum_decision_fini(&d);
     char headline[512];
-    ftc__lh_history_headline(&job->hist, ftc__lighthouse_wall_ms(), headline,
+    ftc__lh_history_headline(&job->hist, ftc__wall_ms(), headline,
                              sizeof(headline));
     return put(row, "headline", json_string(headline))
                ? row
@@ -305,7 +355,7 @@ json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now)
     json_t *arr = json_array();
     pthread_mutex_lock(&lh->mu);
     size_t n;
-    ftc__lighthouse_job **v = sorted_jobs(lh, &n);
+    ftc__lighthouse_job **v = ftc__lighthouse_sorted_jobs(lh, &n);
     if (v == NULL && lh->n_jobs > 0) {
         json_decref(arr);
         arr = NULL;
@@ -326,276 +376,4 @@ json_t *ftc__lighthouse_jobs_json(ftc_lighthouse *lh, int64_t now)
         ftc__seterr(FTC_ENOMEM, "jobs list");
     }
     return j;
-}
-
-/* ------------------------------------------------------------- metrics */
-
-/* One job's numbers, copied under its lock. */
-typedef struct job_numbers {
-    char name[FTC_LIGHTHOUSE_JOB_MAX];
-    uint64_t counter, quorums, members, participants, healthy;
-    uint64_t changes[4], lost[4];
-    uint64_t buckets[FTC__LH_WAIT_BUCKETS], wait_count;
-    double wait_sum;
-    uint64_t max_step;
-    ftc__lh_recovery recovery[FTC__LH_RECOVERY_KINDS];
-    double steps_per_s;
-} job_numbers;
-
-static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
-{
-    memcpy(n->name, job->name, sizeof(n->name));
-    n->counter =
-        job->s.has_prev ? ftc__quorum_id_counter(job->s.prev.quorum_id) : 0;
-    n->quorums = job->quorums_total;
-    n->members = job->s.prev.n;
-    n->participants = job->s.n_participants;
-    n->healthy = 0;
-    for (size_t i = 0; i < job->s.n_heartbeats; i++) {
-        n->healthy += ftc__quorum_is_healthy(
-            &job->s, &job->o, job->s.heartbeats[i].replica_id, now);
-    }
-    memcpy(n->changes, job->changes_total, sizeof(n->changes));
-    memcpy(n->lost, job->lost_total, sizeof(n->lost));
-    memcpy(n->buckets, job->wait_buckets, sizeof(n->buckets));
-    n->wait_count = job->wait_count;
-    n->wait_sum = job->wait_sum_s;
-    memcpy(n->recovery, job->hist.recovery, sizeof(n->recovery));
-    n->steps_per_s =
-        ftc__lh_history_rate(&job->hist, ftc__lighthouse_wall_ms());
-    n->max_step = 0;
-    for (size_t i = 0; i < job->s.prev.n; i++) {
-        uint64_t st = (uint64_t)job->s.prev.members[i].step; /* >= 0 */
-        n->max_step = st > n->max_step ? st : n->max_step;
-    }
-}
-
-static int out(ftc__buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int out(ftc__buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    int rc = n < 0 ? FTC_EINVAL : ftc__buf_reserve(b, (size_t)n + 1);
-    if (rc == 0) {
-        va_start(ap, fmt);
-        vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        b->len += (size_t)n;
-    }
-    return rc;
-}
-
-static int family(ftc__buf *b, const char *name, const char *type,
-                  const char *help)
-{
-    return out(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* One family of per-job numbers at offset in job_numbers: a single value
- * per job, or (with labels) one per cause 1..3 of an array of four. */
-typedef struct family_def {
-    const char *name, *type, *help;
-    size_t offset;
-    const char *const *causes;
-} family_def;
-
-static int per_job(ftc__buf *b, const job_numbers *v, size_t n,
-                   const family_def *f)
-{
-    int rc = family(b, f->name, f->type, f->help);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        uint64_t x[4];
-        memcpy(x, (const char *)&v[i] + f->offset,
-               (f->causes != NULL ? 4 : 1) * sizeof(uint64_t));
-        for (int k = f->causes != NULL ? 1 : 0;
-             rc == 0 && k < (f->causes != NULL ? 4 : 1); k++) {
-            if (f->causes != NULL) {
-                rc = out(b, "%s{job=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
-                         f->name, v[i].name, f->causes[k], x[k]);
-            } else {
-                rc = out(b, "%s{job=\"%s\"} %" PRIu64 "\n", f->name, v[i].name,
-                         x[0]);
-            }
-        }
-    }
-    return rc;
-}
-
-/* One series of a histogram: buckets (cumulative), +Inf, sum, count;
- * labels are "job=\"x\"" and maybe more. */
-static int series(ftc__buf *b, const char *name, const char *labels,
-                  const double *bounds, const uint64_t *buckets, size_t n,
-                  uint64_t count, double sum)
-{
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        rc = out(b, "%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n", name, labels,
-                 bounds[k], buckets[k]);
-    }
-    return rc != 0 ? rc
-                   : out(b,
-                         "%s_bucket{%s,le=\"+Inf\"} %" PRIu64
-                         "\n%s_sum{%s} %.6f\n%s_count{%s} %" PRIu64 "\n",
-                         name, labels, count, name, labels, sum, name, labels,
-                         count);
-}
-
-static int histograms(ftc__buf *b, const job_numbers *v, size_t n)
-{
-    const char *wait = "ftc_lighthouse_join_wait_seconds";
-    int rc = family(b, wait, "histogram",
-                    "Time from a join request to its quorum answer.");
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        char labels[FTC_LIGHTHOUSE_JOB_MAX + 16];
-        snprintf(labels, sizeof(labels), "job=\"%s\"", v[i].name);
-        rc = series(b, wait, labels, ftc__lighthouse_wait_bounds, v[i].buckets,
-                    FTC__LH_WAIT_BUCKETS, v[i].wait_count, v[i].wait_sum);
-    }
-    static const char *const kinds[FTC__LH_RECOVERY_KINDS] = {"survivors",
-                                                              "back"};
-    const char *rec = "ftc_lighthouse_recovery_seconds";
-    if (rc == 0) {
-        rc = family(b, rec, "histogram",
-                    "From a replica group's loss to the others' next step "
-                    "(kind survivors) and to its own (kind back).");
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        for (int k = 0; rc == 0 && k < FTC__LH_RECOVERY_KINDS; k++) {
-            char labels[FTC_LIGHTHOUSE_JOB_MAX + 48];
-            snprintf(labels, sizeof(labels), "job=\"%s\",kind=\"%s\"",
-                     v[i].name, kinds[k]);
-            const ftc__lh_recovery *r = &v[i].recovery[k];
-            rc = series(b, rec, labels, ftc__lh_recovery_bounds, r->buckets,
-                        FTC__LH_RECOVERY_BUCKETS, r->count, r->sum_s);
-        }
-    }
-    const char *rate = "ftc_lighthouse_steps_per_second";
-    if (rc == 0) {
-        rc = family(b, rate, "gauge",
-                    "Committed steps per second over the last 10 s.");
-    }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = out(b, "%s{job=\"%s\"} %.3f\n", rate, v[i].name, v[i].steps_per_s);
-    }
-    return rc;
-}
-
-static int server_metrics(ftc__buf *b, ftc_lighthouse *lh, size_t jobs)
-{
-    int rc = family(b, "ftc_lighthouse_http_requests_total", "counter",
-                    "HTTP responses by status code.");
-    for (size_t i = 0; rc == 0 && i < FTC__LH_NCODES; i++) {
-        uint64_t x = atomic_load_explicit(&lh->http[i], memory_order_relaxed);
-        char code[16];
-        snprintf(code, sizeof(code), "%u", ftc__lighthouse_codes[i]);
-        rc = out(
-            b, "ftc_lighthouse_http_requests_total{code=\"%s\"} %" PRIu64 "\n",
-            ftc__lighthouse_codes[i] != 0 ? code : "other", x);
-    }
-    const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(lh->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    if (rc == 0) {
-        rc = family(b, "ftc_lighthouse_connections", "gauge",
-                    "Open HTTP connections.");
-    }
-    if (rc == 0) {
-        rc = out(b, "ftc_lighthouse_connections %u\n",
-                 di != NULL ? di->num_connections : 0);
-    }
-    static const char *const kinds[FTC__LH_REQ_KINDS] = {"short", "join",
-                                                         "watch"};
-    const char *lat = "ftc_lighthouse_request_seconds";
-    if (rc == 0) {
-        rc = family(b, lat, "histogram",
-                    "From a request's arrival to its answer, by kind (join "
-                    "and watch are long-polls that wait by design).");
-    }
-    for (int k = 0; rc == 0 && k < FTC__LH_REQ_KINDS; k++) {
-        uint64_t buckets[FTC__LH_REQ_BUCKETS];
-        for (size_t i = 0; i < FTC__LH_REQ_BUCKETS; i++) {
-            buckets[i] = atomic_load_explicit(&lh->req_buckets[k][i],
-                                              memory_order_relaxed);
-        }
-        char labels[32];
-        snprintf(labels, sizeof(labels), "kind=\"%s\"", kinds[k]);
-        rc = series(
-            b, lat, labels, ftc__lighthouse_req_bounds, buckets,
-            FTC__LH_REQ_BUCKETS,
-            atomic_load_explicit(&lh->req_count[k], memory_order_relaxed),
-            (double)atomic_load_explicit(&lh->req_sum_us[k],
-                                         memory_order_relaxed) /
-                1e6);
-    }
-    if (rc == 0) {
-        rc = family(b, "ftc_lighthouse_jobs", "gauge", "Jobs.");
-    }
-    return rc == 0 ? out(b, "ftc_lighthouse_jobs %zu\n", jobs) : rc;
-}
-
-static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
-{
-    static const char *const changes[4] = {"", "first", "membership",
-                                           "commit_failures"};
-    static const char *const lost[4] = {"", "disconnect", "heartbeat",
-                                        "goodbye"};
-#define OFF(f) offsetof(job_numbers, f)
-    static const family_def defs[] = {
-        {"ftc_lighthouse_quorum_counter", "gauge",
-         "Low half (counter) of the current quorum id.", OFF(counter), NULL},
-        {"ftc_lighthouse_quorums_total", "counter",
-         "Quorums formed (one per step).", OFF(quorums), NULL},
-        {"ftc_lighthouse_quorum_changes_total", "counter",
-         "Quorum id changes by cause.", OFF(changes), changes},
-        {"ftc_lighthouse_members", "gauge", "Members of the current quorum.",
-         OFF(members), NULL},
-        {"ftc_lighthouse_participants", "gauge",
-         "Replicas waiting for the next quorum.", OFF(participants), NULL},
-        {"ftc_lighthouse_healthy_replicas", "gauge",
-         "Replicas with a live heartbeat.", OFF(healthy), NULL},
-        {"ftc_lighthouse_member_lost_total", "counter",
-         "Replicas found dead or gone, by cause.", OFF(lost), lost},
-        {"ftc_lighthouse_max_step", "gauge",
-         "Highest step in the current quorum.", OFF(max_step), NULL},
-    };
-#undef OFF
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < sizeof(defs) / sizeof(defs[0]); i++) {
-        rc = per_job(b, v, n, &defs[i]);
-    }
-    return rc == 0 ? histograms(b, v, n) : rc;
-}
-
-ftc__lighthouse_blob *ftc__lighthouse_metrics(ftc_lighthouse *lh, int64_t now)
-{
-    pthread_mutex_lock(&lh->mu);
-    size_t n;
-    ftc__lighthouse_job **jobs = sorted_jobs(lh, &n);
-    job_numbers *v = n > 0 ? ftc__calloc(n, sizeof(*v)) : NULL;
-    for (size_t i = 0; v != NULL && i < n; i++) {
-        pthread_mutex_lock(&jobs[i]->mu);
-        snapshot(jobs[i], now, &v[i]);
-        pthread_mutex_unlock(&jobs[i]->mu);
-    }
-    pthread_mutex_unlock(&lh->mu);
-    ftc__free(jobs);
-    ftc__buf b;
-    ftc__buf_init(&b, 64u << 20);
-    int rc = n > 0 && v == NULL ? FTC_ENOMEM : server_metrics(&b, lh, n);
-    if (rc == 0) {
-        rc = job_metrics(&b, v, n);
-    }
-    ftc__free(v);
-    ftc__lighthouse_blob *blob =
-        rc == 0 ? ftc__malloc(sizeof(*blob) + b.len + 1) : NULL;
-    if (blob != NULL) {
-        atomic_init(&blob->refs, 1);
-        blob->len = b.len;
-        memcpy(blob->data, b.data, b.len);
-        blob->data[b.len] = '\0';
-    }
-    ftc__buf_free(&b);
-    return blob;
 }

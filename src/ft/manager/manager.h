@@ -193,6 +193,13 @@ struct ftc_manager {
 
     pthread_mutex_t stats_mu;
     ftc_manager_stats stats;
+    /* For the lighthouse (the leader's heartbeats), under stats_mu: all
+     * heal transfers' time, and the heal in progress (heal_from[0] !=
+     * '\0'), whose bytes the fetch counts in heal_progress. */
+    double heal_seconds_total;
+    char heal_from[FTC_LIGHTHOUSE_STR_MAX];
+    int64_t heal_started_wall_ms;
+    ftc__heal_progress heal_progress;
 
     /* The launcher's event socket (FTC_EVENT_FD), or -1 (not ours: never
      * closed); the XXH3 of the registered state at the last committed

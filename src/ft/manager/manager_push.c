@@ -27,6 +27,30 @@ void ftc__manager_start_heartbeat(ftc_manager *m)
     }
 }
 
+/* What the leader tells the lighthouse of this replica group with each
+ * heartbeat (its own rank's heals and serving: the group's ranks heal
+ * alike). */
+static void replica_stats(ftc_manager *m, ftc_lighthouse_replica_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    ftc__heal_server_stats served;
+    ftc__heal_server_stats_get(m->heal_srv, &served);
+    pthread_mutex_lock(&m->stats_mu);
+    st->heals = m->stats.heals;
+    st->heal_bytes = m->stats.heal_bytes;
+    st->heal_seconds = m->heal_seconds_total;
+    if (m->heal_from[0] != '\0') {
+        snprintf(st->healing_from, sizeof(st->healing_from), "%s",
+                 m->heal_from);
+        st->healing_started_wall_ms = m->heal_started_wall_ms;
+        st->healing_bytes = (int64_t)atomic_load(&m->heal_progress.bytes);
+        st->healing_total_bytes =
+            (int64_t)atomic_load(&m->heal_progress.total_bytes);
+    }
+    pthread_mutex_unlock(&m->stats_mu);
+    st->served_bytes = (int64_t)served.bytes_served;
+}
+
 void *ftc__manager_heartbeat_main(void *arg)
 {
     ftc_manager *m = arg;
@@ -35,8 +59,10 @@ void *ftc__manager_heartbeat_main(void *arg)
     bool failing = false;
     ftc__deadline next = ftc__deadline_in_ms(0);
     do {
-        int rc = ftc_lighthouse_client_heartbeat(m->lh, m->replica_id, call_ms,
-                                                 NULL);
+        ftc_lighthouse_replica_stats st;
+        replica_stats(m, &st);
+        int rc = ftc_lighthouse_client_report(m->lh, m->replica_id, &st,
+                                              call_ms, NULL);
         if (rc != 0 && rc != FTC_ECANCELED && !failing) {
             FTC_LOG_WARN("manager.heartbeat", "%s: heartbeat failing: %s",
                          m->replica_id, ftc_last_error());

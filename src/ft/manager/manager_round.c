@@ -464,6 +464,19 @@ static void release_sources(round *r)
     ftc__free(buf);
 }
 
+/* Shows a heal from `from` as in progress for the lighthouse (NULL: none
+ * any more). */
+static void heal_progress_start(ftc_manager *m, const char *from)
+{
+    pthread_mutex_lock(&m->stats_mu);
+    snprintf(m->heal_from, sizeof(m->heal_from), "%s",
+             from != NULL ? from : "");
+    m->heal_started_wall_ms = ftc__wall_ms();
+    atomic_store(&m->heal_progress.bytes, 0);
+    atomic_store(&m->heal_progress.total_bytes, 0);
+    pthread_mutex_unlock(&m->stats_mu);
+}
+
 static void heal(round *r)
 {
     ftc_manager *m = r->m;
@@ -489,6 +502,8 @@ static void heal(round *r)
     if (rc == 0 && n == 0) {
         rc = ftc__seterr(FTC_EPROTO, "no healing source has an address");
     }
+    const char *from =
+        p->n_sources > 0 ? r->q.members[p->sources[0]].replica_id : "?";
     int64_t t0 = ftc__now_ns();
     ftc__heal_fetch_result fr;
     memset(&fr, 0, sizeof(fr));
@@ -508,13 +523,14 @@ static void heal(round *r)
         f.streams = (unsigned)m->o.heal_streams;
         f.threads = (unsigned)m->o.heal_threads;
         f.token = m->o.token;
+        f.progress = &m->heal_progress;
+        heal_progress_start(m, from);
         rc = ftc__heal_client_fetch(
             m->heal_cli, &f, ftc__deadline_in_ms(m->o.quorum_timeout_ms), &fr);
+        heal_progress_start(m, NULL);
     }
     ftc__free(dest);
     double ms = (double)(ftc__now_ns() - t0) / 1e6;
-    const char *from =
-        p->n_sources > 0 ? r->q.members[p->sources[0]].replica_id : "?";
     ftc__manager_trace_heal(m, t0, rc, r->res.max_step, from, fr.bytes);
     if (rc != 0) {
         ftc__manager_latch(m, rc, "healing to step %" PRId64 " from %s: %s",

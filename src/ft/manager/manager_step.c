@@ -131,6 +131,7 @@ static void adopt(ftc_manager *m, bool staged)
     m->stats.heals++;
     m->stats.heal_bytes += o->heal_bytes;
     m->stats.last_heal_ms = o->heal_ms;
+    m->heal_seconds_total += o->heal_ms / 1000.0;
     m->stats.last_heal_step = o->heal_step;
     snprintf(m->stats.last_heal_source, sizeof(m->stats.last_heal_source), "%s",
              o->heal_source);
