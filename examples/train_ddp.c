@@ -6,7 +6,9 @@
  * averaging of this rank's gradient shard across the replica groups of the
  * quorum, and, if every rank of every participating group committed, an
  * SGD step on the shard. Killed or hung replica groups drop out of the
- * quorum; restarted ones heal from the others and rejoin.
+ * quorum; restarted ones heal from the others and rejoin. Under `ftc run
+ * --trace DIR` its phases (gradient, sync_grads, optimizer) are marked in
+ * each rank's trace next to the library's collectives and votes.
  * Uses the public libftc API only. */
 #include <stdio.h>
 
@@ -39,18 +41,25 @@ int main(int argc, char **argv)
         /* The step's data follow the committed step, so a healed or
          * retried step draws the batch it would have drawn. */
         int64_t step = ftc_manager_current_step(t.manager);
+        ftc_trace_set_step(step);
+        ftc_trace_begin("gradient");
         if (trainer_gather_params(&t) != 0 ||
             trainer_local_gradient(&t, step) != 0) {
             rc = 1; /* the group is broken: let the launcher restart it */
             break;
         }
+        ftc_trace_end("gradient");
+        ftc_trace_begin("sync_grads");
         ftc_ddp_sync_grads(ddp, t.mine, t.shard, TIMEOUT_MS);
+        ftc_trace_end("sync_grads");
         int commit = 0;
         if (ftc_ddp_commit(ddp, &commit, TIMEOUT_MS) != 0) {
             trainer_event_error(&t, "commit");
         }
         if (commit) {
+            ftc_trace_begin("optimizer");
             trainer_sgd_update(&t, trainer_own_params(&t), t.mine);
+            ftc_trace_end("optimizer");
         }
         trainer_event_step(&t, commit);
         trainer_pace(&t);

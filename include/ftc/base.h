@@ -96,6 +96,41 @@ FTC_API int ftc_log_get_level(void);
 /* Parses "debug", "info", "warn", "error" or "off"; -1 if unknown. */
 FTC_API int ftc_log_level_parse(const char *name);
 
+/* Tracing. With FTC_TRACE=PATH in the environment (read once, at the
+ * first traced event), the library records every process-group
+ * collective (submission to completion, bytes, backend), every quorum
+ * round, heal and commit vote, and the trainer's own phases marked with
+ * ftc_trace_begin/ftc_trace_end, and writes them to PATH as a
+ * Chrome/Perfetto trace-event JSON file at exit and at each
+ * ftc_trace_flush. "%p" in PATH is replaced by the process id. `ftc run
+ * --trace DIR` sets it for every rank (docs/operations.md, "Traces").
+ * Without FTC_TRACE every call below returns 0 at once. All are
+ * thread-safe. */
+
+/* 1 when this process is tracing, else 0. */
+FTC_API int ftc_trace_enabled(void);
+
+/* Opens a span named name (copied; cut at 127 bytes) on this thread, in
+ * the "compute" category, e.g. "forward", "backward", "optimizer".
+ * Spans nest; at most 32 are open per thread (FTC_EINVAL beyond). Never
+ * blocks. */
+FTC_API int ftc_trace_begin(const char *name);
+
+/* Closes this thread's innermost open span named name, and any opened
+ * inside it that are still open, and records them. FTC_EINVAL when no
+ * span of that name is open on this thread. */
+FTC_API int ftc_trace_end(const char *name);
+
+/* The training step recorded with the events that follow ("step" in
+ * their args), or -1 (the default) for none. */
+FTC_API void ftc_trace_set_step(int64_t step);
+
+/* Writes every event recorded so far to PATH (through PATH.tmp and a
+ * rename, so a reader never sees half a file). Blocks for the file's
+ * write. FTC_ESYS when it cannot be written: the error is logged once
+ * and tracing stops. */
+FTC_API int ftc_trace_flush(void);
+
 /* Releases a buffer that an ftc call returned to the caller. NULL is a
  * no-op. */
 FTC_API void ftc_free(void *p);

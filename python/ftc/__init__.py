@@ -12,7 +12,10 @@ this package re-exports it:
   cross-replica allreduce, commit vote), under ``ftc run`` or not;
 - ``ProcessGroup`` (and ``Work``): collectives and point-to-point on CPU
   torch tensors or numpy arrays, zero-copy, on any ftc backend;
-- ``Error`` (``.code``, ``.name``), ``TimeoutError`` and ``PeerError``.
+- ``Error`` (``.code``, ``.name``), ``TimeoutError`` and ``PeerError``;
+- ``trace(name)`` (and ``trace_begin``/``trace_end``/``trace_step``/
+  ``trace_flush``/``trace_enabled``): the trainer's phases in the trace
+  that ``FTC_TRACE`` records.
 
 Timeouts are seconds, ``datetime.timedelta`` or ``math.inf``; ``None``
 takes the handle's default. Calls release the GIL while they wait.
@@ -29,6 +32,14 @@ from ftc._ftc import (  # noqa: F401
 )
 from ftc.manager import Manager  # noqa: F401
 from ftc.process_group import ANY_SOURCE, ProcessGroup  # noqa: F401
+from ftc.trace import (  # noqa: F401
+    trace,
+    trace_begin,
+    trace_enabled,
+    trace_end,
+    trace_flush,
+    trace_step,
+)
 
 __all__ = [
     "ANY_SOURCE",
@@ -41,5 +52,11 @@ __all__ = [
     "StoreServer",
     "TimeoutError",
     "Work",
+    "trace",
+    "trace_begin",
+    "trace_enabled",
+    "trace_end",
+    "trace_flush",
+    "trace_step",
     "version",
 ]

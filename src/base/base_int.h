@@ -16,5 +16,6 @@
 #include "base/sock.h"
 #include "base/strset.h"
 #include "base/thread.h"
+#include "base/trace.h"
 
 #endif

@@ -459,10 +459,12 @@ static int finish(req *r, int rc, ftc_work **work)
         return ftc__seterr(FTC_ENOMEM, "%s: out of memory", r->what);
     }
     r->op->work = w;
+    ftc__work_trace_submit(w, r->op);
     pthread_mutex_lock(&r->pg->submit_mu);
     if (r->op->coll != FTC__SEND && r->op->coll != FTC__RECV) {
         r->op->desc.seq = ++r->pg->seq;
     }
+    w->trace_seq = r->op->desc.seq;
     rc = r->pg->ops->submit(r->pg->impl, r->op, &r->op->desc);
     pthread_mutex_unlock(&r->pg->submit_mu);
     if (rc != 0) {

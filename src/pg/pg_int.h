@@ -82,6 +82,12 @@ struct ftc_work {
     void *cb_arg;
     ftc_pg *pg; /* for waiting; valid while not done */
     struct ftc_work *cb_next;
+    /* Tracing (FTC_TRACE): the submission time (0: not traced) and what
+     * the event says, recorded when the work finishes. */
+    int64_t trace_t0, trace_step;
+    uint64_t trace_seq;
+    size_t trace_bytes;
+    int trace_dtype, trace_op, trace_device;
 };
 
 /* A work with two references (caller + engine). NULL on ENOMEM. */
@@ -90,6 +96,9 @@ ftc_work *ftc__work_new(ftc_pg *pg, int coll, const ftc_pg_op_opts *o);
  * marks the work done; the caller then wakes waiters and runs the
  * callback. */
 void ftc__work_finish(ftc_work *w, int rc, const char *msg);
+/* Stamps w with op's submission for the trace, when tracing: the span
+ * runs from here to ftc__work_finish. */
+void ftc__work_trace_submit(ftc_work *w, const ftc__op *op);
 /* Drops one reference; frees at zero. */
 void ftc__work_unref(ftc_work *w);
 

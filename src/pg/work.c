@@ -35,10 +35,62 @@ ftc_work *ftc__work_new(ftc_pg *pg, int coll, const ftc_pg_op_opts *o)
     return w;
 }
 
+void ftc__work_trace_submit(ftc_work *w, const ftc__op *op)
+{
+    w->trace_t0 = ftc__trace_clock();
+    if (w->trace_t0 == 0) {
+        return;
+    }
+    size_t n = op->desc.send_count > op->desc.recv_count ? op->desc.send_count
+                                                         : op->desc.recv_count;
+    w->trace_bytes = op->coll == FTC__BARRIER ? 0 : n * op->elem;
+    w->trace_dtype = op->dtype;
+    w->trace_op = op->op;
+    w->trace_device = op->desc.device;
+    w->trace_step = ftc__trace_step();
+}
+
+/* The collective's span, from its submission to now: one async event
+ * (collectives of a group overlap when pipelined). The group is still
+ * valid: its work is not done yet. */
+static void trace_done(ftc_work *w, int rc)
+{
+    const ftc_pg *pg = w->pg;
+    bool reducing = w->coll == FTC__ALLREDUCE || w->coll == FTC__REDUCE ||
+                    w->coll == FTC__REDUCE_SCATTER;
+    bool cpu = w->trace_device == FTC_DEVICE_CPU;
+    char stream[40];
+    if (!cpu) {
+        snprintf(stream, sizeof(stream), "%s:backend",
+                 ftc_device_kind_name(w->trace_device));
+    }
+    const ftc__trace_arg args[] = {
+        FTC__TRACE_ARG_UINT("bytes", w->trace_bytes),
+        FTC__TRACE_ARG_STR("backend", pg->backend),
+        FTC__TRACE_ARG_STR("dtype", w->coll == FTC__BARRIER
+                                        ? "-"
+                                        : ftc_dtype_name(w->trace_dtype)),
+        FTC__TRACE_ARG_STR("op", reducing ? ftc_op_name(w->trace_op) : "-"),
+        FTC__TRACE_ARG_STR("device", ftc_device_kind_name(w->trace_device)),
+        FTC__TRACE_ARG_STR("stream", cpu ? "cpu" : stream),
+        FTC__TRACE_ARG_UINT("seq", w->trace_seq),
+        FTC__TRACE_ARG_UINT("epoch", pg->opts.epoch),
+        FTC__TRACE_ARG_INT("rank", pg->rank),
+        FTC__TRACE_ARG_INT("size", pg->size),
+        FTC__TRACE_ARG_INT("rc", rc),
+    };
+    ftc__trace_async("collective", ftc__coll_name(w->coll), w->trace_t0,
+                     ftc__now_ns(), w->trace_step, args,
+                     sizeof(args) / sizeof(args[0]));
+}
+
 void ftc__work_finish(ftc_work *w, int rc, const char *msg)
 {
     w->rc = rc;
     snprintf(w->msg, sizeof(w->msg), "%s", rc != 0 && msg ? msg : "");
+    if (w->trace_t0 != 0) {
+        trace_done(w, rc); /* after msg (it may be this thread's error) */
+    }
     atomic_store_explicit(&w->done, 1, memory_order_release);
 }
 

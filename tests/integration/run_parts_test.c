@@ -471,6 +471,25 @@ static void env_build(void **state)
     }
     assert_int_equal(seen, 2);
     run_env_free(env);
+    /* --trace: FTC_TRACE per rank and incarnation replaces an inherited
+     * one; without it an inherited one is kept */
+    char *traced[] = {"FTC_TRACE=/shared.json", "KEEP=1", NULL};
+    env = run_env_build(traced, &r, NULL, 0);
+    assert_non_null(env);
+    assert_string_equal(env[0], "FTC_TRACE=/shared.json");
+    run_env_free(env);
+    r.trace_dir = "/t";
+    env = run_env_build(traced, &r, NULL, 0);
+    assert_non_null(env);
+    seen = 0;
+    for (int i = 0; env[i] != NULL; i++) {
+        assert_true(strncmp(env[i], "FTC_TRACE=", 10) != 0 ||
+                    strcmp(env[i], "FTC_TRACE=/t/trace-replica_3-rank1-inc7."
+                                   "json") == 0);
+        seen += strncmp(env[i], "FTC_TRACE=", 10) == 0;
+    }
+    assert_int_equal(seen, 1);
+    run_env_free(env);
     /* every allocation failure returns NULL and leaks nothing */
     for (long n = 0;; n++) {
         ftc__alloc_fail_after(n);
@@ -525,6 +544,12 @@ static void opts_parse(void **state)
     assert_int_equal(parse_args(&o, a4), 2);
     const char *a5[] = {"--replicas", "40", "--ranks", "40", "--", "x", NULL};
     assert_int_equal(parse_args(&o, a5), 2);
+    const char *a6[] = {"--trace", "tr", "--env", "A=1", "--", "x", NULL};
+    assert_int_equal(parse_args(&o, a6), 0);
+    assert_string_equal(o.trace_dir, "tr");
+    const char *a7[] = {"--trace", "tr", "--env", "FTC_TRACE=f",
+                        "--",      "x",  NULL};
+    assert_int_equal(parse_args(&o, a7), 2); /* two places for one file */
 }
 
 int main(int argc, char **argv)

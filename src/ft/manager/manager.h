@@ -301,6 +301,16 @@ void ftc__manager_report_heal(ftc_manager *m, int64_t step, const char *from,
                               double ms);
 void ftc__manager_report_result(ftc_manager *m);
 
+/* Trace events (manager_trace.c, FTC_TRACE): a quorum round from t0_ns
+ * with its outcome; a heal from t0_ns; a commit vote from t0_ns (0: not
+ * tracing, as ftc__trace_clock returns). Nothing when not tracing. */
+void ftc__manager_trace_round(const ftc_manager *m, int64_t round,
+                              const ftc__manager_outcome *out, int64_t t0_ns);
+void ftc__manager_trace_heal(const ftc_manager *m, int64_t t0_ns, int rc,
+                             int64_t step, const char *from, uint64_t bytes);
+void ftc__manager_trace_vote(const ftc_manager *m, int64_t t0_ns, int rc,
+                             bool commit);
+
 /* The quorum thread (manager_round.c). */
 void *ftc__manager_quorum_main(void *arg);
 /* The watch and heartbeat threads (manager_push.c). */

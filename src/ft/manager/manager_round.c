@@ -531,6 +531,7 @@ static void heal(round *r)
     }
     ftc__free(dest);
     double ms = (double)(ftc__now_ns() - t0) / 1e6;
+    ftc__manager_trace_heal(m, t0, rc, r->res.max_step, from, fr.bytes);
     if (rc != 0) {
         ftc__manager_latch(m, rc, "healing to step %" PRId64 " from %s: %s",
                            r->res.max_step, from, ftc_last_error());
@@ -630,6 +631,7 @@ void *ftc__manager_quorum_main(void *arg)
         ftc__quorum_result_fini(&r.res);
         ftc__quorum_fini(&r.q);
         out.ms = (double)(ftc__now_ns() - t0) / 1e6;
+        ftc__manager_trace_round(m, r.k, &out, t0);
         pthread_mutex_lock(&m->mu);
         m->out = out;
         m->phase = FTC__MGR_DONE;

@@ -479,10 +479,12 @@ int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
                               err == 0 && np >= m->o.min_replica_size};
     bool yes = false;
     int64_t at_min = mine.at;
+    int64_t vote_t0 = ftc__trace_clock();
     int vrc = vote(m, &mine, dl, &yes, &at_min);
     char msg[FTC__MGR_MSG_MAX];
     snprintf(msg, sizeof(msg), "%s", ftc_last_error());
     rc = settle(m, vrc, yes, at_min);
+    ftc__manager_trace_vote(m, vote_t0, vrc, yes);
     if (rc == 0 && !yes) {
         FTC_LOG_INFO("manager.commit",
                      "%s rank %d: step %" PRId64 " not committed%s%s",

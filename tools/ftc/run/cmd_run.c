@@ -21,6 +21,20 @@
 
 extern char **environ;
 
+/* The user's folder given with option flag, created if missing and kept,
+ * as an absolute path (ranks may chdir) into dir. */
+static int user_dir(const char *flag, const char *path, char *dir, size_t cap)
+{
+    char real[PATH_MAX];
+    if ((mkdir(path, 0777) != 0 && errno != EEXIST) ||
+        realpath(path, real) == NULL) {
+        fprintf(stderr, "ftc run: %s %s: %s\n", flag, path, strerror(errno));
+        return -1;
+    }
+    snprintf(dir, cap, "%s", real);
+    return 0;
+}
+
 /* FTC_RUN_DIR: the user's folder (created if missing, kept), or a fresh
  * temporary one (removed at exit). Absolute, so ranks may chdir. */
 static int make_run_dir(const run_opts *o, char *dir, size_t cap,
@@ -28,15 +42,7 @@ static int make_run_dir(const run_opts *o, char *dir, size_t cap,
 {
     *temporary = o->run_dir == NULL;
     if (o->run_dir != NULL) {
-        char real[PATH_MAX];
-        if ((mkdir(o->run_dir, 0777) != 0 && errno != EEXIST) ||
-            realpath(o->run_dir, real) == NULL) {
-            fprintf(stderr, "ftc run: --run-dir %s: %s\n", o->run_dir,
-                    strerror(errno));
-            return -1;
-        }
-        snprintf(dir, cap, "%s", real);
-        return 0;
+        return user_dir("--run-dir", o->run_dir, dir, cap);
     }
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/ftc-run-%s-XXXXXX",
@@ -73,6 +79,10 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
     }
     run_out_note(&job->out, "run folder %s, seed %llu", run_dir,
                  (unsigned long long)o->seed);
+    if (job->launch.trace_dir != NULL) {
+        run_out_note(&job->out, "traces in %s (one file per rank)",
+                     job->launch.trace_dir);
+    }
     static const char *const modes[] = {"SIGKILL", "SIGSTOP",
                                         "SIGKILL or SIGSTOP"};
     if (o->kill_every_ms > 0) {
@@ -93,8 +103,12 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
 /* Everything after the options are known. Returns the exit code. */
 static int run(const run_opts *o, const char *path)
 {
-    char run_dir[PATH_MAX], lighthouse[300];
+    char run_dir[PATH_MAX], lighthouse[300], trace_dir[PATH_MAX];
     int temporary = 0;
+    if (o->trace_dir != NULL &&
+        user_dir("--trace", o->trace_dir, trace_dir, sizeof(trace_dir)) != 0) {
+        return 1;
+    }
     if (make_run_dir(o, run_dir, sizeof(run_dir), &temporary) != 0) {
         return 1;
     }
@@ -114,6 +128,7 @@ static int run(const run_opts *o, const char *path)
             .job = o->job,
             .lighthouse = lighthouse,
             .run_dir = run_dir,
+            .trace_dir = o->trace_dir != NULL ? trace_dir : NULL,
             .user_env = o->env,
             .n_user_env = o->n_env,
         };

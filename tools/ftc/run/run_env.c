@@ -35,6 +35,8 @@ static const char *const contract[] = {
     "TORCHELASTIC_RESTART_COUNT",
 };
 #define NCONTRACT (sizeof(contract) / sizeof(contract[0]))
+/* Replaced, not inherited, under --trace (else left alone). */
+static const char *const trace_name = "FTC_TRACE=";
 
 int run_env_is_contract(const char *name, size_t len)
 {
@@ -54,6 +56,13 @@ void run_env_replica_id(int index, char *buf, size_t cap)
 void run_env_store_prefix(int index, int incarnation, char *buf, size_t cap)
 {
     snprintf(buf, cap, "replica_%d/%d", index, incarnation);
+}
+
+void run_env_trace_path(const char *dir, int index, int rank, int incarnation,
+                        char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/trace-replica_%d-rank%d-inc%d.json", dir, index,
+             rank, incarnation);
 }
 
 /* Length of the NAME part of "NAME=VALUE". */
@@ -113,7 +122,7 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         nbase++;
     }
     char **env =
-        ftc__calloc(nbase + NCONTRACT + (size_t)n_user + 1, sizeof(*env));
+        ftc__calloc(nbase + NCONTRACT + (size_t)n_user + 2, sizeof(*env));
     if (env == NULL) {
         return NULL;
     }
@@ -121,7 +130,8 @@ char **run_env_build(char *const base[], const run_env_rank *r,
     int failed = 0;
     for (size_t i = 0; i < nbase; i++) {
         if (run_env_is_contract(base[i], name_len(base[i])) ||
-            named_in(base[i], user, n_user)) {
+            named_in(base[i], user, n_user) ||
+            (r->trace_dir != NULL && named_in(base[i], &trace_name, 1))) {
             continue;
         }
         env[n] = ftc__strdup(base[i]);
@@ -164,6 +174,13 @@ char **run_env_build(char *const base[], const run_env_rank *r,
     };
     for (size_t i = 0; i < NCONTRACT; i++) {
         env[n] = mine[i];
+        failed |= env[n++] == NULL;
+    }
+    if (r->trace_dir != NULL) {
+        char path[4200];
+        run_env_trace_path(r->trace_dir, r->replica_index, r->group_rank,
+                           r->incarnation, path, sizeof(path));
+        env[n] = join("FTC_TRACE", path);
         failed |= env[n++] == NULL;
     }
     for (int i = 0; i < n_user; i++) {

@@ -78,6 +78,7 @@ int run_group_spawn(run_group *g, const run_launch *l)
             .group_rank = r,
             .group_size = g->nranks,
             .incarnation = g->incarnation,
+            .trace_dir = l->trace_dir,
         };
         char **env = run_env_build(l->environ, &er, l->user_env, l->n_user_env);
         run_child c;

@@ -65,6 +65,7 @@ typedef struct run_launch {
     char *const *argv;    /* the command and its arguments */
     char *const *environ; /* inherited environment */
     const char *job, *lighthouse, *run_dir;
+    const char *trace_dir;       /* --trace, absolute; NULL: none */
     const char *const *user_env; /* --env */
     int n_user_env;
     int num_replicas;

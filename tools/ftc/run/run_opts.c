@@ -94,6 +94,12 @@ static const ftc__cli_option options[] = {
     {"run-dir", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, run_dir),
      .metavar = "DIR", .help = "FTC_RUN_DIR",
      .default_text = "a temporary folder removed at exit"},
+    {"trace", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, trace_dir),
+     .metavar = "DIR",
+     .help = "record a trace of every rank into DIR (created if missing): "
+             "FTC_TRACE=DIR/trace-replica_<i>-rank<r>-inc<n>.json, one file "
+             "per rank and incarnation, written when the rank exits; open "
+             "it in ui.perfetto.dev or chrome://tracing"},
     {"env", FTC__CLI_REPEAT, FTC__CLI_ARRAY(run_opts, env, n_env),
      .check = check_env, .metavar = "K=V",
      .help = "add to every rank's environment (repeat)"},
@@ -141,6 +147,12 @@ static int check(run_opts *o)
         return ftc__cli_usage_error(&command,
                                     "--min-replicas %d > --replicas %d",
                                     o->min_replicas, o->replicas);
+    }
+    for (int i = 0; o->trace_dir != NULL && i < o->n_env; i++) {
+        if (strncmp(o->env[i], "FTC_TRACE=", 10) == 0) {
+            return ftc__cli_usage_error(
+                &command, "--trace sets FTC_TRACE: no --env FTC_TRACE=");
+        }
     }
     int injecting = o->kill_every_ms > 0 || o->n_kill_steps > 0;
     if (o->kill_every_ms > 0 && o->n_kill_steps > 0) {

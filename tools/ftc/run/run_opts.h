@@ -37,6 +37,7 @@ typedef struct run_opts {
     int64_t progress_ms; /* plain progress line period (no TTY) */
     const char *summary_json;     /* NULL: none */
     const char *run_dir;          /* NULL: a temporary one, removed at exit */
+    const char *trace_dir;        /* --trace: FTC_TRACE per rank; NULL: none */
     const char *env[RUN_MAX_ENV]; /* "K=V", borrowed from argv */
     int n_env;
     int quiet;
