@@ -105,6 +105,7 @@ class ProcessGroupFtc(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout=None, group_name="0"):
         super().__init__(rank, size)
+        self._name = group_name
         self._timeout = _timeout(timeout)
         self._server = None  # ftc's own store, when the rendezvous has none
         host, port = self._store_address(store, rank)
@@ -137,6 +138,16 @@ class ProcessGroupFtc(dist.ProcessGroup):
             store.set(key, f"{host}:{self._server.port}")
         host, _, port = store.get(key).decode().rpartition(":")
         return host, int(port)
+
+    # c10d hands this object out as the group itself, and on 2.13 a group
+    # reads its name from its backends, which a Python group has none of:
+    # destroy_process_group(group) needs the name, so it lives here.
+    @property
+    def group_name(self):
+        return self._name
+
+    def _set_group_name(self, name):
+        self._name = name
 
     def getBackendName(self):
         return "ftc"
@@ -208,6 +219,13 @@ class ProcessGroupFtc(dist.ProcessGroup):
                 finish=lambda w, outs=outs, flat=flat: [
                     o.copy_(f) for o, f in zip(outs, flat)]))
         return self._work(futs, lambda: output_lists)
+
+    def allgather_coalesced(self, output_lists, inputs, opts=None):
+        """output_lists[r][i] receives rank r's inputs[i]."""
+        per_input = [[outs[i] for outs in output_lists]
+                     for i in range(len(inputs))]
+        work = self.allgather(per_input, inputs, opts)
+        return self._work([work.get_future()], lambda: output_lists)
 
     def _allgather_base(self, output, inp, opts=None):
         fut = self._start("allgather", inp, output,
