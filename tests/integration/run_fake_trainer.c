@@ -36,7 +36,8 @@ typedef struct plan {
     int child;
     int distinct_checksum;
     int chatter;
-    int finish_alone; /* exit after the last step without waiting */
+    int finish_alone;    /* exit after the last step without waiting */
+    int stall_restarted; /* fail_replica's later incarnations never step */
 } plan;
 
 static long env_long(const char *name)
@@ -73,6 +74,9 @@ static int parse(plan *p, int argc, char **argv)
             continue;
         } else if (strcmp(a, "--finish-alone") == 0) {
             p->finish_alone = 1;
+            continue;
+        } else if (strcmp(a, "--stall-restarted") == 0) {
+            p->stall_restarted = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -308,6 +312,9 @@ int main(int argc, char **argv)
     await_group(replica, incarnation);
     if (p.chatter) {
         chatter(replica, rank);
+    }
+    if (p.stall_restarted && p.fail_replica == replica && incarnation > 0) {
+        fail_now("hang"); /* a restart that never catches up */
     }
     int fails = p.fail_replica == replica && p.fail_rank == rank &&
                 (p.fail_incarnations < 0 || incarnation < p.fail_incarnations);

@@ -168,6 +168,48 @@ static void no_restart_after_training_finished(void **state)
     rk_free(&p);
 }
 
+/* A restarted group that has not committed a step when another group
+ * finishes is stopped and ends (it would otherwise train alone from
+ * step 0); the job finishes and only the finished group is compared. */
+static void straggler_stopped_when_training_finished(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("straggler", dir, sizeof(dir));
+    char *launcher[] = {T("--replicas"), T("2"), NULL};
+    char *trainer[] = {T("--steps"),
+                       T("30"),
+                       T("--interval-ms"),
+                       T("20"),
+                       T("--finish-alone"),
+                       T("--stall-restarted"),
+                       T("--fail-replica"),
+                       T("1"),
+                       T("--fail-at"),
+                       T("2"),
+                       T("--fail-how"),
+                       T("exit:4"),
+                       NULL};
+    rk_run p;
+    rk_start_job(&p, dir, launcher, trainer, NULL);
+    assert_int_equal(rk_wait(&p, 30000), 0);
+    assert_non_null(strstr(p.text, "replica_1 is stopped: it had not caught "
+                                   "up when training finished"));
+    json_t *s = rk_job_summary(dir);
+    assert_string_equal(rk_str(s, "outcome"), "finished");
+    assert_string_equal(rk_str(rk_group(s, 0), "status"), "finished");
+    json_t *g1 = rk_group(s, 1);
+    assert_string_equal(rk_str(g1, "status"), "ended");
+    assert_int_equal(rk_int(g1, "incarnation"), 1);
+    assert_int_equal(rk_int(s, "failures_total"), 1); /* the exit only */
+    assert_int_equal(rk_int(s, "groups_finished"), 1);
+    assert_true(json_is_true(json_object_get(s, "checksums_identical")));
+    /* the stalled incarnation was stopped, not left running */
+    assert_true(rk_gone((pid_t)rk_seen_long(dir, 1, 0, 1, "pid")));
+    json_decref(s);
+    rk_free(&p);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +217,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(crash_restarts),
         cmocka_unit_test(max_restarts_exceeded),
         cmocka_unit_test(no_restart_after_training_finished),
+        cmocka_unit_test(straggler_stopped_when_training_finished),
     };
     int left = rk_init(argc, argv);
     if (left < 0) {

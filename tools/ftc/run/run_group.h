@@ -39,6 +39,7 @@ typedef struct run_group {
     int started;     /* incarnation 0 was started */
     run_group_state state;
     int healthy;   /* committed a step since it (re)started or resumed */
+    int stepped;   /* committed a step in this incarnation */
     int live;      /* ranks not reaped yet */
     int exited_ok; /* ranks of this incarnation that exited 0 */
     int hit;       /* this incarnation was killed by an injection */

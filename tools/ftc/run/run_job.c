@@ -141,6 +141,12 @@ void run_job_signal(run_job *job, int sig)
 
 static void after_death(run_job *job, run_group *grp)
 {
+    if (job->wind_down_at_ms != INT64_MAX) { /* see wind_down */
+        grp->state = RUN_GROUP_ENDED;
+        run_out_note(&job->out, "%s is not restarted: training finished",
+                     grp->id);
+        return;
+    }
     int64_t now = run_job_now(job);
     int64_t delay = RUN_RESTART_FIRST_MS;
     if (!grp->hit) {
@@ -269,6 +275,7 @@ static void on_event(run_job *job, run_group *grp, int r, run_source src,
     case RUN_EVENT_STEP:
         if (r == 0 && ev->committed && grp->state == RUN_GROUP_RUNNING) {
             grp->healthy = 1;
+            grp->stepped = 1;
             note_recoveries(job);
         }
         break;
@@ -393,10 +400,35 @@ static void inject(run_job *job, int64_t now)
 
 /* --------------------------------------------------------------- tick */
 
+/* A group that has not committed a step in its incarnation when another
+ * finished (restarted, or slow to start) can never catch up: the groups
+ * it would heal from are leaving. Left alone it would train from step 0
+ * by itself and end with other parameters, so it is stopped and ends. */
+static void end_stragglers(run_job *job)
+{
+    if (job->stats.max_step <= 0) {
+        return; /* a trainer that reports no steps: nothing to judge by */
+    }
+    for (int g = 0; g < job->n; g++) {
+        run_group *grp = &job->groups[g];
+        if (grp->state == RUN_GROUP_RUNNING && !grp->stepped) {
+            run_out_note(&job->out,
+                         "%s is stopped: it had not caught up when training "
+                         "finished (no group is left to heal from)",
+                         grp->id);
+            snprintf(grp->death, sizeof(grp->death),
+                     "stopped: not caught up when training finished");
+            grp->state = RUN_GROUP_DYING;
+            run_group_signal(grp, SIGTERM);
+            run_group_signal(grp, SIGCONT);
+        }
+    }
+}
+
 /* Once a group finished, the training is over: no more failures are
- * injected and a group that is down is not restarted (it would train
- * alone from a stale state), and the others get RUN_WIND_DOWN_MS to
- * finish. */
+ * injected, a group that is down is not restarted (it would train alone
+ * from a stale state), one that has not caught up is stopped
+ * (end_stragglers), and the others get RUN_WIND_DOWN_MS to finish. */
 static int wind_down(run_job *job, int64_t now)
 {
     int finished = 0, ended = 0;
@@ -414,6 +446,7 @@ static int wind_down(run_job *job, int64_t now)
                          "the other groups have %.0f s to finish",
                          secs(RUN_WIND_DOWN_MS));
         }
+        end_stragglers(job);
     }
     for (int g = 0; g < job->n; g++) {
         run_group *grp = &job->groups[g];
