@@ -56,6 +56,8 @@ sums=$(awk '$1 ~ /^replica_[0-9]+$/ && $2 == "finished" { print $6 }' "$out" |
        sort -u | wc -l)
 if [ $rc -ne 0 ] || [ "$finished" -ne 3 ] || [ "$sums" -ne 1 ] ||
    ! grep -q "stopped answering its heartbeat" "$out"; then
+  # What the ranks said about their failures, for the reader of a CI log.
+  grep -v CCL_WARN "$out" | grep -E "trainer|ERROR|WARN|exited" | tail -40
   echo "FAIL: exit $rc, $finished groups finished, $sums checksums"
   exit 1
 fi
