@@ -585,6 +585,16 @@ FTC_API int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn,
  * between steps: FTC_EMISUSE while a round is in flight. */
 FTC_API int ftc_manager_clear_state(ftc_manager *m);
 
+/* Restores the manager's progress from a checkpoint (torchft's
+ * Manager.load_state_dict): the committed step and batches this replica
+ * reports from its next quorum round on. A replica restored ahead of the
+ * others is the one they heal from; one behind heals. Call before the
+ * first round or after a vote, with its registered state restored to the
+ * same step: FTC_EMISUSE while a round is in flight or taken over and not
+ * voted on, FTC_EINVAL for a negative step or batches. */
+FTC_API int ftc_manager_set_step(ftc_manager *m, int64_t step,
+                                 int64_t batches_committed);
+
 typedef struct ftc_manager_quorum_opts {
     size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* Ask the lighthouse to admit no new member into this quorum (long

@@ -173,6 +173,17 @@ static PyObject *manager_clear_state(PyObject *obj, PyObject *unused)
     return rc != 0 ? (m != NULL ? ftcpy_raise(rc) : NULL) : Py_NewRef(Py_None);
 }
 
+static PyObject *manager_set_step(PyObject *obj, PyObject *args)
+{
+    long long step = 0, batches = 0;
+    if (!PyArg_ParseTuple(args, "LL", &step, &batches)) {
+        return NULL;
+    }
+    ftc_manager *m = live(obj);
+    int rc = m != NULL ? ftc_manager_set_step(m, step, batches) : -1;
+    return rc != 0 ? (m != NULL ? ftcpy_raise(rc) : NULL) : Py_NewRef(Py_None);
+}
+
 #ifndef PyBUF_READ /* outside the limited API's headers before 3.12 */
 #define PyBUF_READ 0x100
 #endif
@@ -436,6 +447,9 @@ static PyMethodDef manager_methods[] = {
        "healing fills"),
     {"clear_state", manager_clear_state, METH_NOARGS,
      "clear_state(): forgets every registered buffer (between steps)"},
+    {"set_step", manager_set_step, METH_VARARGS,
+     "set_step(step, batches_committed): progress restored from a "
+     "checkpoint (between steps)"},
     {"set_adopt", manager_set_adopt, METH_O,
      "set_adopt(fn or None): fn([(name, dtype, shape, memoryview)]) takes a "
      "healed state in its source's layout instead of the registered buffers"},

@@ -162,6 +162,20 @@ class Manager:
         """The step's latched error message, or None."""
         return self._m.errored()
 
+    def state_dict(self):
+        """The manager's progress, for a checkpoint beside the model's:
+        {"step": committed steps, "batches_committed": ...}."""
+        return {"step": self._m.current_step,
+                "batches_committed": self._m.batches_committed}
+
+    def load_state_dict(self, state):
+        """Restores the progress of state_dict() from a checkpoint, with
+        the registered state restored to the same step (torchft's
+        Manager.load_state_dict): the next quorum round reports it, so a
+        replica restored ahead of the others is the one they heal from.
+        Before the first round or after a vote."""
+        self._m.set_step(int(state["step"]), int(state["batches_committed"]))
+
     current_step = property(lambda self: self._m.current_step)
     batches_committed = property(lambda self: self._m.batches_committed)
     num_participants = property(lambda self: self._m.num_participants)

@@ -144,8 +144,10 @@ class Manager:
         """See allow_state_dict_read."""
 
     def state_dict(self):
-        return {"step": self.current_step(),
-                "batches_committed": self.batches_committed()}
+        return self._m.state_dict()
+
+    def load_state_dict(self, state_dict):
+        self._m.load_state_dict(state_dict)
 
     # ------------------------------------------------------------- steps
 

@@ -65,6 +65,30 @@ int ftc_manager_clear_state(ftc_manager *m)
     return 0;
 }
 
+int ftc_manager_set_step(ftc_manager *m, int64_t step,
+                         int64_t batches_committed)
+{
+    ftc__clearerr();
+    int rc = lock_between_steps(m, "set_step");
+    if (rc != 0) {
+        return rc;
+    }
+    if (m->phase == FTC__MGR_READY) {
+        rc = ftc__seterr(FTC_EMISUSE, "manager set_step: the round taken "
+                                      "over is not voted on yet");
+    } else if (step < 0 || batches_committed < 0) {
+        rc = ftc__seterr(FTC_EINVAL,
+                         "manager set_step: step %lld and batches %lld "
+                         "must not be negative",
+                         (long long)step, (long long)batches_committed);
+    } else {
+        atomic_store(&m->step, step);
+        atomic_store(&m->batches, batches_committed);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn, void *user)
 {
     ftc__clearerr();

@@ -1,6 +1,7 @@
 """ftc.torchft, torchft's API on ftc: argument errors; LocalSGD's and
-streaming DiLoCo's arithmetic and cadence on one replica against a real
-lighthouse (`ftc lighthouse`, FTC_CLI); and torchft-style trainers
+streaming DiLoCo's arithmetic and cadence, and a Manager resumed from a
+checkpoint's step, on one replica against a real lighthouse (`ftc
+lighthouse`, FTC_CLI); and torchft-style trainers
 (examples/python/torchft: DDP with the Optimizer wrapper, DiLoCo, and
 streaming DiLoCo) under `ftc run` with a replica group killed: every group
 finishes every step, the failure is recovered, and the replicas end
@@ -17,6 +18,7 @@ from datetime import timedelta
 
 import torch
 
+import ftc
 from ftc.torchft import (DistributedSampler, Manager, ProcessGroupGloo,
                          ProcessGroupXCCL)
 from ftc.torchft.local_sgd import DiLoCo, LocalSGD
@@ -155,6 +157,18 @@ class OneReplica(unittest.TestCase):
         for p, q in zip(model.parameters(), ref.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=1e-6)
         self.assertFalse(torch.equal(model[0].weight, start[0][0]))
+
+    def test_load_state_dict_resumes_from_a_checkpoint(self):
+        m = self.manager(use_async_quorum=False)
+        checkpoint = {"step": 7, "batches_committed": 21}
+        m.load_state_dict(checkpoint)
+        self.assertEqual(m.state_dict(), checkpoint)
+        m.start_quorum()
+        self.assertTrue(m.should_commit())
+        self.assertEqual(m.state_dict(), {"step": 8, "batches_committed": 22})
+        with self.assertRaisesRegex(ftc.Error, "must not be negative"):
+            m.load_state_dict({"step": -1, "batches_committed": 0})
+        self.assertEqual(m.current_step(), 8)
 
     def test_diloco_arguments(self):
         model = torch.nn.Linear(2, 2)

@@ -5,7 +5,8 @@
  * copies its state instead; a state behind callbacks is saved and served
  * as a copy; either way the healer ends bit-identical. A state with
  * nothing registered heals too (metadata only). A healer that adopts
- * takes the source's layout as it comes. */
+ * takes the source's layout as it comes. A replica restored from a
+ * checkpoint is the one a fresh replica heals from. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,65 @@ static void healer_adopts_the_source_layout(void **state)
     }
 }
 
+/* A replica restored from a checkpoint (ftc_manager_set_step) is ahead
+ * of a fresh one: the fresh one heals from it, whatever their order,
+ * and both go on from the restored step and batches. */
+static void restored_replica_is_the_source(void **state)
+{
+    (void)state;
+    env *e = env_new(tk_ms(20000), BORROWED);
+    group *restored = &e->g[1], *fresh = &e->g[0];
+    TK_OK(ftc_manager_set_step(restored->m, 5, 40));
+    assert_int_equal(ftc_manager_current_step(restored->m), 5);
+    assert_int_equal(ftc_manager_batches_committed(restored->m), 40);
+    fresh->steps = restored->steps = 2;
+    run_both(e);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(ftc_manager_current_step(e->g[k].m), 7);
+        /* the healing replica does not count in its first step */
+        assert_int_equal(ftc_manager_batches_committed(e->g[k].m), 40 + 1 + 2);
+    }
+    assert_true(fresh->w[0] == -7.0f); /* the restored replica's state */
+    assert_memory_equal(fresh->w, restored->w, NW * sizeof(float));
+    assert_memory_equal(fresh->mom, restored->mom, sizeof(fresh->mom));
+    ftc_manager_stats st;
+    TK_OK(ftc_manager_stats_get(fresh->m, &st));
+    assert_int_equal(st.heals, 1);
+    assert_int_equal(st.last_heal_step, 5);
+    TK_OK(ftc_manager_stats_get(restored->m, &st));
+    assert_int_equal(st.heals, 0);
+    env_free(e);
+}
+
+/* Not on a round taken over and not voted on, not negative; after the
+ * vote it holds for the next round. */
+static void set_step_is_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(ftc_manager_set_step(NULL, 1, 1), FTC_EMISUSE);
+    env *e = env_new(tk_ms(20000), NOTHING);
+    ftc_manager *m = e->g[0].m;
+    assert_int_equal(ftc_manager_set_step(m, -1, 0), FTC_EINVAL);
+    assert_int_equal(ftc_manager_set_step(m, 0, -1), FTC_EINVAL);
+    assert_int_equal(ftc_manager_current_step(m), 0);
+    TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=1"));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(ftc_manager_set_step(m, 9, 9), FTC_EMISUSE);
+    int commit = 0;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_true(commit);
+    assert_int_equal(ftc_manager_current_step(m), 1);
+    TK_OK(ftc_manager_set_step(m, 9, 90));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_true(commit);
+    assert_int_equal(ftc_manager_current_step(m), 10);
+    assert_int_equal(ftc_manager_batches_committed(m), 91);
+    env_free(e);
+}
+
 /* Between steps only, and only on a manager. */
 static void adopt_and_clear_are_checked(void **state)
 {
@@ -357,6 +417,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(nothing_registered_heals),
         cmocka_unit_test(healer_adopts_the_source_layout),
         cmocka_unit_test(adopt_and_clear_are_checked),
+        cmocka_unit_test(restored_replica_is_the_source),
+        cmocka_unit_test(set_step_is_checked),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
