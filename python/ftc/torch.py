@@ -97,28 +97,43 @@ def _op(reduce_op):
     return code
 
 
+def _reduce_opts(opts, cls):
+    """c10d's options of a reduction, from opts: None, the options, or a
+    bare ReduceOp (torch's allreduce(tensors, op) overload)."""
+    if opts is None or hasattr(opts, "reduceOp"):
+        return opts or cls()
+    made = cls()
+    made.reduceOp = opts
+    return made
+
+
 class ProcessGroupFtc(dist.ProcessGroup):
     """A torch.distributed process group whose operations run on an ftc
     process group (see the module's docstring)."""
 
-    _created = collections.Counter()  # groups made, per group name
+    _created = collections.Counter()  # groups made, per name and rank
 
-    def __init__(self, store, rank, size, timeout=None, group_name="0"):
+    def __init__(self, store, rank, size, timeout=None, group_name="0",
+                 prefix=None):
+        """prefix: where the members meet in the store, the same on every
+        member and new for every group (torchft's reconfigure passes one
+        per communicator). By default: the group's name, its restart
+        (ftc run's incarnation, torchrun's restart count) and how many
+        groups of that name this rank made before, which agree because
+        every rank creates groups in the same order (c10d requires it)."""
         super().__init__(rank, size)
         self._name = group_name
         self._timeout = _timeout(timeout)
         self._server = None  # ftc's own store, when the rendezvous has none
         host, port = self._store_address(store, rank)
         self._store = ftc.Store(host, port, timeout=self._timeout)
-        # every rank creates groups in the same order (c10d requires it),
-        # so the n-th group of this name gets the same prefix everywhere;
-        # a restarted incarnation (ftc run, torchrun) gets its own keys
-        restart = os.environ.get("FTC_INCARNATION",
-                                 os.environ.get("TORCHELASTIC_RESTART_COUNT",
-                                                "0"))
-        prefix = (f"ftc/torch/{restart}/{group_name}/"
-                  f"{self._created[group_name]}")
-        self._created[group_name] += 1
+        if prefix is None:
+            restart = os.environ.get(
+                "FTC_INCARNATION",
+                os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+            made = self._created[(group_name, rank)]
+            self._created[(group_name, rank)] += 1
+            prefix = f"ftc/torch/{restart}/{group_name}/{made}"
         self._pg = _ftc._ProcessGroup(self._store, prefix, rank, size,
                                       timeout=self._timeout)
         _start_completer()
@@ -183,13 +198,13 @@ class ProcessGroupFtc(dist.ProcessGroup):
     # ------------------------------------------------------- collectives
 
     def allreduce(self, tensors, opts=None):
-        opts = opts or dist.AllreduceOptions()
+        opts = _reduce_opts(opts, dist.AllreduceOptions)
         futs = [self._start("allreduce", t, t, _op(opts.reduceOp),
                             timeout=opts.timeout) for t in tensors]
         return self._work(futs, lambda: tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
-        opts = opts or dist.AllreduceCoalescedOptions()
+        opts = _reduce_opts(opts, dist.AllreduceCoalescedOptions)
         futs = [self._start("allreduce", t, t, _op(opts.reduceOp),
                             timeout=opts.timeout) for t in tensors]
         return self._work(futs, lambda: tensors)

@@ -382,7 +382,7 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
     if (!g->failed && c->eof && pc->recvd < pc->nrecvs &&
         !ftc__chan_heard_why(g, c->peer)) {
         ftc__tcp_fail(g, FTC_EPEER,
-                      "%s closed the connection during %s #%llu "
+                      "Connection closed by peer %s during %s #%llu "
                       "(received %u of %u messages)",
                       c->name, ftc__coll_name(g->cur->coll),
                       (unsigned long long)g->cur->seq, pc->recvd, pc->nrecvs);
