@@ -363,8 +363,8 @@ static void restored_replica_is_the_source(void **state)
     env_free(e);
 }
 
-/* Not on a round taken over and not voted on, not negative; after the
- * vote it holds for the next round. */
+/* Not while a round is in flight or taken over and not voted on, not
+ * negative; after the vote it holds for the next round. */
 static void set_step_is_checked(void **state)
 {
     (void)state;
@@ -376,7 +376,10 @@ static void set_step_is_checked(void **state)
     assert_int_equal(ftc_manager_current_step(m), 0);
     TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=1"));
     TK_OK(ftc_manager_start_quorum(m, NULL));
+    /* in flight (or finished and not taken over) */
+    assert_int_equal(ftc_manager_set_step(m, 9, 9), FTC_EMISUSE);
     TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    /* taken over, not voted on */
     assert_int_equal(ftc_manager_set_step(m, 9, 9), FTC_EMISUSE);
     int commit = 0;
     TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
