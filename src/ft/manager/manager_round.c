@@ -135,17 +135,25 @@ static void forget_round(round *r, int64_t k)
 
 /* Joins the lighthouse's quorum for the group; its answer reaches every
  * rank through the store, its failure too (torchft's ranks hang when the
- * manager's lighthouse call fails). */
+ * manager's lighthouse call fails). The leader of a group of one rank
+ * keeps the answer in r->q and returns the failure. */
 static int lead(round *r)
 {
     ftc_manager *m = r->m;
+    bool alone = ftc__manager_alone(m);
     ftc__manager_arrival *a = ftc__calloc((size_t)m->o.group_size, sizeof(*a));
     if (a == NULL) {
-        return publish_answer(r, ftc__seterr(FTC_ENOMEM, "arrivals"));
+        int rc = ftc__seterr(FTC_ENOMEM, "arrivals");
+        return alone ? rc : publish_answer(r, rc);
     }
-    int rc = collect_arrivals(r, a);
-    if (rc == 0 && r->k > 1) {
-        forget_round(r, r->k - 1);
+    int rc = 0;
+    if (alone) {
+        a[0] = r->arrival;
+    } else {
+        rc = collect_arrivals(r, a);
+        if (rc == 0 && r->k > 1) {
+            forget_round(r, r->k - 1);
+        }
     }
     ftc_lighthouse_member mem;
     char *data = NULL;
@@ -171,6 +179,9 @@ static int lead(round *r)
     ftc_lighthouse_join_result_fini(&jr);
     ftc__free(data);
     ftc__free(a);
+    if (alone) {
+        return rc;
+    }
     int wrc = publish_answer(r, rc);
     ftc__quorum_fini(&r->q);
     return rc != 0 ? rc : wrc;
@@ -555,13 +566,18 @@ static void heal(round *r)
 static void run_round(round *r)
 {
     ftc_manager *m = r->m;
-    int rc = arrive(r);
-    if (rc == 0 && m->o.group_rank == 0) {
-        /* The leader's failure reaches the others through the store; the
-         * leader too reads its answer there. */
-        lead(r);
+    int rc;
+    if (ftc__manager_alone(m)) {
+        rc = lead(r);
+    } else {
+        rc = arrive(r);
+        if (rc == 0 && m->o.group_rank == 0) {
+            /* The leader's failure reaches the others through the store;
+             * the leader too reads its answer there. */
+            lead(r);
+        }
+        rc = rc != 0 ? rc : read_answer(r);
     }
-    rc = rc != 0 ? rc : read_answer(r);
     if (rc == 0 && m->o.group_rank != 0) {
         pthread_mutex_lock(&m->mu);
         memcpy(m->replica_id, r->replica_id, sizeof(m->replica_id));

@@ -383,6 +383,9 @@ static void flush_works(ftc_manager *m, ftc__deadline dl)
 static int vote(ftc_manager *m, const ftc__manager_vote *mine, ftc__deadline dl,
                 bool *commit, int64_t *at_min)
 {
+    if (ftc__manager_alone(m)) {
+        return ftc__manager_decide(mine, 1, commit, at_min);
+    }
     size_t n = (size_t)m->o.group_size;
     char key[64], *text = NULL;
     size_t len;

@@ -240,6 +240,41 @@ static void quorum_timeout(void **state)
     mf_env_free(e);
 }
 
+/* A group of one rank is its own leader and voter: its rounds commit
+ * without writing the arrival, answer and vote keys a larger group's
+ * ranks exchange (docs/protocol.md, "Manager group keys"). */
+static void lone_rank_skips_the_group_store(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "lone");
+    o.store_prefix = "lone/0";
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "default:min_replicas=1"));
+    for (int k = 0; k < 3; k++) {
+        TK_OK(ftc_manager_start_quorum(m, NULL));
+        TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+        int commit = 0;
+        TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+        assert_int_equal(commit, 1);
+    }
+    assert_int_equal(ftc_manager_current_step(m), 3);
+    ftc_store_client *c, *v;
+    TK_OK(ftc_store_client_connect(e->store_addr, NULL, &c));
+    TK_OK(ftc_store_client_prefix(c, "lone/0", &v));
+    const char *keys[] = {"ftc/r/3/a/0", "ftc/r/3/q", "ftc/r/3/v/0"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        int ready = 1;
+        TK_OK(ftc_store_client_check(v, &keys[i], 1, &ready, 1000));
+        assert_int_equal(ready, 0);
+    }
+    ftc_store_client_close(v);
+    ftc_store_client_close(c);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 /* The leader of a group of two finds its other rank at another step (the
  * test writes that rank's arrival record itself, docs/protocol.md): the
  * round fails with FTC_EPROTO, and the other rank reads the same failure
@@ -410,6 +445,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(call_order),
         cmocka_unit_test(steps_and_errors),
         cmocka_unit_test(quorum_timeout),
+        cmocka_unit_test(lone_rank_skips_the_group_store),
         cmocka_unit_test(group_step_mismatch),
         cmocka_unit_test(options_from_env),
         cmocka_unit_test(algo_comm_table),
