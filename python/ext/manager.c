@@ -27,16 +27,17 @@ static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                             "min_replica_size", "timeout",
                             "quorum_timeout",   "connect_timeout",
                             "advertise_host",   "from_env",
-                            "backend",          NULL};
+                            "backend",          "heartbeat_interval",
+                            NULL};
     const char *lighthouse = NULL, *replica_id = NULL, *store_addr = NULL;
     const char *store_prefix = NULL, *advertise = NULL, *backend = NULL;
     int group_rank = -1, group_size = -1, from_env = 1;
     long long min_replicas = -1;
-    PyObject *t = Py_None, *qt = Py_None, *ct = Py_None;
+    PyObject *t = Py_None, *qt = Py_None, *ct = Py_None, *hb = Py_None;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "|$zziizzLOOOzpz", names, &lighthouse, &replica_id,
+            args, kw, "|$zziizzLOOOzpzO", names, &lighthouse, &replica_id,
             &group_rank, &group_size, &store_addr, &store_prefix, &min_replicas,
-            &t, &qt, &ct, &advertise, &from_env, &backend)) {
+            &t, &qt, &ct, &advertise, &from_env, &backend, &hb)) {
         return NULL;
     }
     ftc_manager_opts o;
@@ -47,7 +48,9 @@ static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o.pg_opts = backend != NULL ? &pg : NULL;
     if ((t != Py_None && ftcpy_timeout_ms(t, &o.timeout_ms) != 0) ||
         (qt != Py_None && ftcpy_timeout_ms(qt, &o.quorum_timeout_ms) != 0) ||
-        (ct != Py_None && ftcpy_timeout_ms(ct, &o.connect_timeout_ms) != 0)) {
+        (ct != Py_None && ftcpy_timeout_ms(ct, &o.connect_timeout_ms) != 0) ||
+        (hb != Py_None &&
+         ftcpy_timeout_ms(hb, &o.heartbeat_interval_ms) != 0)) {
         return NULL;
     }
     if (from_env && ftc_manager_opts_from_env(&o) != 0) {

@@ -20,13 +20,15 @@ class Manager:
     group_size=None, store_addr=None, store_prefix=None,
     min_replica_size=None, timeout=None, quorum_timeout=None,
     connect_timeout=None, advertise_host=None, from_env=None,
-    backend=None)
+    backend=None, heartbeat_interval=None)
 
     Under `ftc run` no argument is needed: the launcher's environment
     (FTC_LIGHTHOUSE, FTC_REPLICA_ID, FTC_GROUP_RANK, FTC_GROUP_SIZE,
     FTC_STORE_ADDR, FTC_STORE_PREFIX, ...) gives them; keywords override
     it. from_env: read that environment (default: when FTC_LIGHTHOUSE is
-    set). Timeouts are seconds or timedeltas."""
+    set). Timeouts and heartbeat_interval (how often the group's leader
+    tells the lighthouse it lives; default 0.1 s) are seconds or
+    timedeltas."""
 
     def __init__(self, *, from_env=None, load_state_dict=None,
                  state_dict=None, **options):

@@ -83,6 +83,7 @@ class Manager:
                        timeout=_seconds(timeout),
                        quorum_timeout=_seconds(quorum_timeout),
                        connect_timeout=_seconds(connect_timeout),
+                       heartbeat_interval=_seconds(heartbeat_interval),
                        backend=None if pg.backend == "tcp" else pg.backend)
         if "FTC_LIGHTHOUSE" not in os.environ:
             options.update(self._torchft_env(lighthouse_addr, replica_id,

@@ -2,10 +2,14 @@
 against a real lighthouse (`ftc lighthouse`, FTC_CLI) and store, a work
 kept past close (its fault tolerance is tested under `ftc run` by
 python_ft_train_test)."""
+import json
 import os
 import re
 import subprocess
+import time
 import unittest
+import urllib.request
+from datetime import timedelta
 
 import numpy as np
 
@@ -105,6 +109,39 @@ class ManagerSteps(unittest.TestCase):
         with self.assertRaises(ftc.PeerError):
             m.start_quorum()
         del kept  # must not release it a second time
+
+    def status(self):
+        url = f"http://{self.address}/v1/jobs/default/status"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.load(r)
+
+    def test_heartbeat_interval_is_the_leaders(self):
+        """A leader told to heartbeat every 5 s is seen unhealthy once the
+        lighthouse's 500 ms have passed after its round (the default
+        0.1 s would keep it healthy); 0 is refused."""
+        opts = dict(lighthouse=self.address, replica_id="slow",
+                    group_rank=0, group_size=1,
+                    store_addr=f"127.0.0.1:{self.store.port}",
+                    from_env=False, quorum_timeout=30)
+        with self.assertRaises(ftc.Error) as cm:
+            ftc.Manager(heartbeat_interval=0, **opts)
+        self.assertEqual(cm.exception.name, "FTC_EINVAL")
+        m = ftc.Manager(heartbeat_interval=timedelta(seconds=5), **opts)
+        m.start_quorum()
+        m.wait_quorum()
+        self.assertTrue(m.should_commit())
+        deadline = time.monotonic() + 4  # before its second heartbeat
+        seen = None
+        while time.monotonic() < deadline:
+            seen = [h for h in self.status()["heartbeats"]
+                    if h["replica_id"] == m.replica_id]
+            if seen and not seen[0]["healthy"]:
+                break
+            time.sleep(0.05)  # polling the outcome, bounded above
+        m.close()
+        self.assertTrue(seen, "the lighthouse never saw a heartbeat")
+        self.assertFalse(seen[0]["healthy"], seen)
+        self.assertGreaterEqual(seen[0]["age_ms"], 500)
 
 
 if __name__ == "__main__":
