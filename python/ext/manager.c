@@ -21,13 +21,20 @@ typedef struct mwork {
 /* Options from the environment `ftc run` sets, then the keywords given. */
 static PyObject *manager_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"lighthouse",       "replica_id",
-                            "group_rank",       "group_size",
-                            "store_addr",       "store_prefix",
-                            "min_replica_size", "timeout",
-                            "quorum_timeout",   "connect_timeout",
-                            "advertise_host",   "from_env",
-                            "backend",          "heartbeat_interval",
+    static char *names[] = {"lighthouse",
+                            "replica_id",
+                            "group_rank",
+                            "group_size",
+                            "store_addr",
+                            "store_prefix",
+                            "min_replica_size",
+                            "timeout",
+                            "quorum_timeout",
+                            "connect_timeout",
+                            "advertise_host",
+                            "from_env",
+                            "backend",
+                            "heartbeat_interval",
                             NULL};
     const char *lighthouse = NULL, *replica_id = NULL, *store_addr = NULL;
     const char *store_prefix = NULL, *advertise = NULL, *backend = NULL;
