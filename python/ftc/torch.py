@@ -69,6 +69,9 @@ def _complete_forever():
         w = _ftc.next_completed()
         if not _completion.run(lambda: _complete(w)):
             return
+        # Not held while waiting for the next one: a work keeps its
+        # process group, whose peers would see a dropped group live on.
+        del w
 
 
 _completer = None

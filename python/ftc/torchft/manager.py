@@ -298,3 +298,4 @@ class _Waiter:
             if not _completion.run(
                     lambda: work._future.set_result(work._tensor)):
                 return
+            del work  # not held (nor its tensor) while waiting for the next

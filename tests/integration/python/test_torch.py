@@ -116,6 +116,43 @@ class TorchBackend(unittest.TestCase):
         self.assertEqual(results[0], {"callback": "returned"})
 
 
+    def test_a_dropped_group_is_gone_for_its_peers(self):
+        """A rank that drops its group (torchft's shutdown() just lets go
+        of it) closes its connections at once, so a peer's next collective
+        fails with Gloo's "Connection closed by peer" and not at its 20 s
+        timeout: the completion thread no longer keeps the last work it
+        completed (and through it the group) alive. Ranks on threads, as
+        torchft's tests run them; rank 1's recv is the last completion."""
+        import threading
+        from datetime import timedelta
+
+        import torch
+
+        import ftc.torch
+        server = ftc.StoreServer("127.0.0.1", 0)
+        self.addCleanup(server.close)
+        store = torch.distributed.TCPStore(
+            "127.0.0.1", server.port, is_master=False,
+            wait_for_workers=False)
+        pgs = [None, None]
+
+        def make(rank):
+            pgs[rank] = ftc.torch.ProcessGroupFtc(
+                store, rank, 2, timeout=timedelta(seconds=20), prefix="drop")
+        threads = [threading.Thread(target=make, args=(r,)) for r in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        pgs[0].send([torch.ones(2)], 1, 0).get_future().wait()
+        got = torch.zeros(2)
+        pgs[1].recv([got], 0, 0).get_future().wait()
+        self.assertEqual(got.tolist(), [1.0, 1.0])
+        pgs[1] = None  # rank 1 lets go of its group
+        with self.assertRaises(RuntimeError) as cm:
+            pgs[0].allreduce([torch.ones(2)]).get_future().wait()
+        self.assertIn("Connection closed by peer rank 1", str(cm.exception))
+
 
 class UnderFtcRun(unittest.TestCase):
     def test_env_rendezvous(self):
