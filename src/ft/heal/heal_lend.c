@@ -18,6 +18,61 @@ void ftc__heal_lend_clear(ftc__heal_server *s)
     s->lending = false;
 }
 
+/* Marks healer i released (s->mu held). */
+static void mark_released(ftc__heal_server *s, size_t i)
+{
+    s->released[i] = true;
+    s->n_released++;
+    atomic_fetch_add(&s->releases, 1);
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* Counts the early releases of step, now lent, and forgets every early
+ * release of it or older (s->mu held). */
+static void take_early_releases(ftc__heal_server *s, int64_t step)
+{
+    size_t kept = 0;
+    for (size_t e = 0; e < s->n_early; e++) {
+        const struct ftc__heal_early *x = &s->early[e];
+        for (size_t i = 0; x->step == step && i < s->n_healers; i++) {
+            if (!s->released[i] && strcmp(s->healers[i], x->id) == 0) {
+                mark_released(s, i);
+            }
+        }
+        if (x->step > step) {
+            s->early[kept++] = *x;
+        }
+    }
+    s->n_early = kept;
+    s->last_step = step > s->last_step ? step : s->last_step;
+}
+
+/* Remembers a release of a step not lent yet (s->mu held); false when
+ * out of memory. */
+static bool remember_early(ftc__heal_server *s, int64_t step, const char *id)
+{
+    for (size_t e = 0; e < s->n_early; e++) {
+        if (s->early[e].step == step && strcmp(s->early[e].id, id) == 0) {
+            return true;
+        }
+    }
+    if (s->early == NULL) {
+        s->early = ftc__calloc(FTC__HEAL_EARLY_MAX, sizeof(*s->early));
+        if (s->early == NULL) {
+            return false;
+        }
+    }
+    if (s->n_early == FTC__HEAL_EARLY_MAX) {
+        memmove(s->early, s->early + 1,
+                (FTC__HEAL_EARLY_MAX - 1) * sizeof(*s->early));
+        s->n_early--;
+    }
+    struct ftc__heal_early *x = &s->early[s->n_early++];
+    x->step = step;
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    return true;
+}
+
 int ftc__heal_server_lend(ftc__heal_server *s, ftc__heal_snapshot *lent,
                           const char *const *healers, size_t n)
 {
@@ -41,6 +96,7 @@ int ftc__heal_server_lend(ftc__heal_server *s, ftc__heal_snapshot *lent,
     s->healers = ids;
     s->released = released;
     s->n_healers = n;
+    take_early_releases(s, lent->meta.step);
     pthread_mutex_unlock(&s->mu);
     ftc__heal_snapshot_unref(old);
     return 0;
@@ -53,11 +109,11 @@ bool ftc__heal_lend_release(ftc__heal_server *s, int64_t step,
     bool ok = s->lending && (step < 0 || s->current->meta.step == step);
     for (size_t i = 0; ok && i < s->n_healers; i++) {
         if (!s->released[i] && strcmp(s->healers[i], replica_id) == 0) {
-            s->released[i] = true;
-            s->n_released++;
-            atomic_fetch_add(&s->releases, 1);
-            pthread_cond_broadcast(&s->cv);
+            mark_released(s, i);
         }
+    }
+    if (!ok && step > s->last_step) {
+        ok = remember_early(s, step, replica_id);
     }
     pthread_mutex_unlock(&s->mu);
     return ok;

@@ -415,6 +415,7 @@ int ftc__heal_server_start(ftc__heal_server **out,
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
     s->refused_step = -1;
+    s->last_step = -1;
     s->has_token = o->token != NULL;
     if (s->has_token) {
         ftc__http_token_hash(o->token, s->token_hash);
@@ -476,6 +477,8 @@ static void set_current(ftc__heal_server *s, ftc__heal_snapshot *snap,
     ftc__heal_snapshot *old = s->current;
     s->current = snap;
     s->refused_step = refuse;
+    int64_t step = snap != NULL ? snap->meta.step : refuse;
+    s->last_step = step > s->last_step ? step : s->last_step;
     pthread_mutex_unlock(&s->mu);
     ftc__heal_snapshot_unref(old);
 }
@@ -510,6 +513,7 @@ void ftc__heal_server_stop(ftc__heal_server *s)
         MHD_stop_daemon(s->mhd);
     }
     ftc__heal_lend_clear(s);
+    ftc__free(s->early);
     ftc__heal_snapshot_unref(s->current);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);

@@ -30,6 +30,16 @@ struct ftc__heal_server {
     char (*healers)[FTC__HEAL_ID_MAX];
     bool *released;
     size_t n_healers, n_released;
+    /* Releases that came before their step was lent (a healer done with
+     * its other sources while this one still rebuilt its group): counted
+     * when that step is lent, so the round does not wait for them until
+     * its bound. At most FTC__HEAL_EARLY_MAX, the oldest dropped. */
+    struct ftc__heal_early {
+        int64_t step;
+        char id[FTC__HEAL_ID_MAX];
+    } * early;
+    size_t n_early;
+    int64_t last_step; /* the newest step lent, published or refused; -1 */
     bool closing;
     int64_t refused_step; /* answered 410 (ftc__heal_server_refuse); -1 */
     int fault;
@@ -38,8 +48,12 @@ struct ftc__heal_server {
     atomic_uint_fast64_t releases, cuts;
 };
 
+#define FTC__HEAL_EARLY_MAX 256
+
 /* Records a release of the lent snapshot of step by replica_id (step -1:
- * whatever is lent). False if nothing of that step is lent. */
+ * whatever is lent), or, for a step newer than any lent, published or
+ * refused yet, remembers it for when that step is lent. False if neither
+ * (an older step, or step -1 while nothing is lent). */
 bool ftc__heal_lend_release(ftc__heal_server *s, int64_t step,
                             const char *replica_id);
 /* Frees the lending's bookkeeping (s->mu held). */

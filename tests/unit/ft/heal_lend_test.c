@@ -1,8 +1,9 @@
 /* Lending the live buffers over real HTTP: a healer reads them with no
  * copy, releases end the lending (only the expected healers', only for its
  * step), a bound ends it with a copy for late healers, a reader that
- * stopped reading is cut so that the owner may write again, and a closing
- * owner never waits. */
+ * stopped reading is cut so that the owner may write again, a release
+ * that came before its step was lent counts, and a closing owner never
+ * waits. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "base/base_int.h"
 #include "ft/heal/heal.h"
+#include "ft/heal/heal_server_int.h"
 #include "testkit.h"
 
 /* Two buffers: chunks of 64 KiB span both. */
@@ -149,6 +151,57 @@ static void healers_release_the_lent_state(void **state)
     world_free(w);
 }
 
+/* Lends step of w's source to the healers named (ids), after ending any
+ * lending before it. */
+static void lend_again(world *w, int64_t step, const char *const *ids, size_t n)
+{
+    ftc__heal_server_reclaim(w->srv, NULL, ftc__deadline_in_ms(tk_ms(5000)));
+    ftc__heal_snapshot *lent;
+    TK_OK(ftc__heal_snapshot_lend(&w->src.st, step, 21, 64 * 1024, 2, &lent));
+    TK_OK(ftc__heal_server_lend(w->srv, lent, ids, n));
+    ftc__heal_snapshot_unref(lent);
+}
+
+/* A healer that finished with its other sources releases this one before
+ * it lent that step (it was still rebuilding its group): the release is
+ * remembered and counted when the step is lent, so the round does not
+ * wait for it until the lending's bound. Older steps are refused; at most
+ * FTC__HEAL_EARLY_MAX are kept, the oldest dropped. */
+static void early_release_counts_when_its_step_is_lent(void **state)
+{
+    (void)state;
+    world *w = world_new(NA, 64 * 1024, NULL); /* lends step 7 */
+    assert_int_equal(release(w, 8, "h1", NULL), 1);
+    assert_int_equal(release(w, 8, "h1", NULL), 1); /* once is enough */
+    assert_int_equal(release(w, 6, "h1", NULL), 0);
+    assert_int_equal(stats(w->srv).releases, 0); /* 7's healers: none */
+    const char *both[] = {"h1", "h2"};
+    lend_again(w, 8, both, 2);
+    assert_int_equal(stats(w->srv).releases, 1);
+    assert_false(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(20)));
+    assert_int_equal(release(w, 8, "h2", NULL), 1);
+    assert_true(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(0)));
+    /* Step 8 was lent: a release of it is no longer early. */
+    ftc__heal_server_reclaim(w->srv, NULL, ftc__deadline_in_ms(tk_ms(5000)));
+    assert_int_equal(release(w, 8, "h3", NULL), 0);
+    /* One more than the bound for step 9: the first one is dropped. */
+    char id[32];
+    for (int i = 0; i <= FTC__HEAL_EARLY_MAX; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        ftc__heal_server_stats st = stats(w->srv);
+        assert_true(ftc__heal_lend_release(w->srv, 9, id));
+        assert_int_equal(stats(w->srv).releases, st.releases);
+    }
+    snprintf(id, sizeof(id), "e%d", FTC__HEAL_EARLY_MAX);
+    const char *ends[] = {"e0", id};
+    lend_again(w, 9, ends, 2);
+    assert_int_equal(stats(w->srv).releases, 3);
+    assert_false(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(20)));
+    ftc__heal_server_release(w->srv, "e0");
+    assert_true(ftc__heal_server_lend_wait(w->srv, ftc__deadline_in_ms(0)));
+    world_free(w);
+}
+
 /* The lending's bound passes before a healer is done: its owner serves a
  * copy instead and writes its buffers; a late fetch gets the copy. */
 static void late_healer_gets_a_copy(void **state)
@@ -247,6 +300,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(healers_release_the_lent_state),
+        cmocka_unit_test(early_release_counts_when_its_step_is_lent),
         cmocka_unit_test(late_healer_gets_a_copy),
         cmocka_unit_test(stalled_reader_is_cut),
         cmocka_unit_test(close_ends_every_wait),
