@@ -579,6 +579,34 @@ typedef int (*ftc_manager_adopt_fn)(void *user,
 FTC_API int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn,
                                   void *user);
 
+/* Brings the registered state up to date right before the manager reads
+ * it; 0 on success. */
+typedef int (*ftc_manager_prepare_fn)(void *user);
+
+/* For a state that is costly to register on every step (a state_dict
+ * flattened anew): with fn set, the state can be registered lazily, by
+ * fn, only when the manager is about to read it. fn runs
+ *  - on the quorum thread, inside a round in which this rank serves at
+ *    least one healing replica, after the quorum is decided and before
+ *    the state is lent or saved (never in other rounds);
+ *  - on the quorum thread, inside a round in which this replica heals
+ *    into its registered buffers (no adopt function set), before the
+ *    healed bytes' destinations are laid out;
+ *  - on the caller's thread inside a committed should_commit, before the
+ *    state's checksum, when `ftc run` asked for one (FTC_EVENT_FD).
+ * It runs without the manager's locks; inside it, and only there while a
+ * round is in flight, this thread may call ftc_manager_clear_state,
+ * ftc_manager_register and ftc_manager_register_cb (another thread still
+ * gets FTC_EMISUSE); no other manager call. A non-zero return is a failed
+ * save callback: when serving, this rank serves nothing in this round
+ * and answers the healers at once that it cannot (see register_cb); when
+ * healing, the step votes no (latched FTC_ECANCELED) and heals again in
+ * the next round; at a report, the step is reported without a checksum.
+ * fn NULL turns it off. Call between steps: FTC_EMISUSE while a round is
+ * in flight. */
+FTC_API int ftc_manager_set_prepare(ftc_manager *m, ftc_manager_prepare_fn fn,
+                                    void *user);
+
 /* Forgets every registered buffer (borrowed or behind callbacks), so that
  * the state can be registered again in a new layout; what a peer heals
  * from this rank is what is registered when its round starts. Call

@@ -4,13 +4,23 @@
  * tensors into (address, count, dtype) and keeps them alive. */
 #include "ext.h"
 
+#include <stdatomic.h> /* after Python.h, which comes first */
+
 typedef struct manager {
     PyObject_HEAD
     ftc_manager *m;
     /* set_adopt's callable (None: off). ftc/manager.py passes one that
      * holds its Manager weakly, so no cycle needs the GC. */
     PyObject *adopt;
+    /* set_prepare's callable (None: off), held the same way; released
+     * once the manager is closed (no thread calls it then). */
+    PyObject *prepare;
 } manager;
+
+/* Set by ftc.Manager's exit hook before it closes its manager: from then
+ * on no quorum thread calls into Python, which may be finalizing (taking
+ * the GIL then hangs or ends the thread). */
+static atomic_bool finalizing;
 
 typedef struct mwork {
     PyObject_HEAD
@@ -96,6 +106,7 @@ static void stop(manager *self)
         ftc_manager_destroy(m);
         PyEval_RestoreThread(ts_);
     }
+    Py_CLEAR(self->prepare);
 }
 
 static void manager_dealloc(PyObject *obj)
@@ -279,6 +290,55 @@ static PyObject *manager_set_adopt(PyObject *obj, PyObject *fn)
     Py_RETURN_NONE;
 }
 
+/* ftc_manager_prepare_fn: runs on the quorum thread, or on the training
+ * thread inside should_commit, which released the GIL; an exception is
+ * printed and fails the preparing. */
+static int prepare_trampoline(void *user)
+{
+    manager *self = user;
+    if (atomic_load(&finalizing)) {
+        return -1;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *r =
+        self->prepare != NULL ? PyObject_CallObject(self->prepare, NULL) : NULL;
+    if (r == NULL && self->prepare != NULL) {
+        PyErr_WriteUnraisable(self->prepare);
+    }
+    int rc = r != NULL ? 0 : -1;
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static PyObject *manager_set_prepare(PyObject *obj, PyObject *fn)
+{
+    ftc_manager *m = live(obj);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        return PyErr_Format(PyExc_TypeError, "set_prepare: a callable or None");
+    }
+    int rc = ftc_manager_set_prepare(
+        m, fn != Py_None ? prepare_trampoline : NULL, obj);
+    if (rc != 0) {
+        return ftcpy_raise(rc);
+    }
+    PyObject *old = ((manager *)obj)->prepare;
+    ((manager *)obj)->prepare = fn != Py_None ? Py_NewRef(fn) : NULL;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_finalizing(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    atomic_store(&finalizing, true);
+    Py_RETURN_NONE;
+}
+
 static PyObject *manager_start_quorum(PyObject *obj, PyObject *args,
                                       PyObject *kw)
 {
@@ -297,8 +357,14 @@ static PyObject *manager_start_quorum(PyObject *obj, PyObject *args,
     o.no_heal = !heal;
     o.heal_in_place = in_place;
     ftc_manager *m = live(obj);
-    int rc = m != NULL ? ftc_manager_start_quorum(m, &o) : 0;
-    return m == NULL ? NULL : rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
+    if (m == NULL) {
+        return NULL;
+    }
+    /* It may wait for the works of the step before (bounded). */
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int rc = ftc_manager_start_quorum(m, &o);
+    PyEval_RestoreThread(ts_);
+    return rc != 0 ? ftcpy_raise(rc) : Py_NewRef(Py_None);
 }
 
 /* The calls taking only (timeout=None). */
@@ -463,6 +529,9 @@ static PyMethodDef manager_methods[] = {
     {"set_adopt", manager_set_adopt, METH_O,
      "set_adopt(fn or None): fn([(name, dtype, shape, memoryview)]) takes a "
      "healed state in its source's layout instead of the registered buffers"},
+    {"set_prepare", manager_set_prepare, METH_O,
+     "set_prepare(fn or None): fn() registers the state right before the "
+     "manager reads it (on the quorum thread when serving a healer)"},
     KW("start_quorum", manager_start_quorum,
        "start_quorum(*, shrink_only=False, allow_heal=True, "
        "heal_in_place=False, timeout=None)"),
@@ -565,12 +634,20 @@ static PyType_Spec mwork_spec = {
     .slots = mwork_slots,
 };
 
+static PyMethodDef functions[] = {
+    {"set_finalizing", set_finalizing, METH_NOARGS,
+     "set_finalizing(): no prepare function is called from now on (at "
+     "exit)"},
+    {NULL, NULL, 0, NULL},
+};
+
 int ftcpy_add_manager(PyObject *module)
 {
     return ftcpy_add_type(module, &manager_spec, "_Manager",
                           &ftcpy.manager_type) != 0 ||
                    ftcpy_add_type(module, &mwork_spec, "ManagerWork",
-                                  &ftcpy.mwork_type) != 0
+                                  &ftcpy.mwork_type) != 0 ||
+                   PyModule_AddFunctions(module, functions) != 0
                ? -1
                : 0;
 }

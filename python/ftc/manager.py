@@ -3,7 +3,9 @@ torchft's Manager gives it: each step joins a quorum (a replica that is
 behind heals its registered state from the others), allreduces gradients
 across the replica groups, and votes; a step commits only where every
 rank of every participating group agreed."""
+import atexit
 import os
+import threading
 import weakref
 
 from ftc import _ftc
@@ -42,6 +44,10 @@ class Manager:
         self._lent = []  # allreduce buffers, until the step's vote
         self._fns = {}  # key -> (load_state_dict, state_dict)
         self._signature = None  # of the state_dict registered last
+        # _register_state runs on the quorum thread (serving a healer) or
+        # on the training thread (a checksum for ftc run), never both at
+        # once; the lock makes that certain.
+        self._registering = threading.Lock()
         if state_dict is not None:
             self.register_state_dict_fn("default", load_state_dict,
                                         state_dict)
@@ -62,10 +68,15 @@ class Manager:
         nesting of dicts, lists and tuples of tensors and plain values
         (None, bool, int, float, str), the model's and the optimizer's
         alike, whose layout may change as training goes (an optimizer's
-        state appears at its first step). Each start_quorum registers the
-        state as it is then (its tensors borrowed, copies only for device,
-        non-contiguous or byte-typed ones); a replica that heals receives
-        its source's state in the source's layout and gets it through
+        state appears at its first step). state_dict() is called only when
+        the state is read: on the manager's quorum thread in a round in
+        which a peer heals from this replica (as torchft does), and on the
+        training thread inside a committed should_commit when `ftc run`
+        asks for a checksum; never on other steps. The state is
+        registered as it is then (its tensors borrowed, copies only for
+        device, non-contiguous or byte-typed ones) and must not change
+        until wait_quorum returns; a replica that heals receives its
+        source's state in the source's layout and gets it through
         load_state_dict(state), on the training thread inside wait_quorum.
         Nothing is pickled: tensors travel as ftc's checksummed buffers,
         the rest as JSON (ftc.state)."""
@@ -75,12 +86,19 @@ class Manager:
         if not self._fns:
             me = weakref.ref(self)
             self._m.set_adopt(lambda bufs: me()._adopt(bufs))
+            self._m.set_prepare(lambda: _alive(me)._register_state())
+            atexit.register(_close_at_exit, me)
         self._fns[key] = (load_state_dict, state_dict)
         self._signature = None
 
     def _register_state(self):
         """Registers the state_dicts as they are now (again only when their
-        layout or memory moved; else the skeleton is rewritten in place)."""
+        layout or memory moved; else the skeleton is rewritten in place):
+        the manager's prepare function, right before it reads the state."""
+        with self._registering:
+            self._register_state_locked()
+
+    def _register_state_locked(self):
         import torch
         state = {k: fn() for k, (_, fn) in self._fns.items()}
         skeleton, tensors = _st.flatten(state)
@@ -119,7 +137,8 @@ class Manager:
         state = _st.unflatten(bytes(bufs[-1][3]), tensors)
         for key, (load, _) in self._fns.items():
             load(state[key])
-        self._signature = None  # loading may have moved the memory
+        with self._registering:
+            self._signature = None  # loading may have moved the memory
 
     def register_parameters(self, module):
         """Registers every parameter and buffer of a torch module."""
@@ -128,8 +147,6 @@ class Manager:
 
     def start_quorum(self, *, shrink_only=False, allow_heal=True,
                      heal_in_place=False, timeout=None):
-        if self._fns:
-            self._register_state()
         self._m.start_quorum(shrink_only=shrink_only, allow_heal=allow_heal,
                              heal_in_place=heal_in_place, timeout=timeout)
 
@@ -197,3 +214,22 @@ class Manager:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _alive(ref):
+    """The Manager behind ref (its prepare function outlives it only while
+    it is being destroyed: then nothing is served)."""
+    manager = ref()
+    if manager is None:
+        raise RuntimeError("the ftc.Manager is gone")
+    return manager
+
+
+def _close_at_exit(ref):
+    """A Manager whose quorum thread calls into Python (state_dict
+    functions) is closed before the interpreter finalizes; no prepare
+    function runs from now on."""
+    _ftc.set_finalizing()
+    manager = ref()
+    if manager is not None:
+        manager.close()

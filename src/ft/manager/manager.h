@@ -109,6 +109,9 @@ struct ftc_manager {
     ftc_manager_adopt_fn adopt_fn;
     void *adopt_user;
     ftc__heal_state adopted;
+    /* ftc_manager_set_prepare (under mu), called by ftc__manager_prepare. */
+    ftc_manager_prepare_fn prepare_fn;
+    void *prepare_user;
 
     /* The id the lighthouse knows: the leader's from create, the other
      * ranks' from their first round. Under mu. */
@@ -264,6 +267,11 @@ int64_t ftc__manager_left_ms(ftc__deadline dl);
  * FTC_ENOMEM. */
 int ftc__manager_heal_destinations(ftc_manager *m, bool heal_in_place,
                                    void **dest, bool *staged);
+/* Runs the prepare function, if any, on this thread without mu held,
+ * letting this thread (only) register inside it while a round is in
+ * flight. 0, or FTC_ECANCELED when it returned non-zero (what names
+ * the reading the state is prepared for). */
+int ftc__manager_prepare(ftc_manager *m, const char *what);
 /* The heal client's adopt hook (ftc__heal_fetch.adopt; user is the
  * manager): lays m->adopted out as meta says, in a new m->staging. */
 int ftc__manager_heal_adopt_layout(void *user, const ftc__heal_meta *meta,

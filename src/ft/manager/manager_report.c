@@ -118,13 +118,14 @@ void ftc__manager_report_step(ftc_manager *m, bool committed)
         return;
     }
     if (committed) {
-        bool ok = false;
-        m->report_sum = state_checksum(m, &ok);
+        bool ok = ftc__manager_prepare(m, "a checksum") == 0;
+        m->report_sum = ok ? state_checksum(m, &ok) : 0;
         m->report_steps = ok ? atomic_load(&m->step) : -1;
         if (!ok) {
             FTC_LOG_WARN("manager.report",
-                         "%s rank %d: the state's checksum failed (a save "
-                         "callback, or memory): no result for step %" PRId64,
+                         "%s rank %d: the state's checksum failed (the "
+                         "prepare function, a save callback, or memory): no "
+                         "result for step %" PRId64,
                          m->base_id, m->o.group_rank, atomic_load(&m->step));
         }
     }

@@ -356,8 +356,10 @@ static size_t members(const round *r, bool up, const char **ids,
 /* Serves this rank's state to the replicas that heal in this round, or
  * stops serving. Borrowed buffers are lent (the caller does not write them
  * before wait_quorum returns; the round ends by giving them back,
- * end_lending); the buffers behind callbacks are saved now. A state that
- * cannot be served (a save callback or an allocation failed) is refused:
+ * end_lending); the buffers behind callbacks are saved now, after the
+ * prepare function (only when someone heals: it may be costly). A state
+ * that cannot be served (prepare, a save callback or an allocation
+ * failed) is refused:
  * the healers turn to their other sources or fail at once; this rank's
  * step goes on. */
 static void serve(round *r)
@@ -376,6 +378,9 @@ static void serve(round *r)
     ftc__heal_snapshot *snap = NULL;
     int rc = 0;
     if (k > 0) {
+        rc = ftc__manager_prepare(m, "serving");
+    }
+    if (k > 0 && rc == 0) {
         rc = ftc__heal_snapshot_lend(
             &m->state, r->arrival.step, atomic_load(&m->batches),
             m->o.heal_chunk_bytes, (unsigned)m->o.heal_threads, &snap);
@@ -504,8 +509,11 @@ static void heal(round *r)
     }
     /* Read between steps, so stable through the round. */
     bool adopt = m->adopt_fn != NULL;
+    /* Only healing into the registered buffers reads them (an adopted
+     * state comes with its own layout). */
+    int rc = adopt ? 0 : ftc__manager_prepare(m, "healing");
     void **dest = ftc__calloc(m->state.n > 0 ? m->state.n : 1, sizeof(*dest));
-    int rc = dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
+    rc = rc != 0 ? rc : dest == NULL ? ftc__seterr(FTC_ENOMEM, "healing") : 0;
     bool staged = adopt;
     rc = rc != 0 || adopt ? rc
                           : ftc__manager_heal_destinations(

@@ -5,15 +5,22 @@
 
 #include "ft/manager/manager.h"
 
-/* 0 when m is a manager between steps, with mu held; else the error for
+/* The manager whose prepare function runs on this thread (NULL: none).
+ * Thread-local so that only the prepare function itself may register
+ * while a round is in flight, not another thread meanwhile. */
+static _Thread_local ftc_manager *preparing;
+
+/* 0 when m is a manager between steps (or, with state, inside its
+ * prepare function on this thread), with mu held; else the error for
  * what (mu not held). */
-static int lock_between_steps(ftc_manager *m, const char *what)
+static int lock_between_steps(ftc_manager *m, const char *what, bool state)
 {
     if (m == NULL || m->magic != FTC__MGR_MAGIC) {
         return ftc__seterr(FTC_EMISUSE, "manager %s: not a manager", what);
     }
     pthread_mutex_lock(&m->mu);
-    if (m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) {
+    if ((m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE) &&
+        !(state && preparing == m)) {
         pthread_mutex_unlock(&m->mu);
         return ftc__seterr(FTC_EMISUSE,
                            "manager %s: a quorum round is in "
@@ -42,7 +49,7 @@ static int add(ftc_manager *m, const char *name, int dtype,
     if (rc != 0) {
         return rc;
     }
-    rc = lock_between_steps(m, "register");
+    rc = lock_between_steps(m, "register", true);
     if (rc != 0) {
         return rc;
     }
@@ -55,7 +62,7 @@ static int add(ftc_manager *m, const char *name, int dtype,
 int ftc_manager_clear_state(ftc_manager *m)
 {
     ftc__clearerr();
-    int rc = lock_between_steps(m, "clear_state");
+    int rc = lock_between_steps(m, "clear_state", true);
     if (rc != 0) {
         return rc;
     }
@@ -69,7 +76,7 @@ int ftc_manager_set_step(ftc_manager *m, int64_t step,
                          int64_t batches_committed)
 {
     ftc__clearerr();
-    int rc = lock_between_steps(m, "set_step");
+    int rc = lock_between_steps(m, "set_step", false);
     if (rc != 0) {
         return rc;
     }
@@ -92,13 +99,49 @@ int ftc_manager_set_step(ftc_manager *m, int64_t step,
 int ftc_manager_set_adopt(ftc_manager *m, ftc_manager_adopt_fn fn, void *user)
 {
     ftc__clearerr();
-    int rc = lock_between_steps(m, "set_adopt");
+    int rc = lock_between_steps(m, "set_adopt", false);
     if (rc != 0) {
         return rc;
     }
     m->adopt_fn = fn;
     m->adopt_user = fn != NULL ? user : NULL;
     pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+int ftc_manager_set_prepare(ftc_manager *m, ftc_manager_prepare_fn fn,
+                            void *user)
+{
+    ftc__clearerr();
+    int rc = lock_between_steps(m, "set_prepare", false);
+    if (rc != 0) {
+        return rc;
+    }
+    m->prepare_fn = fn;
+    m->prepare_user = fn != NULL ? user : NULL;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+int ftc__manager_prepare(ftc_manager *m, const char *what)
+{
+    pthread_mutex_lock(&m->mu);
+    ftc_manager_prepare_fn fn = m->prepare_fn;
+    void *user = m->prepare_user;
+    pthread_mutex_unlock(&m->mu);
+    if (fn == NULL) {
+        return 0;
+    }
+    ftc_manager *outer = preparing;
+    preparing = m;
+    int rc = fn(user);
+    preparing = outer;
+    if (rc != 0) {
+        return ftc__seterr(FTC_ECANCELED,
+                           "prepare function (for %s) "
+                           "returned %d",
+                           what, rc);
+    }
     return 0;
 }
 

@@ -3,7 +3,8 @@ register_state_dict_fn): the skeleton round trip with every kind of value
 and tensor, the refusal of values that would need code, and two replica
 groups against a real lighthouse (`ftc lighthouse`, FTC_CLI) where a fresh
 one, whose Adam optimizer has no state yet, heals model and optimizer from
-one that trained alone, then both train on and end bit-identical."""
+one that trained alone, then both train on and end bit-identical; the
+state_dict function runs only when a peer heals, not on steady steps."""
 import json
 import math
 import os
@@ -88,8 +89,10 @@ class Replica:
         self.m.register_state_dict_fn("train", self.load, self.save)
         self.healed_with = None  # optimizer state entries when it healed
         self.error = None
+        self.saves = 0  # state_dict calls
 
     def save(self):
+        self.saves += 1
         return {"model": self.model.state_dict(),
                 "optim": self.opt.state_dict(), "extra": self.extra}
 
@@ -150,15 +153,9 @@ class HealStateDicts(unittest.TestCase):
         with urllib.request.urlopen(req, timeout=10) as r:
             self.assertEqual(r.status, 200)
 
-    def test_a_fresh_replica_heals_model_and_optimizer(self):
-        a = Replica("a", 1, self.address, self.stores[0])
-        a.train(3)  # alone: Adam's state appears at its first step
-        self.assertIsNone(a.error)
-        self.assertEqual(len(a.opt.state), 4)
-        self.configure(min_replicas=2)  # the next quorum waits for b
-        b = Replica("b", 2, self.address, self.stores[1])
-        self.assertEqual(len(b.opt.state), 0)
-        threads = [threading.Thread(target=r.train, args=(6,))
+    def train_both(self, a, b, until):
+        """a and b train on threads until step `until`."""
+        threads = [threading.Thread(target=r.train, args=(until,))
                    for r in (a, b)]
         for t in threads:
             t.start()
@@ -167,7 +164,17 @@ class HealStateDicts(unittest.TestCase):
             self.assertFalse(t.is_alive(), "a replica did not finish")
         for r in (a, b):
             self.assertIsNone(r.error, repr(r.error))
-            self.assertEqual(r.m.current_step, 6)
+            self.assertEqual(r.m.current_step, until)
+
+    def test_a_fresh_replica_heals_model_and_optimizer(self):
+        a = Replica("a", 1, self.address, self.stores[0])
+        a.train(3)  # alone: Adam's state appears at its first step
+        self.assertIsNone(a.error)
+        self.assertEqual(len(a.opt.state), 4)
+        self.configure(min_replicas=2)  # the next quorum waits for b
+        b = Replica("b", 2, self.address, self.stores[1])
+        self.assertEqual(len(b.opt.state), 0)
+        self.train_both(a, b, 6)
         self.assertEqual(b.healed_with, 4)  # a's Adam state, for 4 params
         self.assertIsNone(a.healed_with)
         for pa, pb in zip(a.model.parameters(), b.model.parameters()):
@@ -180,6 +187,22 @@ class HealStateDicts(unittest.TestCase):
                                             sb["state"][k][field]), field)
         self.assertEqual(b.extra, {"epoch": 6, "tag": "a",
                                    7: (1.5, None, True)})
+        for r in (a, b):
+            r.m.close()
+
+    def test_state_dict_is_read_only_when_a_peer_heals(self):
+        a = Replica("a", 1, self.address, self.stores[0])
+        a.train(5)  # alone: no round reads its state
+        self.assertIsNone(a.error)
+        self.assertEqual(a.saves, 0)
+        self.configure(min_replicas=2)
+        b = Replica("b", 2, self.address, self.stores[1])
+        self.train_both(a, b, 8)
+        self.assertEqual(b.healed_with, 4)
+        self.assertGreaterEqual(a.saves, 1)  # served b, on its quorum thread
+        self.assertEqual(b.saves, 0)  # it adopts: nothing of its own read
+        for pa, pb in zip(a.model.parameters(), b.model.parameters()):
+            self.assertTrue(torch.equal(pa, pb))
         for r in (a, b):
             r.m.close()
 

@@ -6,8 +6,11 @@
  * as a copy; either way the healer ends bit-identical. A state with
  * nothing registered heals too (metadata only). A healer that adopts
  * takes the source's layout as it comes. A replica restored from a
- * checkpoint is the one a fresh replica heals from. */
+ * checkpoint is the one a fresh replica heals from. A state registered
+ * lazily, by a prepare function, is prepared only in the rounds that read
+ * it. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,13 @@ struct group {
     int64_t adopted_dims[2];
     float *adopted_w;
     double adopted_m[NM];
+    /* Preparing (ftc_manager_set_prepare): calls, how many of the first
+     * to fail, whether all ran off the training thread, and the codes of
+     * the manager calls it made. With hold, the first call waits until
+     * the test checked the calls of other threads (released). */
+    int prepares, prepare_failures, prepare_rc, set_prepare_rc;
+    bool prepared_off, hold;
+    atomic_bool preparing, released;
 };
 
 static int adopt(void *user, const ftc_manager_buffer_view *v, size_t n)
@@ -93,6 +103,34 @@ static int load(void *user, const void *src, size_t bytes)
     return 0;
 }
 
+/* Registers the group's two buffers anew, as a state_dict would be. */
+static int prepare(void *user)
+{
+    group *g = user;
+    g->prepared_off =
+        g->prepared_off && !pthread_equal(pthread_self(), g->thread);
+    g->set_prepare_rc = ftc_manager_set_prepare(g->m, prepare, g);
+    if (g->hold && g->prepares == 0) {
+        atomic_store(&g->preparing, true);
+        int64_t end = tk_now_ms() + tk_ms(20000);
+        while (!atomic_load(&g->released) && tk_now_ms() < end) {
+            tk_pause_ms(1);
+        }
+    }
+    if (g->prepares++ < g->prepare_failures) {
+        return -1;
+    }
+    int64_t sw[] = {(int64_t)NW}, sm[] = {NM};
+    int rc = ftc_manager_clear_state(g->m);
+    rc = rc != 0 ? rc
+                 : ftc_manager_register(g->m, "w", FTC_DTYPE_F32, sw, 1, g->w);
+    rc = rc != 0
+             ? rc
+             : ftc_manager_register(g->m, "m", FTC_DTYPE_F64, sm, 1, g->mom);
+    g->prepare_rc = rc != 0 ? rc : g->prepare_rc;
+    return rc;
+}
+
 typedef struct env {
     mf_env *job;
     group g[2];
@@ -108,8 +146,10 @@ static void group_state(group *g, float seed)
     }
 }
 
-/* How both groups register their state. */
-typedef enum how { BORROWED, CALLBACKS, NOTHING } how;
+/* How both groups register their state (PREPARED: by their prepare
+ * function, and without init_sync, so that no round heals until a
+ * replica is ahead). */
+typedef enum how { BORROWED, CALLBACKS, NOTHING, PREPARED } how;
 
 /* Two groups, registering their buffers as `reg` says. */
 static env *env_new(int64_t lend_ms, how reg)
@@ -125,6 +165,7 @@ static env *env_new(int64_t lend_ms, how reg)
         snprintf(id, sizeof(id), "replica_%d", k);
         ftc_manager_opts o = mf_opts(e->job, id);
         o.heal_lend_ms = lend_ms;
+        o.skip_init_sync = reg == PREPARED;
         TK_OK(ftc_manager_create(&o, &g->m));
         int64_t sw[] = {(int64_t)NW}, sm[] = {NM};
         g->saved_off = g->loaded_on = true;
@@ -132,7 +173,11 @@ static env *env_new(int64_t lend_ms, how reg)
         g->cbs[1] = (cb_buf){g, g->mom};
         ftc_manager_state_cb cw = {save, load, &g->cbs[0]};
         ftc_manager_state_cb cm = {save, load, &g->cbs[1]};
-        if (reg == NOTHING) {
+        if (reg == PREPARED) {
+            g->prepared_off = true;
+            TK_OK(ftc_manager_set_prepare(g->m, prepare, g));
+        }
+        if (reg == NOTHING || reg == PREPARED) {
             continue;
         }
         TK_OK(cb ? ftc_manager_register_cb(g->m, "w", FTC_DTYPE_F32, sw, 1, &cw)
@@ -183,21 +228,33 @@ static void *run_group(void *arg)
     return NULL;
 }
 
-/* Both groups run their steps (min_replicas 2, so the first quorum has
- * both). */
-static void run_both(env *e)
+/* Both groups start their steps (min_replicas 2, so the first quorum
+ * has both) on threads t. */
+static void start_both(env *e, pthread_t *t)
 {
     TK_OK(ftc_lighthouse_configure_job(e->job->lh, "default:min_replicas=2"));
-    pthread_t t[2];
     for (int k = 0; k < 2; k++) {
         assert_int_equal(pthread_create(&t[k], NULL, run_group, &e->g[k]), 0);
     }
+}
+
+/* Waits for the steps start_both started; each must have succeeded. */
+static void join_both(env *e, pthread_t *t)
+{
     for (int k = 0; k < 2; k++) {
         pthread_join(t[k], NULL);
         if (e->g[k].rc != 0) {
             fail_msg("group %d: %s", k, e->g[k].why);
         }
     }
+}
+
+/* Both groups run their steps. */
+static void run_both(env *e)
+{
+    pthread_t t[2];
+    start_both(e, t);
+    join_both(e, t);
 }
 
 /* Both groups run 2 steps: in the first, group 1 heals from group 0, the
@@ -401,6 +458,7 @@ static void adopt_and_clear_are_checked(void **state)
     (void)state;
     assert_int_equal(ftc_manager_clear_state(NULL), FTC_EMISUSE);
     assert_int_equal(ftc_manager_set_adopt(NULL, adopt, NULL), FTC_EMISUSE);
+    assert_int_equal(ftc_manager_set_prepare(NULL, prepare, NULL), FTC_EMISUSE);
     env *e = env_new(tk_ms(20000), BORROWED);
     TK_OK(ftc_manager_clear_state(e->g[0].m));
     /* the names are free again */
@@ -409,6 +467,67 @@ static void adopt_and_clear_are_checked(void **state)
         ftc_manager_register(e->g[0].m, "w", FTC_DTYPE_F32, sw, 1, e->g[0].w));
     TK_OK(ftc_manager_set_adopt(e->g[0].m, NULL, NULL));
     env_free(e);
+}
+
+/* Both groups register nothing up front, only a prepare function. They
+ * run 3 steps in step: no round reads their state, so it is never
+ * prepared. Then one is restored ahead and the other heals from it: the
+ * source prepares its state once, on its quorum thread, and the healer
+ * (healing into its registered buffers) prepares its own once; the
+ * healer ends bit-identical. While the source's prepare function runs,
+ * another thread still may not register, and nobody may set the prepare
+ * function. A prepare that fails first refuses the healer, whose step
+ * votes no; the next round heals. */
+static void prepared_state_heals(void **state)
+{
+    (void)state;
+    for (int failures = 0; failures < 2; failures++) {
+        env *e = env_new(tk_ms(20000), PREPARED);
+        group *src = &e->g[0], *dst = &e->g[1];
+        src->steps = dst->steps = 3;
+        run_both(e);
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(e->g[k].prepares, 0);
+            assert_int_equal(ftc_manager_current_step(e->g[k].m), 3);
+        }
+
+        TK_OK(ftc_manager_set_step(src->m, 10, 10));
+        src->prepare_failures = failures;
+        src->hold = failures == 0;
+        src->steps = 2 + failures;
+        dst->steps = 2;
+        dst->no_votes = failures;
+        pthread_t t[2];
+        start_both(e, t);
+        if (src->hold) {
+            TK_WAIT_UNTIL(atomic_load(&src->preparing), 20000);
+            int64_t s1[] = {1};
+            TK_EXPECT(
+                ftc_manager_register(src->m, "x", FTC_DTYPE_F32, s1, 1, src->w),
+                FTC_EMISUSE);
+            TK_EXPECT(ftc_manager_clear_state(src->m), FTC_EMISUSE);
+            TK_EXPECT(ftc_manager_set_prepare(src->m, NULL, NULL), FTC_EMISUSE);
+            atomic_store(&src->released, true);
+        }
+        join_both(e, t);
+        assert_int_equal(src->prepares, 1 + failures);
+        assert_int_equal(dst->prepares, 1 + failures);
+        for (int k = 0; k < 2; k++) {
+            assert_true(e->g[k].prepared_off);
+            assert_int_equal(e->g[k].prepare_rc, 0);
+            assert_int_equal(e->g[k].set_prepare_rc, FTC_EMISUSE);
+            assert_int_equal(ftc_manager_current_step(e->g[k].m),
+                             12 + failures);
+        }
+        assert_true(dst->w[0] == 1.0f); /* the source's state */
+        assert_memory_equal(dst->w, src->w, NW * sizeof(float));
+        assert_memory_equal(dst->mom, src->mom, sizeof(dst->mom));
+        ftc_manager_stats st;
+        TK_OK(ftc_manager_stats_get(dst->m, &st));
+        assert_int_equal(st.heals, 1);
+        assert_int_equal(st.heal_bytes, STATE_BYTES);
+        env_free(e);
+    }
 }
 
 int main(int argc, char **argv)
@@ -422,6 +541,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(adopt_and_clear_are_checked),
         cmocka_unit_test(restored_replica_is_the_source),
         cmocka_unit_test(set_step_is_checked),
+        cmocka_unit_test(prepared_state_heals),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
