@@ -137,19 +137,23 @@ static void decide(int64_t now, const ftc__quorum_state *s,
 {
     size_t hp = d->healthy_participants;
     size_t hr = d->healthy_replicas;
+    bool fast = false;
     if (s->has_prev) {
-        bool fast = is_fast(s, d->member_idx, hp);
+        fast = is_fast(s, d->member_idx, hp);
         if (d->shrink_only) {
             d->n_members = keep_previous_members(s, d->member_idx, hp);
-        }
-        if (fast) {
-            say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
-            return;
         }
     }
     /* torchft counts every healthy participant even when shrink_only will
      * return fewer; strict_shrink_only counts what is returned. */
     size_t counted = o->strict_shrink_only ? d->n_members : hp;
+    /* A fast quorum also needs min_replicas: torchft never checks it there
+     * because its min_replicas cannot change, but an operator who raises it
+     * (PUT /v1/jobs/{job}) means the next quorum. */
+    if (fast && counted >= o->min_replicas) {
+        say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
+        return;
+    }
     if (counted < o->min_replicas) {
         say(d, FTC__QUORUM_NEED_MIN, counted, o->min_replicas);
         return;

@@ -183,6 +183,7 @@ static void model_compute(const scenario *sc, model_decision *m)
     snprintf(meta, sizeof(meta),
              "[%d/%d participants healthy][%d heartbeating][shrink_only=%s]",
              hp, p, hr, shrink ? "true" : "false");
+    bool fast = sc->has_prev;
     if (sc->has_prev) {
         if (shrink) {
             int kept = 0;
@@ -193,20 +194,18 @@ static void model_compute(const scenario *sc, model_decision *m)
             }
             nc = kept;
         }
-        bool fast = true;
         for (int i = 0; i < POOL; i++) {
             if (sc->prev[i] && !(sc->r[i].joined && model_healthy(sc, i))) {
                 fast = false;
             }
         }
-        if (fast) {
-            m->verdict = FTC__QUORUM_FAST;
-            snprintf(m->reason, sizeof(m->reason), "Fast quorum found! %s",
-                     meta);
-            goto members;
-        }
     }
     int counted = sc->o.strict_shrink_only ? nc : hp;
+    if (fast && (uint64_t)counted >= sc->o.min_replicas) {
+        m->verdict = FTC__QUORUM_FAST;
+        snprintf(m->reason, sizeof(m->reason), "Fast quorum found! %s", meta);
+        goto members;
+    }
     if ((uint64_t)counted < sc->o.min_replicas) {
         m->verdict = FTC__QUORUM_NEED_MIN;
         snprintf(m->reason, sizeof(m->reason),

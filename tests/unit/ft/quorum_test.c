@@ -412,12 +412,13 @@ static void split_brain_needs_strict_majority(void **state)
     ftc__quorum_state_fini(&s);
 }
 
-static void fast_quorum_skips_every_other_check(void **state)
+static void fast_quorum_skips_the_majority_guard(void **state)
 {
     (void)state;
-    /* min_replicas 5 and two live non-members would block a new quorum,
-     * but the previous members all being back forms it at once. */
-    ftc__quorum_opts o = qf_opts(5, HOUR_MS, 5000);
+    /* Two live non-members would block a new quorum (1 of 3 is no
+     * majority), but the previous members all being back forms it at
+     * once. */
+    ftc__quorum_opts o = qf_opts(1, HOUR_MS, 5000);
     ftc__quorum_state s;
     TK_OK(ftc__quorum_state_init(&s, 0));
     const char *prev[] = {"a"};
@@ -428,10 +429,18 @@ static void fast_quorum_skips_every_other_check(void **state)
     expect(QF_NOW, &s, &o, FTC__QUORUM_FAST, "a",
            "Fast quorum found! [1/1 participants healthy][3 heartbeating]"
            "[shrink_only=false]");
+    /* min_replicas raised at run time (PUT /v1/jobs/{job}) holds even when
+     * the quorum would be fast: torchft's cannot change, so it never
+     * checks. */
+    o.min_replicas = 2;
+    expect(QF_NOW, &s, &o, FTC__QUORUM_NEED_MIN, "",
+           "only have 1 participants, need min_replicas 2");
+    qf_join(&s, &o, "x", 0, false, 0, QF_NOW);
+    expect(QF_NOW, &s, &o, FTC__QUORUM_FAST, "a,x", "");
     /* A previous member that is only heartbeating breaks the fast path. */
-    const char *prev2[] = {"a", "x"};
+    const char *prev2[] = {"a", "y"};
     qf_set_prev(&s, 7, prev2, 2);
-    expect(QF_NOW, &s, &o, FTC__QUORUM_NEED_MIN, "", "");
+    expect(QF_NOW, &s, &o, FTC__QUORUM_WAIT_STRAGGLER, "", "waiting for 1");
     ftc__quorum_state_fini(&s);
 }
 
@@ -702,7 +711,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(heartbeat_boundary_is_exclusive),
         cmocka_unit_test(min_replicas_counts_healthy_participants),
         cmocka_unit_test(split_brain_needs_strict_majority),
-        cmocka_unit_test(fast_quorum_skips_every_other_check),
+        cmocka_unit_test(fast_quorum_skips_the_majority_guard),
         cmocka_unit_test(shrink_only_new_member_waits_then_joins),
         cmocka_unit_test(shrink_only_never_forms_an_empty_quorum),
         cmocka_unit_test(strict_shrink_only_counts_what_it_returns),
