@@ -25,22 +25,24 @@ Per pass and configuration:
           contention for the 2 cores): overhead = steady - bare
   faults  3 replicas paced at --step-ms; replica 2 is killed with
           SIGKILL and restarted at once, then frozen with SIGSTOP (then
-          killed and restarted): the time from the fault to the later
-          survivor's first commit by 2 replicas, from the kill to the
-          restarted victim's first commit (and from its "ready", imports
-          done, to it), then every replica stops at one step and their
-          parameter checksums must be equal.
+          killed and restarted), each at a seeded random point of a step
+          (the same for every configuration of a pass): the time from the
+          fault to the later survivor's first commit by 2 replicas, from
+          the kill to the restarted victim's first commit (and from its
+          "ready", imports done, to it), then every replica stops at one
+          step and their parameter checksums must be equal.
 Prints medians over passes [min..max] and torchft / ftc ratios of the
 medians (> 1: ftc faster), with the load average; --json writes every
 sample.
 
 usage: .venv/bin/python bench/torch_vs_torchft.py [--passes 3]
-           [--step-ms 25] [--steady-steps 300] [--json FILE]
+           [--step-ms 25] [--steady-steps 300] [--seed 1] [--json FILE]
 Needs the venv (scripts/pydeps.sh: torch, torchft-nightly) and a build
 (build/python, build/tools/ftc/ftc)."""
 import argparse
 import json
 import os
+import random
 import signal
 import socket
 import statistics
@@ -254,13 +256,15 @@ def first_shared_commit(run, survivors, since):
     return max(e["t"] for e in got) - since
 
 
-def faults(name, args):
+def faults(name, args, offsets):
+    """offsets: where in a step each fault lands (s after a commit)."""
     run = Run(name, args, pacing=args.step_ms)
     out = {}
     try:
         run.wait("3 replicas training", lambda: all_have(run.replicas, 20, 3))
         survivors = run.replicas[:2]
 
+        time.sleep(offsets[0])
         killed = time.monotonic()
         run.replicas[2].reap()
         run.replicas[2] = victim = run.spawn(2)
@@ -272,6 +276,7 @@ def faults(name, args):
 
         run.wait("3 replicas training again",
                  lambda: all_have(run.replicas, 10, 3, back["t"]))
+        time.sleep(offsets[1])
         stopped = time.monotonic()
         victim.signal(signal.SIGSTOP)
         out["sigstop_survivors_s"] = first_shared_commit(run, survivors,
@@ -335,6 +340,8 @@ def main():
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--step-ms", type=float, default=25)
     ap.add_argument("--steady-steps", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1,
+                    help="of where in a step each fault lands")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     args.logdir = tempfile.mkdtemp(prefix="torch_vs_torchft.")
@@ -342,13 +349,18 @@ def main():
           f"{os.getloadavg()[0]:.1f}", flush=True)
     names = list(CONFIGS)
     results = {n: {} for n in names + ["bare"]}
+    rng = random.Random(args.seed)
     for p in range(args.passes):
+        # Waits end on a commit: without an offset every fault would land
+        # just after one. The same offsets for every configuration of a
+        # pass.
+        offsets = [rng.uniform(0, args.step_ms / 1000) for _ in range(2)]
         order = names[p % len(names):] + names[:p % len(names)]
         bare = steady("bare", args)
         results["bare"].setdefault("steady", []).append(bare)
         for name in order:
             s = steady(name, args)
-            sample = dict(steady=s, overhead=s - bare, **faults(name, args))
+            sample = dict(steady=s, overhead=s - bare, **faults(name, args, offsets))
             for key, value in sample.items():
                 results[name].setdefault(key, []).append(value)
             print(f"pass {p + 1} {name}: " + json.dumps(
