@@ -352,11 +352,18 @@ static void take_events(ftc__tcp *g, const struct epoll_event *ev, int n)
 
 /* The progress thread stops driving for a waiter, for destroy, when
  * nothing is pending, or to run due callbacks (which would otherwise wait
- * for the whole queue). */
+ * for the whole queue). Watching an idle group, it stops as soon as there
+ * is work (driven as usual) or the group failed (nothing left to hear). */
 static bool pt_should_leave(ftc__tcp *g)
 {
-    return atomic_load(&g->want) > 0 || atomic_load(&g->stop_req) ||
-           atomic_load(&g->npending_a) == 0 || atomic_load(&g->cb_due);
+    if (atomic_load(&g->want) > 0 || atomic_load(&g->stop_req) ||
+        atomic_load(&g->cb_due)) {
+        return true;
+    }
+    if (g->pt_idle) {
+        return atomic_load(&g->npending_a) > 0 || g->failed;
+    }
+    return atomic_load(&g->npending_a) == 0;
 }
 
 /* Polling adapts to what it achieves: a poll window that ends without an
@@ -387,8 +394,10 @@ static void spin_learn(ftc__tcp *g, bool hit)
 static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
 {
     struct epoll_event ev[64];
-    int64_t spin_end = ftc__now_ns() + g->spin_cur;
-    bool polling = g->spin_cur > 0;
+    /* An idle group's events are rare: sleep at once, learn nothing. */
+    bool may_poll = !(pt && g->pt_idle);
+    int64_t spin_end = ftc__now_ns() + (may_poll ? g->spin_cur : 0);
+    bool polling = may_poll && g->spin_cur > 0;
     for (;;) {
         pump(g);
         if (w != NULL && work_done(w)) {
@@ -409,7 +418,7 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
             if (polling) {
                 spin_learn(g, false);
                 polling = false;
-            } else if (g->spin_cur == 0 && g->spin_ns > 0 &&
+            } else if (may_poll && g->spin_cur == 0 && g->spin_ns > 0 &&
                        ++g->spin_sleeps % 256 == 0) {
                 g->spin_cur = g->spin_ns / 4;
             }
@@ -425,8 +434,8 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
                 spin_learn(g, true);
             }
             take_events(g, ev, n);
-            spin_end = ftc__now_ns() + g->spin_cur;
-            polling = g->spin_cur > 0;
+            spin_end = ftc__now_ns() + (may_poll ? g->spin_cur : 0);
+            polling = may_poll && g->spin_cur > 0;
         } else if (n < 0 && errno != EINTR) {
             ftc__tcp_fail(g, FTC_ESYS, "epoll_wait: %s", strerror(errno));
         }
@@ -467,6 +476,7 @@ static void pump_here(ftc__tcp *g)
 static void *pt_main(void *arg)
 {
     ftc__tcp *g = arg;
+    bool idle_watch_due = false;
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         if (g->cbq != NULL) {
@@ -486,17 +496,35 @@ static void *pt_main(void *arg)
             pthread_mutex_lock(&g->mu);
             continue;
         }
-        if (g->driver == FTC__DRIVER_NONE && atomic_load(&g->want) == 0 &&
-            g->npending > 0) {
+        bool may_drive =
+            g->driver == FTC__DRIVER_NONE && atomic_load(&g->want) == 0;
+        if (may_drive && (g->npending > 0 || idle_watch_due)) {
             g->driver = FTC__DRIVER_PT;
+            g->pt_idle = g->npending == 0;
             pthread_mutex_unlock(&g->mu);
             drive(g, true, NULL, FTC_DEADLINE_NEVER);
             pthread_mutex_lock(&g->mu);
+            g->pt_idle = false;
+            idle_watch_due = false;
             released(g);
             continue;
         }
+        /* A group idle for FTC__PG_IDLE_WATCH_MS is watched by this thread
+         * until its next operation, so that it answers its peers' liveness
+         * probes (a slow rank is not called hung) and hears an abort or a
+         * dead peer at once (ftc_pg_status says so before the next call).
+         * Not at once: a rank that submits while this thread drives pays a
+         * hand-over, which only an idle pause can afford. */
         g->pt_sleeping = true;
-        pthread_cond_wait(&g->pt_cv, &g->mu);
+        if (g->failed) {
+            pthread_cond_wait(&g->pt_cv, &g->mu);
+        } else {
+            ftc__deadline dl = ftc__deadline_in_ms(FTC__PG_IDLE_WATCH_MS);
+            struct timespec ts = {.tv_sec = dl.ns / 1000000000,
+                                  .tv_nsec = dl.ns % 1000000000};
+            idle_watch_due =
+                pthread_cond_timedwait(&g->pt_cv, &g->mu, &ts) == ETIMEDOUT;
+        }
         g->pt_sleeping = false;
     }
     pthread_mutex_unlock(&g->mu);

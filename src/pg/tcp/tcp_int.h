@@ -18,6 +18,9 @@
 /* Payloads at least this large are received straight into their
  * destination instead of through the staging buffer. */
 #define FTC__DIRECT_MIN (16 * 1024)
+/* After this long without an operation the progress thread watches the
+ * group (engine.c, pt_main). */
+#define FTC__PG_IDLE_WATCH_MS 10
 
 /* ------------------------------------------------------------------ plan */
 
@@ -152,6 +155,8 @@ typedef struct ftc__tcp {
     int driver;             /* mu */
     int nwaiting;           /* mu: threads in user_cv */
     bool pt_sleeping;       /* mu */
+    bool pt_idle;           /* progress thread: it drives an idle group (answers
+                               probes, hears aborts and dead peers) */
     bool stop;              /* mu */
     atomic_bool stop_req;   /* stop, for the driver's loop */
     atomic_int want;        /* user threads that want to drive */
