@@ -27,10 +27,14 @@ Per pass and configuration:
           SIGKILL and restarted at once, then frozen with SIGSTOP (then
           killed and restarted), each at a seeded random point of a step
           (the same for every configuration of a pass): the time from the
-          fault to the later survivor's first commit by 2 replicas, from
-          the kill to the restarted victim's first commit (and from its
-          "ready", imports done, to it), then every replica stops at one
-          step and their parameter checksums must be equal.
+          kill until the kernel has closed the victim's files (its stdout
+          pipe; its sockets close at the same point, once its address
+          space is torn down: the floor of any detection by a closed
+          connection), from the fault to the later survivor's first
+          commit by 2 replicas, from the kill to the restarted victim's
+          first commit (and from its "ready", imports done, to it), then
+          every replica stops at one step and their parameter checksums
+          must be equal.
 Prints medians over passes [min..max] and torchft / ftc ratios of the
 medians (> 1: ftc faster), with the load average; --json writes every
 sample.
@@ -122,6 +126,7 @@ class Replica:
         self.index = index
         self.cond = cond
         self.events = []
+        self.closed = None  # when its stdout reached end of file
         env = dict(os.environ,
                    PYTHONPATH=os.path.join(ROOT, "build", "python"),
                    TORCHFT_LIGHTHOUSE=f"http://127.0.0.1:{lighthouse.port}"
@@ -145,6 +150,11 @@ class Replica:
             with self.cond:
                 self.events.append(ev)
                 self.cond.notify_all()
+        # The kernel closes a killed process's files, this pipe and its
+        # sockets alike, only after tearing down its address space.
+        with self.cond:
+            self.closed = time.monotonic()
+            self.cond.notify_all()
 
     def commits(self, since=0.0, n=None):
         return [e for e in self.events if e["ev"] == "commit"
@@ -266,9 +276,12 @@ def faults(name, args, offsets):
 
         time.sleep(offsets[0])
         killed = time.monotonic()
-        run.replicas[2].reap()
+        dead = run.replicas[2]
+        dead.reap()
         run.replicas[2] = victim = run.spawn(2)
         out["kill_survivors_s"] = first_shared_commit(run, survivors, killed)
+        out["kill_closed_s"] = run.wait(
+            "the victim's files closed", lambda: dead.closed) - killed
         back = run.wait("the victim's first commit",
                         lambda: victim.commits(n=3)[:1])[0]
         out["kill_victim_back_s"] = back["t"] - killed
@@ -314,6 +327,8 @@ def report(results, passes):
     names = list(CONFIGS)
     rows = [("steady step (no pacing)", "steady", "ms"),
             ("overhead over the bare model", "overhead", "ms"),
+            ("kill -9 -> the victim's files close (kernel)",
+             "kill_closed_s", "s"),
             ("kill -9 -> survivors' next commit", "kill_survivors_s", "s"),
             ("kill -9 -> victim commits again", "kill_victim_back_s", "s"),
             ("  of which after its imports", "victim_ready_to_back_s", "s"),
