@@ -282,6 +282,8 @@ def faults(name, args, offsets):
         out["kill_survivors_s"] = first_shared_commit(run, survivors, killed)
         out["kill_closed_s"] = run.wait(
             "the victim's files closed", lambda: dead.closed) - killed
+        out["kill_after_close_s"] = (out["kill_survivors_s"] -
+                                     out["kill_closed_s"])
         back = run.wait("the victim's first commit",
                         lambda: victim.commits(n=3)[:1])[0]
         out["kill_victim_back_s"] = back["t"] - killed
@@ -330,6 +332,8 @@ def report(results, passes):
             ("kill -9 -> the victim's files close (kernel)",
              "kill_closed_s", "s"),
             ("kill -9 -> survivors' next commit", "kill_survivors_s", "s"),
+            ("  of which after the files closed", "kill_after_close_s",
+             "s"),
             ("kill -9 -> victim commits again", "kill_victim_back_s", "s"),
             ("  of which after its imports", "victim_ready_to_back_s", "s"),
             ("SIGSTOP -> survivors' next commit", "sigstop_survivors_s",
