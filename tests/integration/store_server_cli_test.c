@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +92,20 @@ static int listening_port(proc *p)
     return (int)strtol(at + 6, NULL, 10);
 }
 
+/* Connects a 2.x (v2) and a 1.13 (v1) client: a key set by one is read
+ * by the other. */
+static void serves_both_dialects(int port, sr_conn *v1, sr_conn *v2,
+                                 ftc__buf *b)
+{
+    sr_connect(v2, port, SR_V2);
+    sr_connect(v1, port, SR_V1);
+    sr_set(b, SR_V2, "/cli", "served");
+    sr_flush(v2, b);
+    sr_key(b, SR_V1, FTC__OP_GET, "/cli");
+    sr_flush(v1, b);
+    sr_expect_str(v1, "served");
+}
+
 static void serves_and_stops_on(int sig, const char *name)
 {
     proc p;
@@ -99,15 +115,9 @@ static void serves_and_stops_on(int sig, const char *name)
     int port = listening_port(&p);
     assert_true(port > 0);
     sr_conn v1, v2;
-    sr_connect(&v2, port, SR_V2);
-    sr_connect(&v1, port, SR_V1);
     ftc__buf b;
     ftc__buf_init(&b, 1 << 10);
-    sr_set(&b, SR_V2, "/cli", "served");
-    sr_flush(&v2, &b);
-    sr_key(&b, SR_V1, FTC__OP_GET, "/cli");
-    sr_flush(&v1, &b);
-    sr_expect_str(&v1, "served");
+    serves_both_dialects(port, &v1, &v2, &b);
     /* a parked client does not keep the server from stopping */
     const char *k[] = {"/never"};
     sr_keys(&b, SR_V2, FTC__OP_WAIT, k, 1);
@@ -176,6 +186,71 @@ static void usage_and_bad_options(void **state)
     assert_non_null(strstr(p.text, "max_request_bytes"));
 }
 
+/* The soft limit of /proc/<pid>/limits' "Max open files" line. */
+static long soft_fd_limit(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long soft = -1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Max open files", 14) == 0) {
+            soft = strtol(line + 14, NULL, 10);
+        }
+    }
+    fclose(f);
+    return soft;
+}
+
+/* Started under the usual soft limit of 1024 descriptors, the store lifts
+ * it to the hard limit, so 1,100 idle connections do not lock out a
+ * legitimate client (they did: the 1,021st and later were closed). */
+static void idle_connections_do_not_lock_clients_out(void **state)
+{
+    (void)state;
+    enum { IDLE = 1100 };
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < IDLE + 200) {
+        fail_msg("RLIMIT_NOFILE hard limit %llu < %d: raise it (ulimit -Hn)",
+                 (unsigned long long)rl.rlim_max, IDLE + 200);
+    }
+    rlim_t soft = rl.rlim_cur;
+    rl.rlim_cur = 1024;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    proc p;
+    char *args[] = {(char *)ftc__bin, "store",     "--port", "0",
+                    "--bind",         "127.0.0.1", NULL};
+    start(&p, args); /* inherits the soft limit of 1024 */
+    rl.rlim_cur = rl.rlim_max;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    int port = listening_port(&p);
+    long lifted = soft_fd_limit(p.pid);
+    assert_true(rl.rlim_max == RLIM_INFINITY || lifted == (long)rl.rlim_max);
+    int *idle = calloc(IDLE, sizeof(int));
+    assert_non_null(idle);
+    for (int i = 0; i < IDLE; i++) {
+        TK_OK(ftc__sock_connect("127.0.0.1", port, ftc__deadline_in_ms(5000),
+                                NULL, &idle[i]));
+    }
+    sr_conn v2, v1;
+    ftc__buf b;
+    ftc__buf_init(&b, 1 << 10);
+    serves_both_dialects(port, &v1, &v2, &b);
+    sr_close(&v1);
+    sr_close(&v2);
+    ftc__buf_free(&b);
+    for (int i = 0; i < IDLE; i++) {
+        close(idle[i]);
+    }
+    free(idle);
+    kill(p.pid, SIGTERM);
+    assert_int_equal(finish(&p, 10000), 0);
+    rl.rlim_cur = soft;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static void self_check_passes(void **state)
 {
     (void)state;
@@ -199,6 +274,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(port_in_use),
         cmocka_unit_test(usage_and_bad_options),
         cmocka_unit_test(self_check_passes),
+        cmocka_unit_test(idle_connections_do_not_lock_clients_out),
     };
     if (ftc__bin == NULL) {
         fprintf(stderr, "usage: %s FTC_BINARY\n", argv[0]);

@@ -2,6 +2,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cmd.h"
 #include "ftc/ftc.h"
@@ -53,8 +54,24 @@ int ftc__cmd_version(int argc, char **argv)
     return 0;
 }
 
+/* Every command serves or launches many connections (a store or
+ * lighthouse client per rank, two descriptors per rank under `ftc run`),
+ * so the soft descriptor limit, often 1024, is lifted to the hard one, as
+ * Redis and nginx do: a full table must not lock legitimate clients out.
+ * Children (`ftc run`'s ranks) inherit it. The library leaves an embedding
+ * process's limit alone: raising it could break that process's select(). */
+static void lift_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    lift_fd_limit();
     if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);

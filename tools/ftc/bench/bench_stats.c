@@ -102,10 +102,6 @@ int bench_fd_room(long need)
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
         return 0;
     }
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
     if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)need > rl.rlim_cur) {
         fprintf(stderr,
                 "ftc bench: %ld file descriptors needed, the limit is %llu "

@@ -19,9 +19,9 @@ pid_t bench_spawn_self(char *const args[]);
  * did not exit with status 0. */
 int bench_wait_all(const pid_t *pids, int n, int64_t timeout_ms);
 
-/* Raises the soft RLIMIT_NOFILE to the hard limit (every client is a
- * socket, and one more in an embedded server). Returns 0 when need
- * descriptors fit, else -1 after saying so on stderr. */
+/* Returns 0 when need descriptors fit under RLIMIT_NOFILE (which main()
+ * lifted to the hard limit: every client is a socket, and one more in an
+ * embedded server), else -1 after saying so on stderr. */
 int bench_fd_room(long need);
 
 #endif

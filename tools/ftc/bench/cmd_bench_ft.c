@@ -224,9 +224,6 @@ int ftc__cmd_bench_ft(int argc, char **argv)
     if (rc != FTC__CLI_PARSED) {
         return rc;
     }
-    /* Hundreds of replica groups in this process hold thousands of
-     * sockets. */
-    bench_fd_room(0);
     int failed = 0;
     for (int i = 0; (o.what & W_QUORUM) && i < o.n_quorum_groups; i++) {
         failed += bench_ft_quorum(&o, (int)o.quorum_groups[i]);

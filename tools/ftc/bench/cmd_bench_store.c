@@ -263,7 +263,6 @@ int bench_store_main(int argc, char **argv)
     if (rc != FTC__CLI_PARSED) {
         return rc;
     }
-    bench_fd_room(0);
     ftc_store_server *srv = NULL;
     char addr[160];
     if (a.addr != NULL) {

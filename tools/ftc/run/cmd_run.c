@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,17 +52,6 @@ static int make_run_dir(const run_opts *o, char *dir, size_t cap,
         return -1;
     }
     return 0;
-}
-
-/* Two descriptors per rank plus the stores': lift the soft limit to the
- * hard one, as big jobs need more than the usual 1024. */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
 }
 
 static void print_plan(run_job *job, int embedded, const char *run_dir)
@@ -112,7 +100,6 @@ static int run(const run_opts *o, const char *path)
     if (make_run_dir(o, run_dir, sizeof(run_dir), &temporary) != 0) {
         return 1;
     }
-    raise_fd_limit();
     sigset_t old_mask;
     run_loop_block_signals(&old_mask); /* before the first thread */
     run_lighthouse *lh = NULL;
