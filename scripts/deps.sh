@@ -13,6 +13,7 @@ packages=(
   libze1 libze-dev
   python3 python3-dev python3-venv python3-torch nodejs
   curl procps
+  iproute2  # test hosts in network namespaces (scripts/testhosts.sh)
   libfabric1  # oneCCL's transport (xccl; scripts/ccl_deps.sh)
 )
 
