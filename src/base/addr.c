@@ -93,6 +93,15 @@ int ftc__addr_split(const char *text, int default_port, char *host,
     return 0;
 }
 
+void ftc__addr_join(const char *host, int port, char *out, size_t cap)
+{
+    if (strchr(host, ':') != NULL) {
+        snprintf(out, cap, "[%s]:%d", host, port);
+    } else {
+        snprintf(out, cap, "%s:%d", host, port);
+    }
+}
+
 void ftc__addr_format(const struct sockaddr *sa, char *out, size_t cap)
 {
     char ip[INET6_ADDRSTRLEN];

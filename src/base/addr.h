@@ -13,6 +13,10 @@
 int ftc__addr_split(const char *text, int default_port, char *host,
                     size_t host_cap, int *port);
 
+/* Joins a host and a port as "host:port", an IPv6 literal as "[v6]:port"
+ * (what ftc__addr_split reads back). */
+void ftc__addr_join(const char *host, int port, char *out, size_t cap);
+
 /* Formats a socket address as "1.2.3.4:80" or "[::1]:80". */
 void ftc__addr_format(const struct sockaddr *sa, char *out, size_t cap);
 

@@ -419,7 +419,8 @@ static void env_build(void **state)
                       .num_replicas = 4,
                       .group_rank = 1,
                       .group_size = 2,
-                      .incarnation = 7};
+                      .incarnation = 7,
+                      .host = "10.77.0.2"};
     char **env = run_env_build(base, &r, user, 2);
     assert_non_null(env);
     static const char *const want[] = {"PATH=/bin",
@@ -436,6 +437,7 @@ static void env_build(void **state)
                                        "FTC_INCARNATION=7",
                                        "FTC_RUN_DIR=/d",
                                        "FTC_EVENT_FD=3",
+                                       "FTC_ADVERTISE_HOST=10.77.0.2",
                                        "REPLICA_GROUP_ID=3",
                                        "NUM_REPLICA_GROUPS=4",
                                        "TORCHFT_LIGHTHOUSE=http://h:1",
@@ -512,6 +514,23 @@ static int parse_args(run_opts *o, const char *const *args)
     return run_opts_parse(o, argc, argv);
 }
 
+/* Two replica groups from index first of a job of total, on 10.77.0.3. */
+static int parse_range(run_opts *o, const char *first, const char *total)
+{
+    const char *a[] = {"--host",
+                       "10.77.0.3",
+                       "--first-replica",
+                       first,
+                       "--replicas",
+                       "2",
+                       "--total-replicas",
+                       total,
+                       "--",
+                       "x",
+                       NULL};
+    return parse_args(o, a);
+}
+
 static void opts_parse(void **state)
 {
     (void)state;
@@ -550,6 +569,18 @@ static void opts_parse(void **state)
     const char *a7[] = {"--trace", "tr", "--env", "FTC_TRACE=f",
                         "--",      "x",  NULL};
     assert_int_equal(parse_args(&o, a7), 2); /* two places for one file */
+    /* defaults: this machine's loopback, the whole job here */
+    assert_string_equal(o.host, "127.0.0.1");
+    assert_int_equal(o.first_replica, 0);
+    assert_int_equal(o.total_replicas, 2);
+    /* one ftc run per host: its range of a job's replica groups */
+    assert_int_equal(parse_range(&o, "2", "6"), 0);
+    assert_string_equal(o.host, "10.77.0.3");
+    assert_int_equal(o.first_replica, 2);
+    assert_int_equal(o.total_replicas, 6);
+    assert_int_equal(parse_range(&o, "5", "6"), 2); /* 5 + 2 > 6 */
+    const char *a10[] = {"--host", "", "--", "x", NULL};
+    assert_int_equal(parse_args(&o, a10), 2);
 }
 
 int main(int argc, char **argv)

@@ -28,6 +28,18 @@ static void good_addresses(void **state)
     check("h:65535", -1, "h", 65535);
 }
 
+static void joins_what_split_reads(void **state)
+{
+    (void)state;
+    char out[FTC_HOST_MAX + 16];
+    ftc__addr_join("10.77.0.2", 29500, out, sizeof(out));
+    assert_string_equal(out, "10.77.0.2:29500");
+    check(out, -1, "10.77.0.2", 29500);
+    ftc__addr_join("::1", 0, out, sizeof(out));
+    assert_string_equal(out, "[::1]:0");
+    check(out, -1, "::1", 0);
+}
+
 static void bad(const char *text, int def)
 {
     char h[FTC_HOST_MAX];
@@ -74,6 +86,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_addresses),
+        cmocka_unit_test(joins_what_split_reads),
         cmocka_unit_test(bad_addresses),
         cmocka_unit_test(formats_both_families),
     };

@@ -105,9 +105,9 @@ static int run(const run_opts *o, const char *path)
     run_lighthouse *lh = NULL;
     run_job *job = ftc__calloc(1, sizeof(*job));
     int code = 1;
-    if (job != NULL &&
-        run_lighthouse_start(&lh, o->lighthouse, o->job, o->min_replicas,
-                             lighthouse, sizeof(lighthouse)) == 0) {
+    if (job != NULL && run_lighthouse_start(&lh, o->lighthouse, o->host, o->job,
+                                            o->min_replicas, lighthouse,
+                                            sizeof(lighthouse)) == 0) {
         run_launch l = {
             .path = path,
             .argv = o->command,

@@ -20,6 +20,7 @@ static const char *const contract[] = {
     "FTC_INCARNATION",
     "FTC_RUN_DIR",
     "FTC_EVENT_FD",
+    "FTC_ADVERTISE_HOST",
     /* what torchft's scripts and torchrun's workers read, the same facts
      * under their names (docs/operations.md) */
     "REPLICA_GROUP_ID",
@@ -158,6 +159,7 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         join_int("FTC_INCARNATION", r->incarnation),
         join("FTC_RUN_DIR", r->run_dir),
         join_int("FTC_EVENT_FD", RUN_EVENT_FD),
+        join("FTC_ADVERTISE_HOST", r->host),
         join_int("REPLICA_GROUP_ID", r->replica_index),
         join_int("NUM_REPLICA_GROUPS", r->num_replicas),
         join("TORCHFT_LIGHTHOUSE", lighthouse_url),

@@ -22,6 +22,7 @@ typedef struct run_env_rank {
     int group_size;        /* M */
     int incarnation;       /* 0 first, +1 per restart of the group */
     const char *trace_dir; /* --trace: sets FTC_TRACE; NULL: inherited */
+    const char *host;      /* FTC_ADVERTISE_HOST: what the rank binds */
 } run_env_rank;
 
 /* True if name[0..len) is a variable the launcher sets (FTC_JOB, ...). */

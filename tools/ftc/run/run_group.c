@@ -13,13 +13,14 @@
 #include "base/base_int.h"
 #include "run/run_spawn.h"
 
-int run_group_init(run_group *g, int index, int nranks)
+int run_group_init(run_group *g, int index, int replica_index, int nranks,
+                   const char *host)
 {
     memset(g, 0, sizeof(*g));
     g->index = index;
     g->nranks = nranks;
     g->state = RUN_GROUP_WAITING;
-    run_env_replica_id(index, g->id, sizeof(g->id));
+    run_env_replica_id(replica_index, g->id, sizeof(g->id));
     g->ranks = ftc__calloc((size_t)nranks, sizeof(*g->ranks));
     if (g->ranks == NULL) {
         fprintf(stderr, "ftc run: out of memory\n");
@@ -32,14 +33,14 @@ int run_group_init(run_group *g, int index, int nranks)
     }
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
-    o.bind_host = "127.0.0.1";
+    o.bind_host = host;
     if (ftc_store_server_create(&o, &g->store) != 0) {
-        fprintf(stderr, "ftc run: cannot start the store of %s: %s\n", g->id,
-                ftc_last_error());
+        fprintf(stderr, "ftc run: cannot start the store of %s on %s: %s\n",
+                g->id, host, ftc_last_error());
         return -1;
     }
-    snprintf(g->store_addr, sizeof(g->store_addr), "127.0.0.1:%d",
-             ftc_store_server_port(g->store));
+    ftc__addr_join(host, ftc_store_server_port(g->store), g->store_addr,
+                   sizeof(g->store_addr));
     return 0;
 }
 
@@ -74,7 +75,8 @@ int run_group_spawn(run_group *g, const run_launch *l)
             .lighthouse = l->lighthouse,
             .store_addr = g->store_addr,
             .run_dir = l->run_dir,
-            .replica_index = g->index,
+            .replica_index = l->first_replica + g->index,
+            .host = l->host,
             .num_replicas = l->num_replicas,
             .group_rank = r,
             .group_size = g->nranks,

@@ -54,9 +54,12 @@ typedef struct run_group {
     run_rank *ranks;
 } run_group;
 
-/* Allocates the ranks and starts the group's store on 127.0.0.1 (a free
- * port). Returns 0, or -1 after printing why to stderr. */
-int run_group_init(run_group *g, int index, int nranks);
+/* Allocates the ranks and starts the group's store on host (a free port).
+ * index: its place in the job's table; replica_index: the job-wide one
+ * its id says (replica_<replica_index>). Returns 0, or -1 after printing
+ * why to stderr. */
+int run_group_init(run_group *g, int index, int replica_index, int nranks,
+                   const char *host);
 /* Stops the store and frees. The ranks must be reaped. */
 void run_group_free(run_group *g);
 
@@ -69,7 +72,9 @@ typedef struct run_launch {
     const char *trace_dir;       /* --trace, absolute; NULL: none */
     const char *const *user_env; /* --env */
     int n_user_env;
-    int num_replicas;
+    const char *host;  /* bound and advertised (--host) */
+    int first_replica; /* replica index of groups[0] */
+    int num_replicas;  /* of the whole job */
 } run_launch;
 
 /* Starts every rank of the current incarnation. Returns 0, or an errno

@@ -40,7 +40,9 @@ int run_job_init(run_job *job, const run_opts *opts, const run_launch *l)
     memset(job, 0, sizeof(*job));
     job->opts = opts;
     job->launch = *l;
-    job->launch.num_replicas = opts->replicas;
+    job->launch.host = opts->host;
+    job->launch.first_replica = opts->first_replica;
+    job->launch.num_replicas = opts->total_replicas;
     job->n = opts->replicas;
     job->t0_ms = ftc__now_ms();
     job->end_at_ms = opts->duration_ms > 0 ? opts->duration_ms : INT64_MAX;
@@ -57,7 +59,8 @@ int run_job_init(run_job *job, const run_opts *opts, const run_launch *l)
         return -1;
     }
     for (int g = 0; g < job->n; g++) {
-        if (run_group_init(&job->groups[g], g, opts->ranks) != 0) {
+        if (run_group_init(&job->groups[g], g, opts->first_replica + g,
+                           opts->ranks, opts->host) != 0) {
             return -1;
         }
     }

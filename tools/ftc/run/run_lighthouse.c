@@ -21,12 +21,15 @@ struct run_lighthouse {
     ftc_lighthouse *lh;
 };
 
-static int start_embedded(run_lighthouse **out, const char *job,
-                          int min_replicas, char *addr, size_t cap)
+static int start_embedded(run_lighthouse **out, const char *host,
+                          const char *job, int min_replicas, char *addr,
+                          size_t cap)
 {
     ftc_lighthouse_opts o;
     ftc_lighthouse_opts_init(&o);
-    o.bind = "127.0.0.1:0";
+    char bind[FTC_HOST_MAX + 16];
+    ftc__addr_join(host, 0, bind, sizeof(bind));
+    o.bind = bind;
     o.min_replicas = (uint64_t)min_replicas;
     ftc_lighthouse *lh = NULL;
     char spec[128];
@@ -60,10 +63,12 @@ void run_lighthouse_stop(run_lighthouse *w)
 
 #else
 
-static int start_embedded(run_lighthouse **out, const char *job,
-                          int min_replicas, char *addr, size_t cap)
+static int start_embedded(run_lighthouse **out, const char *host,
+                          const char *job, int min_replicas, char *addr,
+                          size_t cap)
 {
     (void)out;
+    (void)host;
     (void)job;
     (void)min_replicas;
     (void)addr;
@@ -81,8 +86,8 @@ void run_lighthouse_stop(run_lighthouse *w)
 #endif
 
 int run_lighthouse_start(run_lighthouse **out, const char *given,
-                         const char *job, int min_replicas, char *addr,
-                         size_t cap)
+                         const char *host, const char *job, int min_replicas,
+                         char *addr, size_t cap)
 {
     *out = NULL;
     if (given != NULL) {
@@ -92,5 +97,5 @@ int run_lighthouse_start(run_lighthouse **out, const char *given,
         }
         return 0;
     }
-    return start_embedded(out, job, min_replicas, addr, cap);
+    return start_embedded(out, host, job, min_replicas, addr, cap);
 }

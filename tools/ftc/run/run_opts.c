@@ -42,6 +42,11 @@ static const char *check_lighthouse(const char *v)
                : NULL;
 }
 
+static const char *check_host(const char *v)
+{
+    return v[0] == '\0' || strlen(v) >= FTC_HOST_MAX ? "a host address" : NULL;
+}
+
 static const char *const kill_modes[] = {"kill", "stop", "mixed", NULL};
 
 /* Seconds from 0.001 to 10000000, in ms. */
@@ -62,6 +67,22 @@ static const ftc__cli_option options[] = {
      .check = check_lighthouse, .metavar = "ADDR",
      .help = "use this lighthouse (host:port) instead of starting one in "
              "this process"},
+    {"host", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, host),
+     .check = check_host, .metavar = "ADDR",
+     .help = "the address of this machine that the groups' stores, the "
+             "embedded lighthouse and the ranks (process groups, heal "
+             "servers) bind and advertise: another host's address for a "
+             "job over several hosts",
+     .default_text = "127.0.0.1"},
+    {"first-replica", FTC__CLI_INT, FTC__CLI_FIELD(run_opts, first_replica),
+     .min = 0, .max = 1000000, .metavar = "K",
+     .help = "replica index of the first group (replica_K, REPLICA_GROUP_ID): "
+             "one ftc run per host takes its own range"},
+    {"total-replicas", FTC__CLI_INT, FTC__CLI_FIELD(run_opts, total_replicas),
+     .min = 1, .max = 1000000, .metavar = "T",
+     .help = "replica groups of the whole job (NUM_REPLICA_GROUPS) when "
+             "several ftc runs share a lighthouse",
+     .default_text = "--first-replica + --replicas"},
     {"min-replicas", FTC__CLI_INT, FTC__CLI_FIELD(run_opts, min_replicas),
      .min = 1, .max = RUN_MAX_REPLICAS, .metavar = "K",
      .help = "an injection never leaves fewer than K healthy groups; also "
@@ -148,6 +169,15 @@ static int check(run_opts *o)
                                     "--min-replicas %d > --replicas %d",
                                     o->min_replicas, o->replicas);
     }
+    if (o->total_replicas == 0) {
+        o->total_replicas = o->first_replica + o->replicas;
+    }
+    if (o->first_replica + o->replicas > o->total_replicas) {
+        return ftc__cli_usage_error(
+            &command,
+            "--first-replica %d + --replicas %d > --total-replicas %d",
+            o->first_replica, o->replicas, o->total_replicas);
+    }
     for (int i = 0; o->trace_dir != NULL && i < o->n_env; i++) {
         if (strncmp(o->env[i], "FTC_TRACE=", 10) == 0) {
             return ftc__cli_usage_error(
@@ -175,6 +205,7 @@ int run_opts_parse(run_opts *o, int argc, char **argv)
     o->replicas = 2;
     o->ranks = 1;
     o->job = "ftc";
+    o->host = "127.0.0.1";
     o->min_replicas = 1;
     o->max_restarts = 10;
     o->stop_ms = 3000;

@@ -24,6 +24,10 @@ typedef struct run_opts {
     int ranks;              /* M ranks per group; default 1 */
     const char *job;        /* job name; default "ftc" */
     const char *lighthouse; /* "host:port"; NULL: start one in-process */
+    const char *host;       /* what stores, lighthouse and ranks bind and
+                               advertise; default "127.0.0.1" */
+    int first_replica;      /* replica index of the first group; default 0 */
+    int total_replicas;     /* NUM_REPLICA_GROUPS; default first + replicas */
     int min_replicas;       /* fewest healthy groups an injection leaves */
     int max_restarts;       /* unplanned restarts per group; default 10 */
     int64_t kill_every_ms;  /* 0: no periodic injection */

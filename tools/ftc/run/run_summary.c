@@ -175,14 +175,15 @@ static json_t *failures_json(const run_job *job)
     for (int i = 0; i < job->stats.n_failures; i++) {
         const run_failure *f = &job->stats.failures[i];
         json_array_append_new(
-            a, json_pack("{s:b, s:s, s:s, s:i, s:i, s:I, s:I, s:s, s:o, s:o}",
-                         "injected", f->injected, "kind", failure_kind(f),
-                         "replica_id", job->groups[f->victim].id,
-                         "replica_index", f->victim, "incarnation",
-                         f->incarnation, "at_ms", (json_int_t)f->at_ms, "step",
-                         (json_int_t)f->step, "detail", f->detail,
-                         "survivors_recovery_ms", ms_or_null(f->survivors_ms),
-                         "victim_recovery_ms", ms_or_null(f->victim_ms)));
+            a,
+            json_pack("{s:b, s:s, s:s, s:i, s:i, s:I, s:I, s:s, s:o, s:o}",
+                      "injected", f->injected, "kind", failure_kind(f),
+                      "replica_id", job->groups[f->victim].id, "replica_index",
+                      job->launch.first_replica + f->victim, "incarnation",
+                      f->incarnation, "at_ms", (json_int_t)f->at_ms, "step",
+                      (json_int_t)f->step, "detail", f->detail,
+                      "survivors_recovery_ms", ms_or_null(f->survivors_ms),
+                      "victim_recovery_ms", ms_or_null(f->victim_ms)));
     }
     return a;
 }
@@ -202,9 +203,9 @@ static json_t *group_json(const run_job *job, int source, int g)
     return json_pack(
         "{s:s, s:i, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:I, "
         "s:I, s:I}",
-        "replica_id", grp->id, "replica_index", g, "status",
-        group_status(grp->state), "incarnation", grp->incarnation, "restarts",
-        grp->restarts, "crashes", grp->crashes, "last_step",
+        "replica_id", grp->id, "replica_index", job->launch.first_replica + g,
+        "status", group_status(grp->state), "incarnation", grp->incarnation,
+        "restarts", grp->restarts, "crashes", grp->crashes, "last_step",
         (json_int_t)rs->last_step, "committed_steps", (json_int_t)t->committed,
         "uncommitted_steps", (json_int_t)t->uncommitted, "final_loss",
         real_or_null(final_loss(rs)), "checksum",

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One job over three test hosts (scripts/testhosts.sh), the way it runs on
+# real machines: `ftc lighthouse` on host 0, one `ftc run --host ADDR
+# --lighthouse ...` per training host, each with its own range of replica
+# groups. Replica group 1 (host 2) is then split from the lighthouse's host
+# while it still reaches host 1: the job goes on with group 0 alone, group
+# 1 commits nothing meanwhile, and after the split heals it rejoins, heals
+# and both finish bit-identical. Needs root.
+# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER
+set -euo pipefail
+ftc=$1
+hosts=$2
+trainer=$3
+name="r$(($$ % 100000))"
+work=$(mktemp -d)
+port=29610
+steps=4000
+
+fail() {
+  echo "run_hosts_test: FAIL: $*" >&2
+  for f in "$work"/*.out; do
+    echo "--- $f" >&2
+    tail -20 "$f" >&2
+  done
+  exit 1
+}
+[[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces)"
+trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
+
+"$hosts" up "$name" 3
+lh="$("$hosts" addr "$name" 0):$port"
+"$hosts" exec "$name" 0 "$ftc" lighthouse --bind "$lh" \
+  >"$work/lighthouse.out" 2>&1 &
+
+# One ftc run per training host; replica group I on host I+1.
+for i in 0 1; do
+  "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
+    --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
+    --job hosts --replicas 1 --first-replica $i --total-replicas 2 \
+    --summary-json "$work/summary$i.json" -- \
+    "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
+  eval "run$i=\$!"
+done
+
+# quorum: "<members> <max_step>" of the job's current quorum, read from
+# host 0 (empty while there is none).
+quorum() {
+  "$hosts" exec "$name" 0 "$ftc" status --addr "$lh" --job hosts --json \
+    --timeout-ms 2000 2>/dev/null | python3 -c '
+import json, sys
+q = json.load(sys.stdin).get("quorum") or {}
+print(len(q.get("members", [])), q.get("max_step", 0))' 2>/dev/null || true
+}
+
+# until_quorum TEXT TEST: polls (up to 60 s) until TEST (an arithmetic
+# expression of $members and $step) holds.
+until_quorum() {
+  local end=$((SECONDS + 60)) pause=0.02
+  while :; do
+    read -r members step <<<"$(quorum)" || true
+    members=${members:-0} step=${step:-0}
+    (($2)) && return 0
+    ((SECONDS < end)) || fail "$1 (last quorum: $members members, step $step)"
+    sleep "$pause"
+    pause=$(awk -v p="$pause" 'BEGIN { print (p < 0.2 ? p * 2 : p) }')
+  done
+}
+
+until_quorum "the two hosts never trained together" "members == 2 && step >= 30"
+"$hosts" split "$name" 2 0
+until_quorum "group 0 did not go on alone" "members == 1"
+split_step=$step
+until_quorum "group 0 stopped while group 1 was split" "step >= split_step + 30"
+"$hosts" join "$name" 2 0
+until_quorum "group 1 did not come back" "members == 2"
+
+wait "$run0" || fail "the run on host 1 failed"
+wait "$run1" || fail "the run on host 2 failed"
+python3 - "$work/summary0.json" "$work/summary1.json" "$steps" <<'EOF' ||
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ga, gb = a["replica_groups"][0], b["replica_groups"][0]
+assert ga["replica_id"] == "replica_0" and gb["replica_id"] == "replica_1", (
+    ga["replica_id"], gb["replica_id"])
+assert ga["last_step"] == gb["last_step"] == int(sys.argv[3]), (
+    ga["last_step"], gb["last_step"])
+assert (ga["replica_index"], gb["replica_index"]) == (0, 1)
+assert ga["checksum"] and ga["checksum"] == gb["checksum"], (
+    ga["checksum"], gb["checksum"])
+# group 1 fell behind while split, so it came back by healing
+assert gb["heals"] >= 1, gb
+print("run_hosts_test: both hosts ended at step", ga["last_step"],
+      "with checksum", ga["checksum"], "; group 1 healed", gb["heals"],
+      "time(s), restarts", ga["restarts"], gb["restarts"])
+EOF
+  fail "the two hosts' replica groups do not match"
+echo "run_hosts_test: passed"
