@@ -2,15 +2,23 @@
 # One job over three test hosts (scripts/testhosts.sh), the way it runs on
 # real machines: `ftc lighthouse` on host 0, one `ftc run --host ADDR
 # --lighthouse ...` per training host, each with its own range of replica
-# groups. Replica group 1 (host 2) is then split from the lighthouse's host
-# while it still reaches host 1: the job goes on with group 0 alone, group
-# 1 commits nothing meanwhile, and after the split heals it rejoins, heals
-# and both finish bit-identical. Needs root.
-# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER
+# groups (group I on host I+1), then a partition:
+#   lighthouse  group 1 is split from the lighthouse's host but still
+#               reaches group 0: the job goes on with group 0 alone, group
+#               1 commits nothing, and after the split heals it rejoins,
+#               heals and both finish bit-identical;
+#   peers       the two groups are split from each other, both still
+#               reaching the lighthouse: both stay in every quorum, their
+#               cross-replica group cannot work, so no step commits (the
+#               job stalls, nobody diverges) until the split heals; then
+#               it goes on and both finish bit-identical.
+# Needs root.
+# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers
 set -euo pipefail
 ftc=$1
 hosts=$2
 trainer=$3
+mode=$4
 name="r$(($$ % 100000))"
 work=$(mktemp -d)
 port=29610
@@ -37,7 +45,7 @@ for i in 0 1; do
   "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
     --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
     --job hosts --replicas 1 --first-replica $i --total-replicas 2 \
-    --summary-json "$work/summary$i.json" -- \
+    --env FTC_TIMEOUT_MS=2000 --summary-json "$work/summary$i.json" -- \
     "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
   eval "run$i=\$!"
 done
@@ -66,17 +74,47 @@ until_quorum() {
   done
 }
 
+# until_stalled: polls (up to 60 s) until the quorum's step has not moved
+# for 2 s.
+until_stalled() {
+  local end=$((SECONDS + 60)) last=-1 since=$SECONDS
+  while :; do
+    read -r members step <<<"$(quorum)" || true
+    step=${step:-0}
+    if ((step != last)); then
+      last=$step since=$SECONDS
+    elif ((SECONDS - since >= 2)); then
+      return 0
+    fi
+    ((SECONDS < end)) || fail "the job kept committing across the split (step $step)"
+    sleep 0.1
+  done
+}
+
 until_quorum "the two hosts never trained together" "members == 2 && step >= 30"
-"$hosts" split "$name" 2 0
-until_quorum "group 0 did not go on alone" "members == 1"
-split_step=$step
-until_quorum "group 0 stopped while group 1 was split" "step >= split_step + 30"
-"$hosts" join "$name" 2 0
-until_quorum "group 1 did not come back" "members == 2"
+case $mode in
+lighthouse)
+  "$hosts" split "$name" 2 0
+  until_quorum "group 0 did not go on alone" "members == 1"
+  split_step=$step
+  until_quorum "group 0 stopped while group 1 was split" "step >= split_step + 30"
+  "$hosts" join "$name" 2 0
+  until_quorum "group 1 did not come back" "members == 2"
+  ;;
+peers)
+  "$hosts" split "$name" 1 2
+  until_stalled
+  stalled_step=$step
+  "$hosts" join "$name" 1 2
+  until_quorum "the job did not go on after the split healed" \
+    "members == 2 && step >= stalled_step + 30"
+  ;;
+*) fail "mode lighthouse or peers, not '$mode'" ;;
+esac
 
 wait "$run0" || fail "the run on host 1 failed"
 wait "$run1" || fail "the run on host 2 failed"
-python3 - "$work/summary0.json" "$work/summary1.json" "$steps" <<'EOF' ||
+python3 - "$work/summary0.json" "$work/summary1.json" "$steps" "$mode" <<'EOF' ||
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 ga, gb = a["replica_groups"][0], b["replica_groups"][0]
@@ -87,8 +125,8 @@ assert ga["last_step"] == gb["last_step"] == int(sys.argv[3]), (
 assert (ga["replica_index"], gb["replica_index"]) == (0, 1)
 assert ga["checksum"] and ga["checksum"] == gb["checksum"], (
     ga["checksum"], gb["checksum"])
-# group 1 fell behind while split, so it came back by healing
-assert gb["heals"] >= 1, gb
+# split from the lighthouse, group 1 fell behind and came back by healing
+assert sys.argv[4] != "lighthouse" or gb["heals"] >= 1, gb
 print("run_hosts_test: both hosts ended at step", ga["last_step"],
       "with checksum", ga["checksum"], "; group 1 healed", gb["heals"],
       "time(s), restarts", ga["restarts"], gb["restarts"])

@@ -6,11 +6,14 @@ ftc_add_test(testhosts_test
                      $<TARGET_FILE:ftc_cli>
                      ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
              TIMEOUT 120 LABELS integration)
-# One job over test hosts (ftc run --host per host, a shared lighthouse),
-# with a replica group split from the lighthouse's host and healed.
-ftc_add_test(run_hosts_test
-             COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_hosts_test.sh
-                     $<TARGET_FILE:ftc_cli>
-                     ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
-                     $<TARGET_FILE:train_ddp>
-             TIMEOUT 240 LABELS integration chaos)
+# One job over test hosts (ftc run --host per host, a shared lighthouse):
+# a replica group split from the lighthouse's host, then the two groups
+# split from each other; each heals.
+foreach(mode lighthouse peers)
+  ftc_add_test(run_hosts_${mode}_test
+               COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_hosts_test.sh
+                       $<TARGET_FILE:ftc_cli>
+                       ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
+                       $<TARGET_FILE:train_ddp> ${mode}
+               TIMEOUT 240 LABELS integration chaos)
+endforeach()
