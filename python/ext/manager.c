@@ -270,24 +270,39 @@ static int adopt_trampoline(void *user, const ftc_manager_buffer_view *v,
     return rc;
 }
 
+/* A callback argument: a callable or None; else TypeError naming what. */
+static bool callable_or_none(PyObject *fn, const char *what)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "%s: a callable or None", what);
+        return false;
+    }
+    return true;
+}
+
+/* Holds fn (None: nothing) in *slot, the C side's callback now set,
+ * releasing the one held before. */
+static PyObject *keep_callback(PyObject **slot, PyObject *fn)
+{
+    PyObject *old = *slot;
+    *slot = fn != Py_None ? Py_NewRef(fn) : NULL;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
 static PyObject *manager_set_adopt(PyObject *obj, PyObject *fn)
 {
     ftc_manager *m = live(obj);
     if (m == NULL) {
         return NULL;
     }
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        return PyErr_Format(PyExc_TypeError, "set_adopt: a callable or None");
+    if (!callable_or_none(fn, "set_adopt")) {
+        return NULL;
     }
     int rc =
         ftc_manager_set_adopt(m, fn != Py_None ? adopt_trampoline : NULL, obj);
-    if (rc != 0) {
-        return ftcpy_raise(rc);
-    }
-    PyObject *old = ((manager *)obj)->adopt;
-    ((manager *)obj)->adopt = fn != Py_None ? Py_NewRef(fn) : NULL;
-    Py_XDECREF(old);
-    Py_RETURN_NONE;
+    return rc != 0 ? ftcpy_raise(rc)
+                   : keep_callback(&((manager *)obj)->adopt, fn);
 }
 
 /* ftc_manager_prepare_fn: runs on the quorum thread, or on the training
@@ -317,18 +332,13 @@ static PyObject *manager_set_prepare(PyObject *obj, PyObject *fn)
     if (m == NULL) {
         return NULL;
     }
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        return PyErr_Format(PyExc_TypeError, "set_prepare: a callable or None");
+    if (!callable_or_none(fn, "set_prepare")) {
+        return NULL;
     }
     int rc = ftc_manager_set_prepare(
         m, fn != Py_None ? prepare_trampoline : NULL, obj);
-    if (rc != 0) {
-        return ftcpy_raise(rc);
-    }
-    PyObject *old = ((manager *)obj)->prepare;
-    ((manager *)obj)->prepare = fn != Py_None ? Py_NewRef(fn) : NULL;
-    Py_XDECREF(old);
-    Py_RETURN_NONE;
+    return rc != 0 ? ftcpy_raise(rc)
+                   : keep_callback(&((manager *)obj)->prepare, fn);
 }
 
 static PyObject *set_finalizing(PyObject *module, PyObject *unused)
