@@ -1,7 +1,8 @@
 # Lighthouse integration tests: real HTTP on loopback, in one process
-# (api) and across processes killed and stopped (chaos).
+# (api), old and new clients on one lighthouse (compact) and across
+# processes killed and stopped (chaos).
 set(FTC_LH_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(t api chaos)
+foreach(t api chaos compact)
   ftc_add_test(lighthouse_${t}_test
                SOURCES ${FTC_LH_TEST_DIR}/lighthouse_${t}_test.c
                KITS lighthouse DEPENDS ftc_cli

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "ft/lighthouse/lighthouse_json.h"
 #include "testkit.h"
 
 ftc__quorum_member qf_member(const char *id, int64_t step)
@@ -88,4 +89,82 @@ void qf_quorum(ftc__quorum *q, int64_t quorum_id, const char *const *ids,
         q->members[i] = qf_member(ids[i], steps[i]);
     }
     q->n = n;
+}
+
+static void expect_same_results(const ftc__quorum_result *a,
+                                const ftc__quorum_result *b)
+{
+    assert_int_equal(a->quorum_id, b->quorum_id);
+    assert_int_equal(a->replica_rank, b->replica_rank);
+    assert_int_equal(a->replica_world_size, b->replica_world_size);
+    assert_string_equal(a->recover_src_manager_address,
+                        b->recover_src_manager_address);
+    assert_int_equal(a->recover_src_replica_rank, b->recover_src_replica_rank);
+    assert_int_equal(a->n_recover_dst, b->n_recover_dst);
+    for (size_t i = 0; i < a->n_recover_dst; i++) {
+        assert_int_equal(a->recover_dst_replica_ranks[i],
+                         b->recover_dst_replica_ranks[i]);
+    }
+    assert_string_equal(a->store_address, b->store_address);
+    assert_int_equal(a->max_step, b->max_step);
+    assert_int_equal(a->max_replica_rank, b->max_replica_rank);
+    assert_int_equal(a->max_world_size, b->max_world_size);
+    assert_int_equal(a->heal, b->heal);
+    assert_int_equal(a->commit_failures, b->commit_failures);
+    for (int64_t i = 0; i < a->replica_world_size; i++) {
+        assert_string_equal(a->replica_ids[i], b->replica_ids[i]);
+    }
+}
+
+void qf_check_compact(const ftc__quorum *q)
+{
+    const int64_t roster = ((int64_t)7 << 32) | 3;
+    json_t *j = ftc__lhj_compact_json(q, roster);
+    assert_non_null(j);
+    char *text;
+    size_t len;
+    TK_OK(ftc__lhj_dump(j, &text, &len));
+    json_decref(j);
+    TK_OK(ftc__lhj_parse_object(text, len, &j));
+    ftc__free(text);
+    /* The roster as a client kept it from an earlier round. */
+    ftc__quorum held;
+    TK_OK(ftc__quorum_copy(&held, q));
+    held.quorum_id = 1;
+    for (size_t i = 0; i < held.n; i++) {
+        held.members[i].step = 999 + (int64_t)i;
+        held.members[i].commit_failures = 5;
+        held.members[i].shrink_only = true;
+    }
+    assert_true(ftc__quorum_same_roster(&held, q));
+    TK_EXPECT(ftc__lhj_compact_apply(j, roster + 1, &held), FTC_ESTALE);
+    TK_OK(ftc__lhj_compact_apply(j, roster, &held));
+    json_decref(j);
+    assert_int_equal(held.quorum_id, q->quorum_id);
+    assert_int_equal(held.created_wall_ms, q->created_wall_ms);
+    for (size_t i = 0; i < q->n; i++) {
+        assert_int_equal(held.members[i].step, q->members[i].step);
+        assert_int_equal(held.members[i].commit_failures,
+                         q->members[i].commit_failures);
+        assert_int_equal(held.members[i].shrink_only,
+                         q->members[i].shrink_only);
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        for (int64_t g = 0; g < 3; g++) {
+            for (int sync = 0; sync < 2; sync++) {
+                ftc__quorum_result a, b;
+                int rc = ftc__quorum_results(q, q->members[i].replica_id, g,
+                                             sync, &a);
+                TK_EXPECT(ftc__quorum_results(&held, q->members[i].replica_id,
+                                              g, sync, &b),
+                          rc);
+                if (rc == 0) {
+                    expect_same_results(&a, &b);
+                    ftc__quorum_result_fini(&a);
+                    ftc__quorum_result_fini(&b);
+                }
+            }
+        }
+    }
+    ftc__quorum_fini(&held);
 }

@@ -30,5 +30,10 @@ size_t qf_participant(const ftc__quorum_state *s, const char *id);
 /* A quorum of n members built from ids and steps (not sorted). */
 void qf_quorum(ftc__quorum *q, int64_t quorum_id, const char *const *ids,
                const int64_t *steps, size_t n);
+/* Sends q through the lighthouse's compact answer (encode, JSON text,
+ * decode onto a roster whose per-round fields are stale) and fails unless
+ * every member comes back equal and every member's results at group ranks
+ * 0-2, with and without init_sync, equal those of q itself. */
+void qf_check_compact(const ftc__quorum *q);
 
 #endif

@@ -73,6 +73,9 @@ typedef struct ftc__lighthouse_req {
     int fd;              /* in the clock's epoll set while >= 0 */
     int64_t deadline_ms; /* monotonic */
     uint64_t since;      /* WATCH */
+    /* JOIN: the roster version the client holds (0: none); -1: it reads
+     * full answers only. */
+    int64_t roster;
     unsigned status;
     const char *content_type;
     ftc__lighthouse_blob *answer;
@@ -121,6 +124,12 @@ typedef struct ftc__lighthouse_job {
     uint32_t ring_cap;
     size_t ring_n;
     uint64_t seq;
+    /* The roster of the last quorum (ftc__quorum_same_roster) and its
+     * version, (epoch << 32) | roster_seq: a join that holds it gets a
+     * compact answer. */
+    ftc__quorum roster;
+    bool roster_kept; /* roster holds the copy (not lost to ENOMEM) */
+    uint32_t roster_seq;
     /* lost[i]: member i of s.prev was reported lost (one event each). */
     bool *lost;
     size_t lost_n;

@@ -28,6 +28,7 @@ struct ftc_lighthouse_client {
     pthread_mutex_t mu; /* the lists below */
     lhc_conn *idle, *busy;
     atomic_bool aborted;
+    ftc__lighthouse_roster roster;
 };
 
 void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *o)
@@ -156,6 +157,8 @@ int ftc_lighthouse_client_create(const char *addr,
     c->retry_max_ms = o.retry_max_ms;
     c->max_response_bytes = o.max_response_bytes;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->roster.mu, NULL);
+    ftc__quorum_init(&c->roster.q);
     *out = c;
     return 0;
 }
@@ -179,8 +182,15 @@ void ftc_lighthouse_client_destroy(ftc_lighthouse_client *c)
     }
     curl_slist_free_all(c->headers);
     pthread_mutex_destroy(&c->mu);
+    ftc__quorum_fini(&c->roster.q);
+    pthread_mutex_destroy(&c->roster.mu);
     ftc__free(c);
     curl_global_cleanup();
+}
+
+ftc__lighthouse_roster *ftc__lighthouse_client_roster(ftc_lighthouse_client *c)
+{
+    return &c->roster;
 }
 
 void ftc_lighthouse_client_abort(ftc_lighthouse_client *c)

@@ -4,6 +4,7 @@
 #ifndef FTC_FT_LIGHTHOUSE_CLIENT_H
 #define FTC_FT_LIGHTHOUSE_CLIENT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -35,6 +36,16 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
 /* Whether name is a valid job name, [A-Za-z0-9._-]{1,64} (shared with the
  * lighthouse, lighthouse_job.c). */
 bool ftc__lighthouse_job_name_ok(const char *name);
+
+/* The roster a client holds for compact quorum answers: the members of
+ * the last full answer and its version (0: none). */
+typedef struct ftc__lighthouse_roster {
+    pthread_mutex_t mu; /* the fields below */
+    ftc__quorum q;
+    int64_t version;
+} ftc__lighthouse_roster;
+
+ftc__lighthouse_roster *ftc__lighthouse_client_roster(ftc_lighthouse_client *c);
 
 /* The client's job name and the deadline of a call's timeout_ms. */
 const char *ftc__lighthouse_client_job(const ftc_lighthouse_client *c);

@@ -303,8 +303,53 @@ void ftc_lighthouse_join_result_fini(ftc_lighthouse_join_result *r)
     }
 }
 
+/* A full answer's quorum, kept as the roster of compact answers to come
+ * when it carries a version (an older lighthouse sends none). */
+static int from_full(ftc__lighthouse_roster *ro, const json_t *j,
+                     ftc_lighthouse_quorum *out)
+{
+    ftc__quorum q;
+    int64_t version = 0;
+    int rc = ftc__lhj_quorum(json_object_get(j, "quorum"),
+                             FTC__QUORUM_MAX_REPLICAS_CEIL, &q);
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(j, "roster", false, 0, INT64_MAX, &version);
+    }
+    if (rc == 0) {
+        rc = quorum_from_core(&q, out);
+    }
+    if (rc != 0) {
+        ftc__quorum_fini(&q);
+        return rc;
+    }
+    pthread_mutex_lock(&ro->mu);
+    ftc__quorum_fini(&ro->q);
+    ro->q = q;
+    ro->version = version;
+    pthread_mutex_unlock(&ro->mu);
+    return 0;
+}
+
+/* A compact answer applied to the roster held. On failure the roster is
+ * dropped, so the next join asks for a full answer. */
+static int from_compact(ftc__lighthouse_roster *ro, const json_t *compact,
+                        ftc_lighthouse_quorum *out)
+{
+    pthread_mutex_lock(&ro->mu);
+    int rc = ftc__lhj_compact_apply(compact, ro->version, &ro->q);
+    if (rc == 0) {
+        rc = quorum_from_core(&ro->q, out);
+    }
+    if (rc != 0) {
+        ro->version = 0;
+    }
+    pthread_mutex_unlock(&ro->mu);
+    return rc;
+}
+
 /* One join answer: the quorum (0), or FTC_ETIMEDOUT with the reason. */
-static int decode_join(const ftc__lighthouse_client_reply *reply,
+static int decode_join(ftc_lighthouse_client *c,
+                       const ftc__lighthouse_client_reply *reply,
                        ftc_lighthouse_join_result *out)
 {
     json_t *j;
@@ -321,11 +366,11 @@ static int decode_join(const ftc__lighthouse_client_reply *reply,
         rc = ftc__lhj_get_string(j, "reason", false, out->reason,
                                  sizeof(out->reason));
     }
-    ftc__quorum q;
-    ftc__quorum_init(&q);
     if (rc == 0 && !timed_out) {
-        rc = ftc__lhj_quorum(json_object_get(j, "quorum"),
-                             FTC__QUORUM_MAX_REPLICAS_CEIL, &q);
+        ftc__lighthouse_roster *ro = ftc__lighthouse_client_roster(c);
+        const json_t *compact = json_object_get(j, "compact");
+        rc = compact != NULL ? from_compact(ro, compact, &out->quorum)
+                             : from_full(ro, j, &out->quorum);
     }
     json_decref(j);
     if (rc != 0) {
@@ -335,9 +380,17 @@ static int decode_join(const ftc__lighthouse_client_reply *reply,
     if (timed_out) {
         return ftc__seterr(FTC_ETIMEDOUT, "no quorum: %s", out->reason);
     }
-    rc = quorum_from_core(&q, &out->quorum);
-    ftc__quorum_fini(&q);
-    return rc;
+    return 0;
+}
+
+/* The roster version to send: the one held, 0 for none. */
+static int64_t held_roster(ftc_lighthouse_client *c)
+{
+    ftc__lighthouse_roster *ro = ftc__lighthouse_client_roster(c);
+    pthread_mutex_lock(&ro->mu);
+    int64_t v = ro->version;
+    pthread_mutex_unlock(&ro->mu);
+    return v;
 }
 
 int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
@@ -369,12 +422,13 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
         ftc__lighthouse_client_reply reply;
         ftc__lighthouse_client_reply_init(&reply, 64u << 20);
         rc = post(c, "quorum",
-                  json_pack("{s:O, s:I}", "member", mj, "timeout_ms",
-                            (json_int_t)wait),
+                  json_pack("{s:O, s:I, s:I}", "member", mj, "timeout_ms",
+                            (json_int_t)wait, "roster",
+                            (json_int_t)held_roster(c)),
                   dl, &reply);
         if (rc == 0) {
             rc = reply.status == 200
-                     ? decode_join(&reply, out)
+                     ? decode_join(c, &reply, out)
                      : ftc__lighthouse_client_status_error(c, &reply, "quorum");
         }
         ftc__lighthouse_client_reply_fini(&reply);

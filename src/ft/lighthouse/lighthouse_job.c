@@ -82,6 +82,7 @@ void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job)
     }
     ftc__free(job->ring);
     ftc__free(job->lost);
+    ftc__quorum_fini(&job->roster);
     ftc__lh_replicas_fini(&job->reps);
     ftc__quorum_state_fini(&job->s);
     pthread_mutex_destroy(&job->mu);
@@ -397,6 +398,40 @@ static void observe_wait(ftc__lighthouse_job *job, int64_t ms)
     job->wait_sum_s += s;
 }
 
+/* The version of q's roster: the last one's if q lists the same, else a
+ * new one (a copy of q is kept to compare the next quorum with). 0 if no
+ * copy could be kept: nobody can hold it, so every answer is full. The
+ * sequence wraps after 2^32 - 1 rosters, far beyond any job's changes. */
+static int64_t current_roster(ftc__lighthouse_job *job, const ftc__quorum *q)
+{
+    if (!job->roster_kept || !ftc__quorum_same_roster(&job->roster, q)) {
+        ftc__quorum_fini(&job->roster);
+        job->roster_seq =
+            job->roster_seq == UINT32_MAX ? 1 : job->roster_seq + 1;
+        job->roster_kept = ftc__quorum_copy(&job->roster, q) == 0;
+    }
+    return job->roster_kept
+               ? (int64_t)((uint64_t)job->epoch << 32 | job->roster_seq)
+               : 0;
+}
+
+/* A join's answer: the whole quorum with its roster version, or (compact)
+ * only what changes from round to round (docs/protocol.md). */
+static ftc__lighthouse_blob *join_answer(const ftc__lighthouse_job *job,
+                                         const ftc__quorum *q, int64_t roster,
+                                         bool compact, const char *reason)
+{
+    if (compact) {
+        return json_blob(json_pack(
+            "{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "compact",
+            ftc__lhj_compact_json(q, roster), "reason", reason));
+    }
+    return json_blob(json_pack("{s:I, s:o, s:I, s:s}", "epoch",
+                               (json_int_t)job->epoch, "quorum",
+                               ftc__lhj_quorum_json(q), "roster",
+                               (json_int_t)roster, "reason", reason));
+}
+
 /* A quorum formed: record it, tell the watches if its id is new, and
  * answer every waiting join of its members. */
 static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
@@ -420,19 +455,25 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
                      ftc__quorum_id_epoch(q->quorum_id),
                      ftc__quorum_id_counter(q->quorum_id), q->n, t->reason);
     }
-    ftc__lighthouse_blob *b = json_blob(
-        json_pack("{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "quorum",
-                  ftc__lhj_quorum_json(q), "reason", t->reason));
+    int64_t roster = current_roster(job, q);
+    /* Built once for every member, and only if some member needs it. */
+    ftc__lighthouse_blob *full = NULL, *compact = NULL;
     ftc__lighthouse_req *r = job->joins;
     while (r != NULL) {
         ftc__lighthouse_req *next = r->next;
         if (ftc__quorum_find(q, r->replica_id) >= 0) {
+            ftc__lighthouse_blob **b =
+                roster > 0 && r->roster == roster ? &compact : &full;
+            if (*b == NULL) {
+                *b = join_answer(job, q, roster, b == &compact, t->reason);
+            }
             observe_wait(job, now - r->start_ms);
-            answer(job, r, 200, ftc__lighthouse_blob_ref(b), rs);
+            answer(job, r, 200, ftc__lighthouse_blob_ref(*b), rs);
         }
         r = next;
     }
-    ftc__lighthouse_blob_unref(b);
+    ftc__lighthouse_blob_unref(full);
+    ftc__lighthouse_blob_unref(compact);
 }
 
 /* Members of the current quorum whose heartbeat expired are lost. */

@@ -249,14 +249,39 @@ json_t *ftc__lhj_quorum_json(const ftc__quorum *q)
     return j;
 }
 
-static bool listed_before(const ftc__quorum *q, size_t i)
+static int by_id(const void *a, const void *b)
 {
-    for (size_t k = 0; k < i; k++) {
-        if (strcmp(q->members[k].replica_id, q->members[i].replica_id) == 0) {
-            return true;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* FTC_EINVAL naming a replica_id listed twice. A quorum from a lighthouse
+ * is sorted, so one pass decides; another order costs a sort. */
+static int check_unique(const ftc__quorum *q)
+{
+    bool sorted = true;
+    for (size_t i = 1; i < q->n && sorted; i++) {
+        sorted =
+            strcmp(q->members[i - 1].replica_id, q->members[i].replica_id) < 0;
+    }
+    if (sorted) {
+        return 0;
+    }
+    const char **ids = ftc__malloc(q->n * sizeof(*ids));
+    if (ids == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "quorum of %zu members", q->n);
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        ids[i] = q->members[i].replica_id;
+    }
+    qsort(ids, q->n, sizeof(*ids), by_id);
+    int rc = 0;
+    for (size_t i = 1; i < q->n && rc == 0; i++) {
+        if (strcmp(ids[i - 1], ids[i]) == 0) {
+            rc = ftc__seterr(FTC_EINVAL, "quorum lists %s twice", ids[i]);
         }
     }
-    return false;
+    ftc__free(ids);
+    return rc;
 }
 
 int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
@@ -293,10 +318,9 @@ int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
         rc = ftc__lhj_member(json_array_get(ms, i), FTC__QUORUM_MAX_DATA_CEIL,
                              &q->members[i]);
         q->n = i + (rc == 0);
-        if (rc == 0 && listed_before(q, i)) {
-            rc = ftc__seterr(FTC_EINVAL, "quorum lists %s twice",
-                             q->members[i].replica_id);
-        }
+    }
+    if (rc == 0) {
+        rc = check_unique(q);
     }
     if (rc != 0) {
         ftc__quorum_fini(q);
@@ -340,7 +364,8 @@ int ftc__lhj_replica_request(const char *body, size_t len,
 }
 
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
-                          ftc__quorum_member *m, int64_t *timeout_ms)
+                          ftc__quorum_member *m, int64_t *timeout_ms,
+                          int64_t *roster)
 {
     memset(m, 0, sizeof(*m));
     json_t *j;
@@ -348,13 +373,17 @@ int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
     if (rc != 0) {
         return rc;
     }
-    int64_t t = -1;
+    int64_t t = -1, v = -1;
     rc = ftc__lhj_get_int(j, "timeout_ms", false, 0, INT64_MAX, &t);
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(j, "roster", false, 0, INT64_MAX, &v);
+    }
     if (rc == 0) {
         rc = ftc__lhj_member(json_object_get(j, "member"), max_data_bytes, m);
     }
     if (rc == 0) {
         *timeout_ms = t;
+        *roster = v;
     }
     json_decref(j);
     return rc;

@@ -59,10 +59,27 @@ json_t *ftc__lhj_replica_stats_json(const ftc_lighthouse_replica_stats *st);
 /* The reverse, checked; absent fields are 0. On error *out is unchanged. */
 int ftc__lhj_replica_stats(const json_t *obj,
                            ftc_lighthouse_replica_stats *out);
-/* {"member": {...}, "timeout_ms": N}; *timeout_ms is -1 when absent. m as
+/* {"member": {...}, "timeout_ms": N, "roster": R}; *timeout_ms is -1 when
+ * absent, *roster (the roster version the client holds, 0 for none) -1
+ * when absent: a client that never sends it gets full answers only. m as
  * for ftc__lhj_member. */
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
-                          ftc__quorum_member *m, int64_t *timeout_ms);
+                          ftc__quorum_member *m, int64_t *timeout_ms,
+                          int64_t *roster);
+
+/* A compact answer (lighthouse_json_compact.c): q's ids and what differs
+ * from member to member each round, for a client holding q's roster under
+ * version roster: {"quorum_id", "created_wall_ms", "roster", "n", "step"
+ * (the largest), "others": [{"rank", "step", "commit_failures",
+ * "shrink_only"}, ...] (the members not at step with no failure and no
+ * shrink_only, ascending)}. NULL on FTC_ENOMEM. */
+json_t *ftc__lhj_compact_json(const ftc__quorum *q, int64_t roster);
+/* The reverse: q holds the roster of version roster (members in rank
+ * order, as last received in full); on success its ids, steps,
+ * commit_failures and shrink_only are the answer's. FTC_ESTALE (the answer
+ * is for another roster), FTC_EINVAL (malformed, another member count, a
+ * rank out of range or order), FTC_ENOMEM; q is unchanged on any error. */
+int ftc__lhj_compact_apply(const json_t *obj, int64_t roster, ftc__quorum *q);
 
 /* Applies the options present in obj (min_replicas, join_timeout_ms,
  * heartbeat_timeout_ms, strict_shrink_only, max_replicas, max_data_bytes;

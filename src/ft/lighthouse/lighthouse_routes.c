@@ -251,7 +251,7 @@ static enum MHD_Result do_quorum(ftc__lighthouse_req *r, const route *rt)
     size_t len;
     const char *text = body(r, &len);
     int rc = ftc__lhj_join_request(text, len, FTC__QUORUM_MAX_DATA_CEIL, &m,
-                                   &timeout);
+                                   &timeout, &r->roster);
     if (rc != 0) {
         return ftc__lighthouse_queue_ftc_error(r, rc);
     }

@@ -117,6 +117,13 @@ long ftc__quorum_find(const ftc__quorum *q, const char *replica_id);
  * in the same order; addresses, steps and the rest do not count. */
 bool ftc__quorum_members_changed(const ftc__quorum_member *a, size_t na,
                                  const ftc__quorum_member *b, size_t nb);
+/* Whether two quorums list the same roster: the same members in the same
+ * order with the same replica_id, addresses, world_size and data. Steps,
+ * commit_failures and shrink_only (what changes every round) and the ids
+ * do not count. A client that holds a quorum's roster needs only the rest
+ * of a later quorum with the same roster (the lighthouse's compact
+ * answers, docs/protocol.md). */
+bool ftc__quorum_same_roster(const ftc__quorum *a, const ftc__quorum *b);
 
 typedef struct ftc__quorum_participant {
     ftc__quorum_member member; /* owned */

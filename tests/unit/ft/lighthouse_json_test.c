@@ -8,6 +8,7 @@
 
 #include "base/base_int.h"
 #include "ft/lighthouse/lighthouse_json.h"
+#include "quorum_kit.h"
 #include "testkit.h"
 
 static ftc__quorum_member sample_member(const char *id, int64_t step,
@@ -135,7 +136,8 @@ static void expect_bad_join(const char *body, size_t len, uint32_t max_data,
     ftc__quorum_member m;
     memset(&m, 0x5a, sizeof(m));
     int64_t timeout = 12345;
-    int rc = ftc__lhj_join_request(body, len, max_data, &m, &timeout);
+    int64_t roster;
+    int rc = ftc__lhj_join_request(body, len, max_data, &m, &timeout, &roster);
     if (rc != code || strstr(ftc_last_error(), message) == NULL) {
         fail_msg("%.80s: got %s \"%s\", expected %s with \"%s\"", body,
                  ftc_err_name(rc), ftc_last_error(), ftc_err_name(code),
@@ -225,10 +227,11 @@ static void join_request_limits(void **state)
     snprintf(body, sizeof(body),
              "{\"member\": {\"replica_id\": \"%s\"}, \"future\": [1]}", id);
     ftc__quorum_member m;
-    int64_t timeout;
-    TK_OK(ftc__lhj_join_request(body, strlen(body), 16, &m, &timeout));
+    int64_t timeout, roster;
+    TK_OK(ftc__lhj_join_request(body, strlen(body), 16, &m, &timeout, &roster));
     assert_int_equal(strlen(m.replica_id), 255);
     assert_int_equal(timeout, -1); /* absent */
+    assert_int_equal(roster, -1);  /* absent: an older client */
     assert_int_equal(m.step, 0);
     free(id);
     /* A long address is refused too. */
@@ -263,8 +266,9 @@ static void join_request_nesting(void **state)
     memset(body + n + 100, ']', 100);
     snprintf(body + n + 200, cap - n - 200, "}}");
     ftc__quorum_member m;
-    int64_t timeout;
-    TK_OK(ftc__lhj_join_request(body, strlen(body), 1u << 20, &m, &timeout));
+    int64_t timeout, roster;
+    TK_OK(ftc__lhj_join_request(body, strlen(body), 1u << 20, &m, &timeout,
+                                &roster));
     assert_int_equal(m.data_len, 200);
     ftc__quorum_member_fini(&m);
     free(body);
@@ -459,6 +463,79 @@ static void quorum_rejects_malformed(void **state)
     }
 }
 
+/* A compact answer that does not fit the roster held, or is malformed,
+ * is refused and leaves the roster exactly as it was. */
+static void compact_rejects_malformed(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int code;
+    } bad[] = {
+        {"{\"roster\": 9, \"n\": 2, \"step\": 1, \"others\": []}", FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 8, \"n\": 2, \"step\": 1, "
+          "\"others\": []}"),
+         FTC_ESTALE},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 3, \"step\": 1, "
+          "\"others\": []}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": -1, "
+          "\"others\": []}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": {}}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [{\"rank\": 2, \"step\": 0}]}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [{\"rank\": 1, \"step\": 0}, "
+          "{\"rank\": 0, \"step\": 0}]}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [{\"rank\": 0, \"step\": 0}, "
+          "{\"rank\": 0, \"step\": 0}]}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [{\"rank\": 0}]}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [{\"rank\": 0, \"step\": 0, "
+          "\"shrink_only\": 1}]}"),
+         FTC_EINVAL},
+        {("{\"quorum_id\": 1, \"roster\": 9, \"n\": 2, \"step\": 1, "
+          "\"others\": [7]}"),
+         FTC_EINVAL},
+    };
+    ftc__quorum held;
+    static const char *const ids[] = {"a", "b"};
+    static const int64_t steps[] = {4, 5};
+    qf_quorum(&held, 3, ids, steps, 2);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *j;
+        TK_OK(ftc__lhj_parse_object(bad[i].text, strlen(bad[i].text), &j));
+        TK_EXPECT(ftc__lhj_compact_apply(j, 9, &held), bad[i].code);
+        json_decref(j);
+        assert_int_equal(held.quorum_id, 3);
+        assert_int_equal(held.members[0].step, 4);
+        assert_int_equal(held.members[1].step, 5);
+    }
+    /* The good one: b is at the step, a is one behind and failed once. */
+    const char *good = "{\"quorum_id\": 4, \"roster\": 9, \"n\": 2, "
+                       "\"step\": 6, \"others\": [{\"rank\": 0, "
+                       "\"step\": 5, \"commit_failures\": 1}]}";
+    json_t *j;
+    TK_OK(ftc__lhj_parse_object(good, strlen(good), &j));
+    TK_OK(ftc__lhj_compact_apply(j, 9, &held));
+    json_decref(j);
+    assert_int_equal(held.quorum_id, 4);
+    assert_int_equal(held.members[0].step, 5);
+    assert_int_equal(held.members[0].commit_failures, 1);
+    assert_int_equal(held.members[1].step, 6);
+    assert_int_equal(held.members[1].commit_failures, 0);
+    ftc__quorum_fini(&held);
+}
+
 /* Each allocation of the decoder failing in turn: FTC_ENOMEM or success,
  * nothing leaked (ASan), never a half-filled output. */
 static void allocation_failures(void **state)
@@ -501,6 +578,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(job_options),
         cmocka_unit_test(spec_options),
         cmocka_unit_test(quorum_rejects_malformed),
+        cmocka_unit_test(compact_rejects_malformed),
         cmocka_unit_test(allocation_failures),
     };
     return tk_main(argc, argv, NULL, 0, tests);

@@ -543,6 +543,7 @@ static void random_scenarios_hold_every_property(void **state)
                 check_results(&s1.prev, g, false);
             }
             check_results_order_free(&s1.prev);
+            qf_check_compact(&s1.prev);
             bool zero = true;
             for (size_t i = 0; i < s1.prev.n; i++) {
                 zero = zero && s1.prev.members[i].step == 0;

@@ -11,6 +11,8 @@ static ftc__quorum_result results(const ftc__quorum *q, const char *id,
 {
     ftc__quorum_result r;
     TK_OK(ftc__quorum_results(q, id, group_rank, init_sync, &r));
+    /* Every case again through the lighthouse's compact answer. */
+    qf_check_compact(q);
     return r;
 }
 
