@@ -133,6 +133,7 @@ typedef struct ftc__lighthouse_job {
     /* lost[i]: member i of s.prev was reported lost (one event each). */
     bool *lost;
     size_t lost_n;
+    int64_t lapse_due_ms; /* no member of s.prev can lapse before this */
     ftc__lighthouse_change changes[FTC__LH_CHANGES];
     uint64_t n_changes;
     /* Metrics. Indexes: ftc__quorum_id_change, ftc_lighthouse_lost_cause. */

@@ -444,6 +444,7 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
     ftc__free(job->lost);
     job->lost = ftc__calloc(q->n, sizeof(*job->lost));
     job->lost_n = job->lost != NULL ? q->n : 0;
+    job->lapse_due_ms = INT64_MIN;
     if (t->change != FTC__QUORUM_ID_KEPT) {
         job->changes_total[t->change]++;
         job->changes[job->n_changes % FTC__LH_CHANGES] =
@@ -476,16 +477,29 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
     ftc__lighthouse_blob_unref(compact);
 }
 
-/* Members of the current quorum whose heartbeat expired are lost. */
+/* Members of the current quorum whose heartbeat expired are lost. Skipped
+ * until the earliest expiry found by the last pass: heartbeats only push
+ * expiries later, and what else ends one (a new quorum, a changed timeout)
+ * resets lapse_due_ms. A pass per join made a round O(n^2 log n). */
 static void check_lapses(ftc__lighthouse_job *job, int64_t now)
 {
+    if (now < job->lapse_due_ms) {
+        return;
+    }
+    int64_t due = INT64_MAX;
     for (size_t i = 0; job->s.has_prev && i < job->lost_n; i++) {
         const char *id = job->s.prev.members[i].replica_id;
-        if (!job->lost[i] &&
-            !ftc__quorum_is_healthy(&job->s, &job->o, id, now)) {
+        if (job->lost[i]) {
+            continue;
+        }
+        int64_t until = ftc__quorum_healthy_until(&job->s, &job->o, id);
+        if (now >= until) {
             report_lost(job, id, FTC_LIGHTHOUSE_LOST_HEARTBEAT);
+        } else if (until < due) {
+            due = until;
         }
     }
+    job->lapse_due_ms = due;
 }
 
 /* Runs the core's tick until no further quorum forms (participants left
@@ -667,6 +681,7 @@ int ftc__lighthouse_job_configure(ftc__lighthouse_job *job, const json_t *obj,
         return rc;
     }
     job->reps.max = job->o.max_replicas; /* applied as groups come */
+    job->lapse_due_ms = INT64_MIN; /* the heartbeat timeout may be shorter */
     job->active_ms = now;
     tick(job, now, rs);
     return 0;

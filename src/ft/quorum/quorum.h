@@ -198,6 +198,13 @@ bool ftc__quorum_is_healthy(const ftc__quorum_state *s,
                             const ftc__quorum_opts *o, const char *replica_id,
                             int64_t now_ms);
 
+/* When replica_id stops being healthy without a new heartbeat: its last
+ * heartbeat + o->heartbeat_timeout_ms (saturated); INT64_MIN if it has
+ * none. ftc__quorum_is_healthy(now) is now < this. */
+int64_t ftc__quorum_healthy_until(const ftc__quorum_state *s,
+                                  const ftc__quorum_opts *o,
+                                  const char *replica_id);
+
 /* Drops heartbeats with now - last >= older_than_ms; returns how many. With
  * older_than_ms >= o->heartbeat_timeout_ms no decision changes. */
 size_t ftc__quorum_prune_heartbeats(ftc__quorum_state *s, int64_t now_ms,

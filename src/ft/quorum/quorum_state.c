@@ -293,3 +293,16 @@ bool ftc__quorum_is_healthy(const ftc__quorum_state *s,
            ftc__quorum_elapsed_ms(now_ms, s->heartbeats[i].last_ms) <
                o->heartbeat_timeout_ms;
 }
+
+int64_t ftc__quorum_healthy_until(const ftc__quorum_state *s,
+                                  const ftc__quorum_opts *o,
+                                  const char *replica_id)
+{
+    size_t i;
+    if (!find_in(s->heartbeats, s->n_heartbeats, sizeof(*s->heartbeats),
+                 replica_id, &i)) {
+        return INT64_MIN;
+    }
+    return ftc__quorum_add_ms(s->heartbeats[i].last_ms,
+                              o->heartbeat_timeout_ms);
+}

@@ -48,8 +48,10 @@ typedef struct bench_ft_job {
     char (*store_addr)[64];
 } bench_ft_job;
 
-/* min_replicas 0: the lighthouse's default. 0 or 1 (message on stderr). */
-int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas);
+/* min_replicas and heartbeat_timeout_ms 0: the lighthouse's defaults. 0
+ * or 1 (message on stderr). */
+int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas,
+                       int64_t heartbeat_timeout_ms);
 void bench_ft_job_stop(bench_ft_job *j);
 
 /* Summary of n samples (sorted in place). */

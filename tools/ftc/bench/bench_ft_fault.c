@@ -294,7 +294,7 @@ static int fault_on(const bench_ft_opts *o, const char *backend)
     r.o = o;
     r.backend = backend;
     r.n = o->fault_groups < 64 ? o->fault_groups : 64;
-    if (bench_ft_job_start(&r.j, r.n, 0) != 0) {
+    if (bench_ft_job_start(&r.j, r.n, 0, 0) != 0) {
         return 1;
     }
     r.p = ftc__calloc((size_t)r.n, sizeof(*r.p));

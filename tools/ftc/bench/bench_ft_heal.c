@@ -264,7 +264,7 @@ typedef struct heal_result {
 static int heal_once(size_t mib, int sources, heal_result *out)
 {
     bench_ft_job j;
-    if (bench_ft_job_start(&j, sources + 1, (uint64_t)sources) != 0) {
+    if (bench_ft_job_start(&j, sources + 1, (uint64_t)sources, 0) != 0) {
         return 1;
     }
     size_t floats = (mib << 20) / sizeof(float);

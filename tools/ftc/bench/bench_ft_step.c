@@ -141,7 +141,7 @@ static void report(const bench_ft_opts *o, int groups, int k,
 int bench_ft_step(const bench_ft_opts *o, int groups)
 {
     bench_ft_job j;
-    if (bench_ft_job_start(&j, groups, 0) != 0) {
+    if (bench_ft_job_start(&j, groups, 0, 0) != 0) {
         return 1;
     }
     bench_ft_samples quorum[2], step_ms[2];

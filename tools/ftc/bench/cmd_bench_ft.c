@@ -23,7 +23,8 @@ int64_t bench_ft_now_ns(void)
 
 /* ------------------------------------------------------------------ job */
 
-int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas)
+int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas,
+                       int64_t heartbeat_timeout_ms)
 {
     memset(j, 0, sizeof(*j));
     ftc_lighthouse_opts lo;
@@ -34,6 +35,9 @@ int bench_ft_job_start(bench_ft_job *j, int stores, uint64_t min_replicas)
     lo.max_connections_per_ip = 8192;
     if (min_replicas > 0) {
         lo.min_replicas = min_replicas;
+    }
+    if (heartbeat_timeout_ms > 0) {
+        lo.heartbeat_timeout_ms = heartbeat_timeout_ms;
     }
     j->stores = ftc__calloc((size_t)stores, sizeof(*j->stores));
     j->store_addr = ftc__calloc((size_t)stores, sizeof(*j->store_addr));
