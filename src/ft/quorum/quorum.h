@@ -135,6 +135,23 @@ typedef struct ftc__quorum_heartbeat_record {
     int64_t last_ms;
 } ftc__quorum_heartbeat_record;
 
+/* What the last decision that formed nothing counted, kept up to date by
+ * joins, so that a join which cannot complete a quorum (most joins of a
+ * round: the last one completes it) need not recount every participant
+ * and heartbeat (ftc__quorum_cannot_form). Anything else that could change
+ * a count (a replica becoming healthy, leave, forget, a formed quorum)
+ * drops it; time is bounded by until_ms. */
+typedef struct ftc__quorum_hint {
+    bool valid;
+    bool has_prev;
+    size_t healthy_replicas, healthy_participants;
+    size_t missing; /* members of prev that are not healthy participants */
+    int64_t first_joined; /* earliest join of a healthy participant */
+    /* Not after the decision's next_ms: until then only inputs change it. */
+    int64_t until_ms;
+    ftc__quorum_opts opts; /* the rules it was counted under */
+} ftc__quorum_hint;
+
 /* One job's lighthouse state. Both tables are kept sorted by replica_id, so
  * every answer is independent of the order in which replicas arrived. The
  * fields are readable by the shell (status pages); change them only through
@@ -148,6 +165,7 @@ typedef struct ftc__quorum_state {
     ftc__quorum prev; /* the last quorum formed (torchft prev_quorum) */
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
+    ftc__quorum_hint hint;
 } ftc__quorum_state;
 
 /* An empty state whose quorum ids are (epoch << 32) | counter. epoch 0
@@ -231,6 +249,10 @@ typedef struct ftc__quorum_decision {
      * heartbeating][shrink_only=b]". */
     size_t healthy_participants, participants, healthy_replicas;
     bool shrink_only;
+    /* Members of the previous quorum that are not healthy participants
+     * (0: a fast quorum), and the earliest healthy participant's join. */
+    size_t missing_previous;
+    int64_t first_joined;
     /* The first time at which this answer can change without new input (a
      * heartbeat expiring, the join timeout passing); INT64_MAX if never. A
      * shell can sleep until then instead of ticking every 100 ms. */
@@ -244,6 +266,14 @@ typedef struct ftc__quorum_decision {
 int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
                         const ftc__quorum_opts *o, ftc__quorum_decision *out);
 void ftc__quorum_decision_fini(ftc__quorum_decision *d);
+
+/* True only if ftc__quorum_tick at now_ms would form no quorum, decided
+ * in O(1) from s->hint; false when it would form one or the hint cannot
+ * tell (then tick). A shell that skips the tick on true must still wake
+ * by s->hint.until_ms, which is never later than the skipped decision's
+ * next_ms. */
+bool ftc__quorum_cannot_form(const ftc__quorum_state *s,
+                             const ftc__quorum_opts *o, int64_t now_ms);
 
 /* Why the id of a formed quorum is what it is (torchft _quorum_tick). */
 typedef enum ftc__quorum_id_change {

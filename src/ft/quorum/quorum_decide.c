@@ -46,23 +46,22 @@ static void find_healthy(const ftc__quorum_state *s, const ftc__quorum_opts *o,
     }
 }
 
-/* torchft's fast quorum: every member of the previous quorum is a healthy
- * participant again. Both lists are sorted by replica_id. */
-static bool is_fast(const ftc__quorum_state *s, const uint32_t *idx, size_t n)
+/* The members of the previous quorum that are not healthy participants
+ * (torchft's fast quorum: none). Both lists are sorted by replica_id. */
+static size_t count_missing(const ftc__quorum_state *s, const uint32_t *idx,
+                            size_t n)
 {
-    size_t j = 0;
+    size_t j = 0, missing = 0;
     for (size_t i = 0; i < s->prev.n; i++) {
         const char *id = s->prev.members[i].replica_id;
         while (j < n &&
                strcmp(s->participants[idx[j]].member.replica_id, id) < 0) {
             j++;
         }
-        if (j == n ||
-            strcmp(s->participants[idx[j]].member.replica_id, id) != 0) {
-            return false;
-        }
+        missing += j == n ||
+                   strcmp(s->participants[idx[j]].member.replica_id, id) != 0;
     }
-    return true;
+    return missing;
 }
 
 /* shrink_only: only members of the previous quorum may stay. */
@@ -139,7 +138,8 @@ static void decide(int64_t now, const ftc__quorum_state *s,
     size_t hr = d->healthy_replicas;
     bool fast = false;
     if (s->has_prev) {
-        fast = is_fast(s, d->member_idx, hp);
+        d->missing_previous = count_missing(s, d->member_idx, hp);
+        fast = d->missing_previous == 0;
         if (d->shrink_only) {
             d->n_members = keep_previous_members(s, d->member_idx, hp);
         }
@@ -190,10 +190,9 @@ int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
                                s->n_participants);
         }
     }
-    int64_t first_joined;
-    find_healthy(s, o, now_ms, out->member_idx, out, &first_joined);
+    find_healthy(s, o, now_ms, out->member_idx, out, &out->first_joined);
     out->n_members = out->healthy_participants;
-    decide(now_ms, s, o, out, first_joined);
+    decide(now_ms, s, o, out, out->first_joined);
     if (!out->met) {
         ftc__free(out->member_idx);
         out->member_idx = NULL;
@@ -260,6 +259,52 @@ static void take_members(ftc__quorum_state *s, const ftc__quorum_decision *d,
     s->n_participants = kept;
 }
 
+/* The hint of a decision that formed nothing; shrink_only (which picks
+ * members rather than counting them) and a formed quorum leave none. */
+static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     const ftc__quorum_decision *d)
+{
+    s->hint = (ftc__quorum_hint){
+        .valid = !d->met && !d->shrink_only,
+        .has_prev = s->has_prev,
+        .healthy_replicas = d->healthy_replicas,
+        .healthy_participants = d->healthy_participants,
+        .missing = d->missing_previous,
+        .first_joined = d->first_joined,
+        .until_ms = d->next_ms,
+        .opts = *o,
+    };
+}
+
+static bool same_rules(const ftc__quorum_opts *a, const ftc__quorum_opts *b)
+{
+    return a->min_replicas == b->min_replicas &&
+           a->join_timeout_ms == b->join_timeout_ms &&
+           a->heartbeat_timeout_ms == b->heartbeat_timeout_ms &&
+           a->strict_shrink_only == b->strict_shrink_only;
+}
+
+/* decide() on the hint's counts, for the verdicts that form nothing. */
+bool ftc__quorum_cannot_form(const ftc__quorum_state *s,
+                             const ftc__quorum_opts *o, int64_t now_ms)
+{
+    const ftc__quorum_hint *h = &s->hint;
+    if (!h->valid || now_ms >= h->until_ms || !same_rules(&h->opts, o)) {
+        return false;
+    }
+    size_t hp = h->healthy_participants;
+    size_t hr = h->healthy_replicas;
+    bool fast = h->has_prev && h->missing == 0;
+    if (fast && hp >= o->min_replicas) {
+        return false;
+    }
+    if (hp < o->min_replicas || hp <= hr / 2) {
+        return true;
+    }
+    return hp != hr &&
+           ftc__quorum_elapsed_ms(now_ms, h->first_joined) < o->join_timeout_ms;
+}
+
 int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      int64_t now_ms, int64_t wall_ms,
                      ftc__quorum_tick_result *out)
@@ -273,6 +318,7 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     out->verdict = d.verdict;
     out->next_ms = d.next_ms;
     memcpy(out->reason, d.reason, sizeof(out->reason));
+    remember(s, o, &d);
     if (!d.met) {
         ftc__quorum_decision_fini(&d);
         return 0;

@@ -110,6 +110,9 @@ size_t ftc__quorum_prune_heartbeats(ftc__quorum_state *s, int64_t now_ms,
     }
     size_t dropped = s->n_heartbeats - kept;
     s->n_heartbeats = kept;
+    if (dropped > 0) {
+        s->hint.valid = false;
+    }
     return dropped;
 }
 
@@ -125,9 +128,15 @@ int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
         ftc__quorum_lower_bound(s->heartbeats, s->n_heartbeats,
                                 sizeof(*s->heartbeats), replica_id, &found);
     if (found) {
+        /* A replica that was healthy stays one: no count moves. */
+        if (ftc__quorum_elapsed_ms(now_ms, s->heartbeats[i].last_ms) >=
+            o->heartbeat_timeout_ms) {
+            s->hint.valid = false;
+        }
         s->heartbeats[i].last_ms = now_ms;
         return 0;
     }
+    s->hint.valid = false;
     if (s->n_heartbeats >= o->max_replicas) {
         /* Expired entries decide nothing, so dropping them is invisible;
          * the table is at capacity, so no allocation follows. */
@@ -187,6 +196,33 @@ static int check_member(const ftc__quorum_opts *o, const ftc__quorum_member *m)
     return 0;
 }
 
+/* The hint after a join of m (not a participant before unless found): one
+ * more healthy participant, one more healthy replica if it was not one,
+ * one fewer missing member if it was in the previous quorum. A replaced
+ * request or shrink_only drops it. */
+static void count_join(ftc__quorum_state *s, const ftc__quorum_hint *before,
+                       const ftc__quorum_member *m, bool found,
+                       bool was_healthy, int64_t now_ms)
+{
+    ftc__quorum_hint h = *before;
+    if (!h.valid || found || m->shrink_only) {
+        s->hint.valid = false;
+        return;
+    }
+    h.healthy_participants++;
+    h.healthy_replicas += !was_healthy;
+    if (h.has_prev && ftc__quorum_find(&s->prev, m->replica_id) >= 0) {
+        h.missing--;
+    }
+    h.first_joined = now_ms < h.first_joined ? now_ms : h.first_joined;
+    /* Its heartbeat now expires too, and a straggler wait may start. */
+    int64_t expiry = ftc__quorum_add_ms(now_ms, h.opts.heartbeat_timeout_ms);
+    int64_t wait = ftc__quorum_add_ms(h.first_joined, h.opts.join_timeout_ms);
+    h.until_ms = expiry < h.until_ms ? expiry : h.until_ms;
+    h.until_ms = wait < h.until_ms ? wait : h.until_ms;
+    s->hint = h;
+}
+
 int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      const ftc__quorum_member *m, int64_t now_ms)
 {
@@ -202,6 +238,9 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
         return ftc__seterr(FTC_EMSGSIZE, "join of %s: %u participants already",
                            m->replica_id, o->max_replicas);
     }
+    /* The hint as it was, and what the implicit heartbeat will change. */
+    ftc__quorum_hint hint = s->hint;
+    bool was_healthy = ftc__quorum_is_healthy(s, o, m->replica_id, now_ms);
     ftc__quorum_member copy;
     rc = ftc__quorum_member_copy(&copy, m);
     if (rc == 0 && !found) {
@@ -216,8 +255,10 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
     }
     if (rc != 0) {
         ftc__quorum_member_fini(&copy);
+        s->hint = hint;
         return rc;
     }
+    count_join(s, &hint, m, found, was_healthy, now_ms);
     if (found) {
         ftc__quorum_member_fini(&s->participants[i].member);
     } else {
@@ -258,6 +299,7 @@ int ftc__quorum_leave(ftc__quorum_state *s, const char *replica_id)
                            replica_id == NULL ? "(null)" : replica_id);
     }
     remove_participant(s, i);
+    s->hint.valid = false;
     return 0;
 }
 
@@ -272,6 +314,7 @@ int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id)
         return ftc__seterr(FTC_ENOENT, "forget: %s is not known",
                            replica_id == NULL ? "(null)" : replica_id);
     }
+    s->hint.valid = false;
     if (was_participant) {
         remove_participant(s, p);
     }
