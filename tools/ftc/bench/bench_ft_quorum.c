@@ -1,6 +1,7 @@
 /* ftc bench ft, quorum: N replica groups' leaders, simulated by one thread
  * with an event loop (libcurl multi), join quorum after quorum on an
- * embedded lighthouse with default options. Each keeps the roster version
+ * embedded lighthouse with default options but a 30 s heartbeat timeout
+ * (HEARTBEAT_TIMEOUT_MS). Each keeps the roster version
  * it was last sent, as the C client does, so it gets compact answers; it
  * parses every answer and checks it against what it holds. Every group
  * heartbeats every 100 ms as a manager's leader does (a pool of
@@ -32,7 +33,7 @@
 #define WARM_ROUNDS 3  /* rounds with everyone in before measuring */
 #define ALONE_ROUNDS 3 /* rounds the others run while the mover is away */
 #define STALL_MS 60000 /* no answer for this long: the run failed */
-/* The job's heartbeat timeout. The lighthouse's default (5 s) mistakes
+/* The job's heartbeat timeout. The lighthouse's default (500 ms) mistakes
  * the one thread's backlog while it reads a round of full answers (n
  * answers of n members: at 4,096 groups 2.5 GB) for thousands of deaths;
  * on real hosts each leader reads its own answer. */
