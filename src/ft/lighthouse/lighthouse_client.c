@@ -158,7 +158,6 @@ int ftc_lighthouse_client_create(const char *addr,
     c->max_response_bytes = o.max_response_bytes;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->roster.mu, NULL);
-    ftc__quorum_init(&c->roster.q);
     *out = c;
     return 0;
 }
@@ -182,7 +181,9 @@ void ftc_lighthouse_client_destroy(ftc_lighthouse_client *c)
     }
     curl_slist_free_all(c->headers);
     pthread_mutex_destroy(&c->mu);
-    ftc__quorum_fini(&c->roster.q);
+    for (unsigned i = 0; i < FTC__LH_ROSTERS; i++) {
+        ftc__quorum_fini(&c->roster.q[i]);
+    }
     pthread_mutex_destroy(&c->roster.mu);
     ftc__free(c);
     curl_global_cleanup();

@@ -37,12 +37,16 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
  * lighthouse, lighthouse_job.c). */
 bool ftc__lighthouse_job_name_ok(const char *name);
 
-/* The roster a client holds for compact quorum answers: the members of
- * the last full answer and its version (0: none). */
+/* The rosters a client holds for compact quorum answers: the members of
+ * the last two full answers and their versions (0: none). Two, because a
+ * client shared by threads may store a newer roster between one call's
+ * request and its compact answer. */
+#define FTC__LH_ROSTERS 2
 typedef struct ftc__lighthouse_roster {
     pthread_mutex_t mu; /* the fields below */
-    ftc__quorum q;
-    int64_t version;
+    ftc__quorum q[FTC__LH_ROSTERS];
+    int64_t version[FTC__LH_ROSTERS];
+    unsigned newest; /* the slot of the last one stored */
 } ftc__lighthouse_roster;
 
 ftc__lighthouse_roster *ftc__lighthouse_client_roster(ftc_lighthouse_client *c);

@@ -323,25 +323,43 @@ static int from_full(ftc__lighthouse_roster *ro, const json_t *j,
         return rc;
     }
     pthread_mutex_lock(&ro->mu);
-    ftc__quorum_fini(&ro->q);
-    ro->q = q;
-    ro->version = version;
+    unsigned slot = (ro->newest + 1) % FTC__LH_ROSTERS;
+    ftc__quorum_fini(&ro->q[slot]);
+    ro->q[slot] = q;
+    ro->version[slot] = version;
+    ro->newest = slot;
     pthread_mutex_unlock(&ro->mu);
     return 0;
 }
 
-/* A compact answer applied to the roster held. On failure the roster is
- * dropped, so the next join asks for a full answer. */
+/* A compact answer applied to the roster it names. On failure that
+ * roster is dropped, so a later join asks for a full answer. */
 static int from_compact(ftc__lighthouse_roster *ro, const json_t *compact,
                         ftc_lighthouse_quorum *out)
 {
-    pthread_mutex_lock(&ro->mu);
-    int rc = ftc__lhj_compact_apply(compact, ro->version, &ro->q);
-    if (rc == 0) {
-        rc = quorum_from_core(&ro->q, out);
-    }
+    int64_t version = 0;
+    int rc = ftc__lhj_get_int(compact, "roster", true, 1, INT64_MAX, &version);
     if (rc != 0) {
-        ro->version = 0;
+        return rc;
+    }
+    pthread_mutex_lock(&ro->mu);
+    unsigned slot = 0;
+    while (slot < FTC__LH_ROSTERS && ro->version[slot] != version) {
+        slot++;
+    }
+    if (slot == FTC__LH_ROSTERS) {
+        rc = ftc__seterr(FTC_ESTALE,
+                         "compact answer for roster %" PRId64
+                         ", which this client no longer holds",
+                         version);
+    } else {
+        rc = ftc__lhj_compact_apply(compact, version, &ro->q[slot]);
+        if (rc == 0) {
+            rc = quorum_from_core(&ro->q[slot], out);
+        }
+        if (rc != 0) {
+            ro->version[slot] = 0;
+        }
     }
     pthread_mutex_unlock(&ro->mu);
     return rc;
@@ -383,12 +401,12 @@ static int decode_join(ftc_lighthouse_client *c,
     return 0;
 }
 
-/* The roster version to send: the one held, 0 for none. */
+/* The roster version to send: the newest held, 0 for none. */
 static int64_t held_roster(ftc_lighthouse_client *c)
 {
     ftc__lighthouse_roster *ro = ftc__lighthouse_client_roster(c);
     pthread_mutex_lock(&ro->mu);
-    int64_t v = ro->version;
+    int64_t v = ro->version[ro->newest];
     pthread_mutex_unlock(&ro->mu);
     return v;
 }

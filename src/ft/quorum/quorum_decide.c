@@ -276,7 +276,8 @@ static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
     };
 }
 
-static bool same_rules(const ftc__quorum_opts *a, const ftc__quorum_opts *b)
+bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
+                            const ftc__quorum_opts *b)
 {
     return a->min_replicas == b->min_replicas &&
            a->join_timeout_ms == b->join_timeout_ms &&
@@ -289,7 +290,8 @@ bool ftc__quorum_cannot_form(const ftc__quorum_state *s,
                              const ftc__quorum_opts *o, int64_t now_ms)
 {
     const ftc__quorum_hint *h = &s->hint;
-    if (!h->valid || now_ms >= h->until_ms || !same_rules(&h->opts, o)) {
+    if (!h->valid || now_ms >= h->until_ms ||
+        !ftc__quorum_same_rules(&h->opts, o)) {
         return false;
     }
     size_t hp = h->healthy_participants;

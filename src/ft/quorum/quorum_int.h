@@ -21,6 +21,11 @@ int64_t ftc__quorum_add_ms(int64_t a, int64_t b);
 size_t ftc__quorum_lower_bound(const void *base, size_t n, size_t stride,
                                const char *id, bool *found);
 
+/* Whether two option sets decide alike (the hint's rules: min_replicas,
+ * the timeouts, strict_shrink_only). */
+bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
+                            const ftc__quorum_opts *b);
+
 /* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
  * else FTC_EINVAL naming what (the text says "<what> ..."). */
 int ftc__quorum_check_id(const char *id, const char *what);

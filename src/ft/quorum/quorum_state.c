@@ -199,13 +199,15 @@ static int check_member(const ftc__quorum_opts *o, const ftc__quorum_member *m)
 /* The hint after a join of m (not a participant before unless found): one
  * more healthy participant, one more healthy replica if it was not one,
  * one fewer missing member if it was in the previous quorum. A replaced
- * request or shrink_only drops it. */
-static void count_join(ftc__quorum_state *s, const ftc__quorum_hint *before,
+ * request, shrink_only or other rules than it was counted under drop it. */
+static void count_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                       const ftc__quorum_hint *before,
                        const ftc__quorum_member *m, bool found,
                        bool was_healthy, int64_t now_ms)
 {
     ftc__quorum_hint h = *before;
-    if (!h.valid || found || m->shrink_only) {
+    if (!h.valid || found || m->shrink_only ||
+        !ftc__quorum_same_rules(&h.opts, o)) {
         s->hint.valid = false;
         return;
     }
@@ -258,7 +260,7 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
         s->hint = hint;
         return rc;
     }
-    count_join(s, &hint, m, found, was_healthy, now_ms);
+    count_join(s, o, &hint, m, found, was_healthy, now_ms);
     if (found) {
         ftc__quorum_member_fini(&s->participants[i].member);
     } else {

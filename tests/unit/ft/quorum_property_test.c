@@ -634,11 +634,136 @@ static void cannot_form_never_hides_a_quorum(void **state)
     assert_true(shortcuts > iterations() / 20);
 }
 
+/* A state driven as the lighthouse drives it: ticked only after an input
+ * that can change the decision or at its wake-up time, and not at all
+ * when the hint says nothing can form. */
+typedef struct driven {
+    ftc__quorum_state s;
+    int64_t wake_ms;
+} driven;
+
+static void drive_tick(driven *d, const ftc__quorum_opts *o, int64_t now,
+                       bool shortcut)
+{
+    if (shortcut && ftc__quorum_cannot_form(&d->s, o, now)) {
+        d->wake_ms = d->s.hint.until_ms;
+        return;
+    }
+    for (int guard = 0; guard < 2 * POOL + 2; guard++) {
+        ftc__quorum_tick_result t;
+        TK_OK(ftc__quorum_tick(&d->s, o, now, 0, &t));
+        d->wake_ms = t.next_ms;
+        if (!t.met) {
+            return;
+        }
+    }
+    fail_msg("ticks kept forming quorums");
+}
+
+static void expect_same_state(const ftc__quorum_state *a,
+                              const ftc__quorum_state *b)
+{
+    assert_int_equal(a->has_prev, b->has_prev);
+    assert_int_equal(a->n_participants, b->n_participants);
+    assert_int_equal(a->prev.quorum_id, b->prev.quorum_id);
+    assert_int_equal(a->prev.n, b->prev.n);
+    for (size_t i = 0; i < a->prev.n; i++) {
+        assert_string_equal(a->prev.members[i].replica_id,
+                            b->prev.members[i].replica_id);
+    }
+}
+
+/* One input to both states; whether it may change the decision (what
+ * makes the lighthouse tick). Options change too (PUT /v1/jobs/{job}),
+ * and small tables make joins prune heartbeats. */
+static bool same_input(driven *a, driven *b, ftc__quorum_opts *o, int64_t now)
+{
+    char id[8];
+    snprintf(id, sizeof(id), "r%02d", (int)below(POOL));
+    int op = (int)below(20);
+    if (op < 10) {
+        ftc__quorum_member m = qf_member(id, below(3));
+        m.shrink_only = chance(10);
+        m.commit_failures = chance(10);
+        int rc = ftc__quorum_join(&a->s, o, &m, now);
+        TK_EXPECT(ftc__quorum_join(&b->s, o, &m, now), rc);
+        return rc == 0;
+    }
+    if (op < 14) {
+        bool was = ftc__quorum_is_healthy(&b->s, o, id, now);
+        int rc = ftc__quorum_heartbeat(&a->s, o, id, now);
+        TK_EXPECT(ftc__quorum_heartbeat(&b->s, o, id, now), rc);
+        return rc == 0 && !was;
+    }
+    if (op < 16) {
+        int rc = ftc__quorum_leave(&a->s, id);
+        TK_EXPECT(ftc__quorum_leave(&b->s, id), rc);
+        return rc == 0;
+    }
+    if (op < 18) {
+        int rc = ftc__quorum_forget(&a->s, id);
+        TK_EXPECT(ftc__quorum_forget(&b->s, id), rc);
+        return rc == 0;
+    }
+    if (op == 18) {
+        int field = (int)below(4);
+        if (field == 0) {
+            o->min_replicas = (uint64_t)below(4) + 1;
+        } else if (field == 1) {
+            o->join_timeout_ms = below(200);
+        } else if (field == 2) {
+            o->heartbeat_timeout_ms = 1 + below(300);
+        } else {
+            o->strict_shrink_only = !o->strict_shrink_only;
+        }
+        return true;
+    }
+    return false; /* only time passes */
+}
+
+/* The lighthouse's shortcut forms exactly the quorums that ticking after
+ * every input forms, in the same order, with the same ids. */
+static void shortcut_forms_the_same_quorums(void **state)
+{
+    (void)state;
+    rng = 20261207;
+    long skipped = 0;
+    for (long it = 0; it < iterations() / 20; it++) {
+        ftc__quorum_opts o =
+            qf_opts((uint64_t)below(4) + 1, below(200), 1 + below(300));
+        o.strict_shrink_only = chance(50);
+        o.max_replicas = 3 + (uint32_t)below(10);
+        driven a = {.wake_ms = INT64_MAX}, b = {.wake_ms = INT64_MAX};
+        TK_OK(ftc__quorum_state_init(&a.s, 0));
+        TK_OK(ftc__quorum_state_init(&b.s, 0));
+        int64_t now = QF_NOW;
+        for (int k = 0; k < 150; k++) {
+            now += below(60);
+            drive_tick(&a, &o, now, false);
+            if (now >= b.wake_ms) {
+                drive_tick(&b, &o, now, true);
+            }
+            expect_same_state(&a.s, &b.s);
+            bool may_change = same_input(&a, &b, &o, now);
+            drive_tick(&a, &o, now, false);
+            if (may_change) {
+                skipped += ftc__quorum_cannot_form(&b.s, &o, now);
+                drive_tick(&b, &o, now, true);
+            }
+            expect_same_state(&a.s, &b.s);
+        }
+        ftc__quorum_state_fini(&a.s);
+        ftc__quorum_state_fini(&b.s);
+    }
+    assert_true(skipped > iterations() / 20);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_scenarios_hold_every_property),
         cmocka_unit_test(cannot_form_never_hides_a_quorum),
+        cmocka_unit_test(shortcut_forms_the_same_quorums),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -5,7 +5,8 @@
  * it was last sent, as the C client does, so it gets compact answers; it
  * parses every answer and checks it against what it holds. Every group
  * heartbeats every 100 ms as a manager's leader does (a pool of
- * connections sends them, spread over the interval). One thread rather
+ * connections sized to that rate sends them, spread over the interval;
+ * the interval reached is reported). One thread rather
  * than a thread per group, so that 1,024 or 4,096 groups measure the
  * lighthouse and not the scheduler.
  *
@@ -29,7 +30,6 @@
 
 #define HEARTBEAT_MS 100
 #define TICK_MS 10
-#define HB_POOL 64
 #define WARM_ROUNDS 3  /* rounds with everyone in before measuring */
 #define ALONE_ROUNDS 3 /* rounds the others run while the mover is away */
 #define STALL_MS 60000 /* no answer for this long: the run failed */
@@ -71,8 +71,10 @@ struct sim {
     struct curl_slist *headers;
     char base[96];
     group *gs;
-    call hb[HB_POOL];
-    int hb_next; /* the next group to beat */
+    call *hb; /* the heartbeat pool */
+    int n_hb;
+    int64_t beats_sent, window_ns; /* over the fast rounds */
+    int hb_next;                   /* the next group to beat */
     call bye;
     bool bye_due; /* the mover left; its goodbye waits for its heartbeat */
     int epfd;
@@ -252,7 +254,7 @@ static void cpu_now(struct timespec *proc, struct timespec *self)
  * arrived after the goodbye would make the lighthouse wait for it. */
 static int say_goodbye(sim *s)
 {
-    for (int k = 0; k < HB_POOL; k++) {
+    for (int k = 0; k < s->n_hb; k++) {
         if (s->hb[k].busy && s->hb[k].beats == s->n - 1) {
             return 0;
         }
@@ -261,9 +263,6 @@ static int say_goodbye(sim *s)
         return 0;
     }
     s->bye_due = false;
-    char id[64];
-    id_of(s, s->n - 1, id, sizeof(id));
-    snprintf(s->bye.body, sizeof(s->bye.body), "{\"replica_id\": \"%s\"}", id);
     return post(s, &s->bye, "goodbye");
 }
 
@@ -276,6 +275,8 @@ static int script(sim *s, group *mover)
             s->measuring = true;
             s->fast_left = s->o->steps;
             cpu_now(&s->cpu_proc0, &s->cpu_self0);
+            s->beats_sent = 0;
+            s->window_ns = bench_ft_now_ns();
         }
         return 0;
     }
@@ -285,6 +286,7 @@ static int script(sim *s, group *mover)
         s->sim_cpu_s = seconds(t) - seconds(s->cpu_self0);
         s->lh_cpu_s = seconds(p) - seconds(s->cpu_proc0) - s->sim_cpu_s;
         s->cpu_rounds = s->o->steps;
+        s->window_ns = bench_ft_now_ns() - s->window_ns;
     }
     if (s->fast_left > 0 || s->back_rounds-- > 1) {
         return 0;
@@ -296,6 +298,11 @@ static int script(sim *s, group *mover)
     s->changes_left--;
     mover->away = true;
     s->away_until = s->gs[0].rounds + ALONE_ROUNDS;
+    /* Named now: the goodbye may wait, and must not name the next
+     * incarnation. */
+    char id[64];
+    id_of(s, s->n - 1, id, sizeof(id));
+    snprintf(s->bye.body, sizeof(s->bye.body), "{\"replica_id\": \"%s\"}", id);
     s->bye_due = true;
     return say_goodbye(s);
 }
@@ -332,8 +339,8 @@ static int on_join(sim *s, int g, long status)
     if (rc == 0 && g == s->n - 1) {
         rc = script(s, gr);
     }
-    if (rc == 0 && g == 0 && s->gs[s->n - 1].away &&
-        gr->rounds >= s->away_until) {
+    if (rc == 0 && g == 0 && s->gs[s->n - 1].away && !s->bye_due &&
+        !s->bye.busy && gr->rounds >= s->away_until) {
         /* The mover comes back as a new incarnation holding nothing. */
         group *m = &s->gs[s->n - 1];
         m->away = false;
@@ -352,7 +359,7 @@ static int on_join(sim *s, int g, long status)
  * allow. */
 static int beat(sim *s, int due)
 {
-    for (int k = 0; k < HB_POOL && due > 0; k++) {
+    for (int k = 0; k < s->n_hb && due > 0; k++) {
         call *c = &s->hb[k];
         if (c->busy) {
             continue;
@@ -367,6 +374,7 @@ static int beat(sim *s, int due)
         id_of(s, g, id, sizeof(id));
         snprintf(c->body, sizeof(c->body), "{\"replica_id\": \"%s\"}", id);
         c->beats = g;
+        s->beats_sent++;
         int rc = post(s, c, "heartbeat");
         if (rc != 0) {
             return rc;
@@ -379,17 +387,20 @@ static int beat(sim *s, int due)
 
 static int finished(sim *s, CURLMsg *msg)
 {
+    /* msg is not valid once its handle is removed. */
+    CURL *easy = msg->easy_handle;
+    CURLcode result = msg->data.result;
     call *c = NULL;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-    curl_multi_remove_handle(s->multi, msg->easy_handle);
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&c);
+    long status = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_multi_remove_handle(s->multi, easy);
     c->busy = false;
-    if (msg->data.result != CURLE_OK) {
+    if (result != CURLE_OK) {
         return ftc__seterr(FTC_EPEER, "%s: %s",
                            c->group >= 0 ? "join" : "heartbeat",
-                           curl_easy_strerror(msg->data.result));
+                           curl_easy_strerror(result));
     }
-    long status = 0;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
     if (c->group >= 0) {
         return on_join(s, c->group, status);
     }
@@ -538,6 +549,10 @@ static void report(const bench_ft_opts *o, const sim *s, const char *kind,
     bool fast = strcmp(kind, "fast") == 0;
     double lh = fast ? s->lh_cpu_s * 1e3 / (double)s->cpu_rounds : 0;
     double cl = fast ? s->sim_cpu_s * 1e3 / (double)s->cpu_rounds : 0;
+    /* Each group's mean heartbeat interval over the fast rounds. */
+    double hb = s->beats_sent > 0 ? (double)s->window_ns / 1e6 * (double)s->n /
+                                        (double)s->beats_sent
+                                  : 0;
     if (o->json) {
         printf("{\"bench\":\"ft\",\"what\":\"quorum\",\"groups\":%d,"
                "\"kind\":\"%s\",\"samples\":%zu,\"p50_ms\":%.3f,"
@@ -545,20 +560,22 @@ static void report(const bench_ft_opts *o, const sim *s, const char *kind,
                s->n, kind, sm.n, sm.p50, sm.p99);
         if (fast) {
             printf(",\"lighthouse_cpu_ms_per_round\":%.3f,"
-                   "\"clients_cpu_ms_per_round\":%.3f",
-                   lh, cl);
+                   "\"clients_cpu_ms_per_round\":%.3f,"
+                   "\"heartbeat_interval_ms\":%.1f",
+                   lh, cl, hb);
         }
         printf("}\n");
     } else {
         if (!header) {
-            printf("%-7s %6s %-7s %7s %9s %9s %9s %9s\n", "quorum", "groups",
-                   "kind", "samples", "p50_ms", "p99_ms", "lh_cpu", "cl_cpu");
+            printf("%-7s %6s %-7s %7s %9s %9s %9s %9s %7s\n", "quorum",
+                   "groups", "kind", "samples", "p50_ms", "p99_ms", "lh_cpu",
+                   "cl_cpu", "hb_ms");
             header = true;
         }
         printf("%-7s %6d %-7s %7zu %9.3f %9.3f", "quorum", s->n, kind, sm.n,
                sm.p50, sm.p99);
         if (fast) {
-            printf(" %9.3f %9.3f", lh, cl);
+            printf(" %9.3f %9.3f %7.1f", lh, cl, hb);
         }
         printf("\n");
     }
@@ -583,7 +600,12 @@ int bench_ft_quorum(const bench_ft_opts *o, int groups)
         s.gs[g].join = (call){.s = &s, .group = g};
         ftc__buf_init(&s.gs[g].join.answer, 64u << 20);
     }
-    for (int k = 0; k < HB_POOL; k++) {
+    /* Twice the beats due per tick: a connection whose answer has not
+     * come back by the next tick cannot send then. */
+    s.n_hb = 2 * ((groups * TICK_MS + HEARTBEAT_MS - 1) / HEARTBEAT_MS);
+    s.hb = ftc__calloc((size_t)s.n_hb, sizeof(*s.hb));
+    rc = rc == 0 && s.hb == NULL ? FTC_ENOMEM : rc;
+    for (int k = 0; s.hb != NULL && k < s.n_hb; k++) {
         s.hb[k] = (call){.s = &s, .group = -1, .beats = -1};
         ftc__buf_init(&s.hb[k].answer, 1u << 20);
     }
@@ -613,9 +635,10 @@ int bench_ft_quorum(const bench_ft_opts *o, int groups)
     for (int g = 0; s.gs != NULL && g < groups; g++) {
         free_call(&s, &s.gs[g].join);
     }
-    for (int k = 0; k < HB_POOL; k++) {
+    for (int k = 0; s.hb != NULL && k < s.n_hb; k++) {
         free_call(&s, &s.hb[k]);
     }
+    ftc__free(s.hb);
     free_call(&s, &s.bye);
     ftc__free(s.gs);
     curl_slist_free_all(s.headers);
