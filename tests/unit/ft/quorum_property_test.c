@@ -599,6 +599,16 @@ static void random_input(ftc__quorum_state *s, const ftc__quorum_opts *o,
     }
 }
 
+/* Random rules: min_replicas 1-4, join timeout 0-199 ms, heartbeat
+ * timeout 1-300 ms, either shrink_only rule. */
+static ftc__quorum_opts random_rules(void)
+{
+    ftc__quorum_opts o =
+        qf_opts((uint64_t)below(4) + 1, below(200), 1 + below(300));
+    o.strict_shrink_only = chance(50);
+    return o;
+}
+
 /* ftc__quorum_cannot_form is only a shortcut: whenever it says no quorum
  * can form, the full decision agrees, and the time it lets a shell sleep
  * to is not past the decision's own. Random inputs over time, every rule
@@ -610,9 +620,7 @@ static void cannot_form_never_hides_a_quorum(void **state)
     rng = 20261206;
     long shortcuts = 0;
     for (long it = 0; it < iterations() / 20; it++) {
-        ftc__quorum_opts o =
-            qf_opts((uint64_t)below(4) + 1, below(200), 50 + below(250));
-        o.strict_shrink_only = chance(50);
+        ftc__quorum_opts o = random_rules();
         ftc__quorum_state s;
         TK_OK(ftc__quorum_state_init(&s, 0));
         int64_t now = QF_NOW;
@@ -729,9 +737,7 @@ static void shortcut_forms_the_same_quorums(void **state)
     rng = 20261207;
     long skipped = 0;
     for (long it = 0; it < iterations() / 20; it++) {
-        ftc__quorum_opts o =
-            qf_opts((uint64_t)below(4) + 1, below(200), 1 + below(300));
-        o.strict_shrink_only = chance(50);
+        ftc__quorum_opts o = random_rules();
         o.max_replicas = 3 + (uint32_t)below(10);
         driven a = {.wake_ms = INT64_MAX}, b = {.wake_ms = INT64_MAX};
         TK_OK(ftc__quorum_state_init(&a.s, 0));
