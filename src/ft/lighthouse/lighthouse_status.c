@@ -108,14 +108,34 @@ static json_t *quorum_status_json(const ftc__quorum *q, int64_t wall)
     return ok ? j : (json_decref(j), NULL);
 }
 
-static bool has_watch(const ftc__lighthouse_job *job, const char *replica_id)
+static int by_id(const void *a, const void *b)
 {
-    for (const ftc__lighthouse_req *r = job->watches; r != NULL; r = r->next) {
-        if (strcmp(r->replica_id, replica_id) == 0) {
-            return true;
-        }
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The replica ids of the waiting watches, sorted, so that a status of n
+ * groups looks each up in O(log n) (a scan per heartbeat was O(n^2), 0.1 s
+ * of the job's lock at 4,096 groups). NULL when there are none; an
+ * allocation failure makes every "watching" false. */
+static const char **watch_ids(const ftc__lighthouse_job *job)
+{
+    const char **ids =
+        job->n_watches > 0 ? ftc__malloc(job->n_watches * sizeof(*ids)) : NULL;
+    size_t n = 0;
+    for (const ftc__lighthouse_req *r = job->watches; ids != NULL && r != NULL;
+         r = r->next) {
+        ids[n++] = r->replica_id;
     }
-    return false;
+    if (ids != NULL) {
+        qsort(ids, n, sizeof(*ids), by_id);
+    }
+    return ids;
+}
+
+static bool has_watch(const char **ids, size_t n, const char *replica_id)
+{
+    return ids != NULL &&
+           bsearch(&replica_id, ids, n, sizeof(*ids), by_id) != NULL;
 }
 
 static json_t *tables_json(ftc__lighthouse_job *job, int64_t now, json_t *j)
@@ -134,6 +154,7 @@ static json_t *tables_json(ftc__lighthouse_job *job, int64_t now, json_t *j)
         }
     }
     json_t *hbs = json_array();
+    const char **watching = watch_ids(job);
     for (size_t i = 0; hbs != NULL && i < job->s.n_heartbeats; i++) {
         const ftc__quorum_heartbeat_record *h = &job->s.heartbeats[i];
         bool healthy =
@@ -142,11 +163,13 @@ static json_t *tables_json(ftc__lighthouse_job *job, int64_t now, json_t *j)
                                    h->replica_id, "age_ms",
                                    (json_int_t)(now - h->last_ms), "healthy",
                                    (int)healthy, "watching",
-                                   (int)has_watch(job, h->replica_id)))) {
+                                   (int)has_watch(watching, job->n_watches,
+                                                  h->replica_id)))) {
             json_decref(hbs);
             hbs = NULL;
         }
     }
+    ftc__free(watching);
     json_t *changes = json_array();
     uint64_t first =
         job->n_changes > FTC__LH_CHANGES ? job->n_changes - FTC__LH_CHANGES : 0;
