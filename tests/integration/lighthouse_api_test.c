@@ -357,6 +357,54 @@ static void superseded_join(void **state)
     stop(&f);
 }
 
+/* Waiting joins with different deadlines, in neither order: each ends at
+ * its own deadline (the lighthouse keeps its long-polls in deadline order
+ * and sleeps until the first). */
+static void joins_end_in_deadline_order(void **state)
+{
+    (void)state;
+    fixture f;
+    ftc_lighthouse_opts o = rules_opts(4, 600000);
+    start(&f, &o);
+    ftc_lighthouse_member a = lt_member("a", 1), b = lt_member("b", 1);
+    ftc_lighthouse_member c = lt_member("c", 1);
+    lt_join late, soon, later;
+    lt_join_start(&late, f.c, &a, tk_ms(30000));
+    TK_WAIT_UNTIL(lt_is_participant(f.addr, "default", "a"), 10000);
+    lt_join_start(&soon, f.c, &b, tk_ms(300));
+    TK_WAIT_UNTIL(lt_is_participant(f.addr, "default", "b") ||
+                      atomic_load(&soon.done),
+                  10000);
+    lt_join_start(&later, f.c, &c, tk_ms(1500));
+    /* The lighthouse answered each (a reason), not the client's clock. */
+    assert_int_equal(lt_join_wait(&soon), FTC_ETIMEDOUT);
+    assert_non_null(strstr(soon.result.reason, "min_replicas"));
+    assert_int_equal(lt_join_wait(&later), FTC_ETIMEDOUT);
+    assert_non_null(strstr(later.result.reason, "min_replicas"));
+    /* b and c left at their deadlines; a still waits for its own. */
+    assert_false(lt_is_participant(f.addr, "default", "b"));
+    assert_true(lt_is_participant(f.addr, "default", "a"));
+    assert_false(atomic_load(&late.done));
+    ftc_lighthouse_join_result_fini(&soon.result);
+    ftc_lighthouse_join_result_fini(&later.result);
+    /* Everyone back: the quorum forms and a's join ends with it. */
+    ftc_lighthouse_member m[3] = {b, c, lt_member("d", 1)};
+    lt_join js[3];
+    join_in_order(&f, f.c, js, m, 2, "default");
+    TK_WAIT_UNTIL(lt_is_participant(f.addr, "default", "c"), 10000);
+    ftc_lighthouse_join_result r;
+    TK_OK(ftc_lighthouse_client_quorum(f.c, &m[2], tk_ms(20000), &r));
+    assert_int_equal(r.quorum.n_members, 4);
+    expect_joined(&late);
+    ftc_lighthouse_join_result_fini(&late.result);
+    for (int i = 0; i < 2; i++) {
+        expect_joined(&js[i]);
+        ftc_lighthouse_join_result_fini(&js[i].result);
+    }
+    ftc_lighthouse_join_result_fini(&r);
+    stop(&f);
+}
+
 typedef struct watcher {
     ftc_lighthouse_client *c;
     const char *replica_id;
@@ -1047,6 +1095,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(limits_on_jobs_and_tables),
         cmocka_unit_test(idle_and_declared_jobs),
         cmocka_unit_test(superseded_join),
+        cmocka_unit_test(joins_end_in_deadline_order),
         cmocka_unit_test(watch_events),
         cmocka_unit_test(watch_behind_the_ring_resets),
         cmocka_unit_test(abort_ends_a_pending_watch),

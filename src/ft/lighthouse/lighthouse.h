@@ -117,7 +117,10 @@ typedef struct ftc__lighthouse_job {
     int64_t active_ms; /* last request */
     int64_t next_ms;   /* when the decision can next change */
     uint32_t epoch;    /* drawn at creation: this job's identity */
-    ftc__lighthouse_req *joins, *watches; /* waiting long-polls */
+    /* Waiting long-polls, each list in deadline order (so the earliest is
+     * the head: the clock's wake-up is O(1), not a scan per poke). */
+    ftc__lighthouse_req *joins, *watches;
+    ftc__lighthouse_req *joins_tail, *watches_tail;
     size_t n_joins, n_watches;
     /* Events: seq k is ring[k % ring_cap]; the last ring_n are kept. */
     json_t **ring;

@@ -138,6 +138,12 @@ static ftc__lighthouse_req **list_of(ftc__lighthouse_job *job,
     return kind == FTC__LH_JOIN ? &job->joins : &job->watches;
 }
 
+static ftc__lighthouse_req **tail_of(ftc__lighthouse_job *job,
+                                     ftc__lighthouse_kind kind)
+{
+    return kind == FTC__LH_JOIN ? &job->joins_tail : &job->watches_tail;
+}
+
 static ftc__lighthouse_req *find_waiting(ftc__lighthouse_job *job,
                                          ftc__lighthouse_kind kind,
                                          const char *replica_id)
@@ -165,13 +171,26 @@ static void link_req(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
     r->kind = kind;
     r->state = FTC__LH_WAITING;
     r->deadline_ms = deadline_ms;
+    /* In deadline order, searched from the tail: requests of one timeout
+     * arrive in deadline order, so this is O(1) but for mixed timeouts. */
     ftc__lighthouse_req **head = list_of(job, kind);
-    r->prev = NULL;
-    r->next = *head;
-    if (*head != NULL) {
-        (*head)->prev = r;
+    ftc__lighthouse_req **tail = tail_of(job, kind);
+    ftc__lighthouse_req *after = *tail;
+    while (after != NULL && after->deadline_ms > deadline_ms) {
+        after = after->prev;
     }
-    *head = r;
+    r->prev = after;
+    r->next = after != NULL ? after->next : *head;
+    if (r->next != NULL) {
+        r->next->prev = r;
+    } else {
+        *tail = r;
+    }
+    if (after != NULL) {
+        after->next = r;
+    } else {
+        *head = r;
+    }
     if (kind == FTC__LH_JOIN) {
         job->n_joins++;
     } else {
@@ -193,6 +212,8 @@ void ftc__lighthouse_job_unlink(ftc__lighthouse_job *job,
     }
     if (r->next != NULL) {
         r->next->prev = r->prev;
+    } else {
+        *tail_of(job, r->kind) = r->prev;
     }
     r->prev = r->next = NULL;
     if (r->kind == FTC__LH_JOIN) {
@@ -704,12 +725,13 @@ ftc__lighthouse_blob *ftc__lighthouse_job_ack(const ftc__lighthouse_job *job)
 
 int64_t ftc__lighthouse_job_wake_ms(const ftc__lighthouse_job *job)
 {
+    /* Both lists are in deadline order: their heads are the earliest. */
     int64_t t = job->next_ms;
-    for (ftc__lighthouse_req *r = job->joins; r != NULL; r = r->next) {
-        t = r->deadline_ms < t ? r->deadline_ms : t;
+    if (job->joins != NULL && job->joins->deadline_ms < t) {
+        t = job->joins->deadline_ms;
     }
-    for (ftc__lighthouse_req *r = job->watches; r != NULL; r = r->next) {
-        t = r->deadline_ms < t ? r->deadline_ms : t;
+    if (job->watches != NULL && job->watches->deadline_ms < t) {
+        t = job->watches->deadline_ms;
     }
     return t;
 }
