@@ -3,7 +3,8 @@
  * one gets the whole quorum with a roster version once, then only what
  * changes from round to round, and the whole quorum again when the roster
  * changes; the C client, which speaks the new shape, hands its caller the
- * same quorum every raw client reconstructs. */
+ * same quorum every raw client reconstructs. A client that asks for the
+ * whole list every round costs one shared body per round. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,23 @@ static int64_t roster_of(const json_t *answer)
     return v;
 }
 
+/* The value of a job counter series of /metrics. */
+static void expect_metric(const char *addr, const char *name, const char *shape,
+                          long want)
+{
+    char *text = NULL;
+    assert_int_equal(lt_http(addr, "GET", "/metrics", NULL, NULL, &text), 200);
+    char series[256];
+    snprintf(series, sizeof(series), "%s{ftc_job=\"default\",shape=\"%s\"} ",
+             name, shape);
+    const char *at = strstr(text, series);
+    if (at == NULL) {
+        fail_msg("no series %s in /metrics", series);
+    }
+    assert_int_equal(strtol(at + strlen(series), NULL, 10), want);
+    free(text);
+}
+
 static void old_and_new_clients(void **state)
 {
     (void)state;
@@ -172,6 +190,15 @@ static void old_and_new_clients(void **state)
     json_decref(r.c_answer);
     ftc_lighthouse_join_result_fini(&r.a);
     ftc__quorum_fini(&held);
+
+    /* b asked for the whole list every round (4 full answers, and 4 more
+     * in rounds 1 and 4), yet each round built one full body: asking in a
+     * loop costs the lighthouse bytes, not work, and the others still got
+     * the compact one. */
+    expect_metric(addr, "ftc_lighthouse_join_answers_total", "full", 8);
+    expect_metric(addr, "ftc_lighthouse_join_answers_total", "compact", 4);
+    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "full", 4);
+    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "compact", 2);
 
     ftc_lighthouse_client_destroy(cli);
     ftc_lighthouse_destroy(lh);

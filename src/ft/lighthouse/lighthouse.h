@@ -92,6 +92,8 @@ typedef struct ftc__lighthouse_resume {
 
 void ftc__lighthouse_resume_all(ftc__lighthouse_resume *rs);
 
+enum { FTC__LH_FULL = 1, FTC__LH_COMPACT = 2 };
+
 /* Join wait histogram bounds, in seconds (Prometheus le). */
 #define FTC__LH_WAIT_BUCKETS 12
 extern const double ftc__lighthouse_wait_bounds[FTC__LH_WAIT_BUCKETS];
@@ -141,6 +143,10 @@ typedef struct ftc__lighthouse_job {
     uint64_t n_changes;
     /* Metrics. Indexes: ftc__quorum_id_change, ftc_lighthouse_lost_cause. */
     uint64_t quorums_total;
+    /* Quorum answers sent and answer bodies built, by shape (index
+     * FTC__LH_FULL, FTC__LH_COMPACT; 0 unused): bodies are built at most
+     * once per shape and quorum, however many members get them. */
+    uint64_t answers_total[4], bodies_total[4];
     uint64_t changes_total[4];
     uint64_t lost_total[4];
     uint64_t wait_buckets[FTC__LH_WAIT_BUCKETS];

@@ -484,11 +484,14 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
     while (r != NULL) {
         ftc__lighthouse_req *next = r->next;
         if (ftc__quorum_find(q, r->replica_id) >= 0) {
-            ftc__lighthouse_blob **b =
-                roster > 0 && r->roster == roster ? &compact : &full;
+            bool small = roster > 0 && r->roster == roster;
+            ftc__lighthouse_blob **b = small ? &compact : &full;
+            int shape = small ? FTC__LH_COMPACT : FTC__LH_FULL;
             if (*b == NULL) {
-                *b = join_answer(job, q, roster, b == &compact, t->reason);
+                *b = join_answer(job, q, roster, small, t->reason);
+                job->bodies_total[shape]++;
             }
+            job->answers_total[shape]++;
             observe_wait(job, now - r->start_ms);
             answer(job, r, 200, ftc__lighthouse_blob_ref(*b), rs);
         }

@@ -12,7 +12,7 @@
 typedef struct job_numbers {
     char name[FTC_LIGHTHOUSE_JOB_MAX];
     uint64_t counter, quorums, members, participants, healthy;
-    uint64_t changes[4], lost[4];
+    uint64_t changes[4], lost[4], answers[4], bodies[4];
     uint64_t buckets[FTC__LH_WAIT_BUCKETS], wait_count;
     double wait_sum;
     uint64_t max_step;
@@ -37,6 +37,8 @@ static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
     }
     memcpy(n->changes, job->changes_total, sizeof(n->changes));
     memcpy(n->lost, job->lost_total, sizeof(n->lost));
+    memcpy(n->answers, job->answers_total, sizeof(n->answers));
+    memcpy(n->bodies, job->bodies_total, sizeof(n->bodies));
     memcpy(n->buckets, job->wait_buckets, sizeof(n->buckets));
     n->wait_count = job->wait_count;
     n->wait_sum = job->wait_sum_s;
@@ -64,10 +66,13 @@ static int family(ftc__buf *b, const char *name, const char *type,
 
 /* One family of per-job numbers at offset in job_numbers: a single value
  * per job, or (with labels) one per cause 1..3 of an array of four. */
+/* A per-job family; with causes, one series per cause (slots 1-3 of a
+ * uint64_t[4], up to the first NULL) under the label named label. */
 typedef struct family_def {
     const char *name, *type, *help;
     size_t offset;
     const char *const *causes;
+    const char *label;
 } family_def;
 
 static int per_job(ftc__buf *b, const job_numbers *v, size_t n,
@@ -79,11 +84,13 @@ static int per_job(ftc__buf *b, const job_numbers *v, size_t n,
         memcpy(x, (const char *)&v[i] + f->offset,
                (f->causes != NULL ? 4 : 1) * sizeof(uint64_t));
         for (int k = f->causes != NULL ? 1 : 0;
-             rc == 0 && k < (f->causes != NULL ? 4 : 1); k++) {
+             rc == 0 && k < (f->causes != NULL ? 4 : 1) &&
+             (f->causes == NULL || f->causes[k] != NULL);
+             k++) {
             if (f->causes != NULL) {
                 rc = ftc__buf_printf(
-                    b, "%s{ftc_job=\"%s\",cause=\"%s\"} %" PRIu64 "\n", f->name,
-                    v[i].name, f->causes[k], x[k]);
+                    b, "%s{ftc_job=\"%s\",%s=\"%s\"} %" PRIu64 "\n", f->name,
+                    v[i].name, f->label, f->causes[k], x[k]);
             } else {
                 rc = ftc__buf_printf(b, "%s{ftc_job=\"%s\"} %" PRIu64 "\n",
                                      f->name, v[i].name, x[0]);
@@ -212,24 +219,34 @@ static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
                                            "commit_failures"};
     static const char *const lost[4] = {"", "disconnect", "heartbeat",
                                         "goodbye"};
+    static const char *const shapes[4] = {"", "full", "compact", NULL};
 #define OFF(f) offsetof(job_numbers, f)
     static const family_def defs[] = {
         {"ftc_lighthouse_quorum_counter", "gauge",
-         "Low half (counter) of the current quorum id.", OFF(counter), NULL},
+         "Low half (counter) of the current quorum id.", OFF(counter), NULL,
+         NULL},
         {"ftc_lighthouse_quorums_total", "counter",
-         "Quorums formed (one per step).", OFF(quorums), NULL},
+         "Quorums formed (one per step).", OFF(quorums), NULL, NULL},
         {"ftc_lighthouse_quorum_changes_total", "counter",
-         "Quorum id changes by cause.", OFF(changes), changes},
+         "Quorum id changes by cause.", OFF(changes), changes, "cause"},
         {"ftc_lighthouse_members", "gauge", "Members of the current quorum.",
-         OFF(members), NULL},
+         OFF(members), NULL, NULL},
         {"ftc_lighthouse_participants", "gauge",
-         "Replicas waiting for the next quorum.", OFF(participants), NULL},
+         "Replicas waiting for the next quorum.", OFF(participants), NULL,
+         NULL},
         {"ftc_lighthouse_healthy_replicas", "gauge",
-         "Replicas with a live heartbeat.", OFF(healthy), NULL},
+         "Replicas with a live heartbeat.", OFF(healthy), NULL, NULL},
         {"ftc_lighthouse_member_lost_total", "counter",
-         "Replicas found dead or gone, by cause.", OFF(lost), lost},
+         "Replicas found dead or gone, by cause.", OFF(lost), lost, "cause"},
         {"ftc_lighthouse_max_step", "gauge",
-         "Highest step in the current quorum.", OFF(max_step), NULL},
+         "Highest step in the current quorum.", OFF(max_step), NULL, NULL},
+        {"ftc_lighthouse_join_answers_total", "counter",
+         "Quorum answers sent, by shape (compact: the round's part only).",
+         OFF(answers), shapes, "shape"},
+        {"ftc_lighthouse_join_bodies_total", "counter",
+         "Quorum answer bodies built, by shape (at most one of each per "
+         "quorum).",
+         OFF(bodies), shapes, "shape"},
     };
 #undef OFF
     int rc = 0;
