@@ -463,31 +463,30 @@ static int drain(sim *s, int64_t *last_answer)
 /* Every group heartbeats once before any joins, so that the first
  * quorum waits for all of them instead of forming with the first few
  * (which would make every early round a change). Then the joins, in a
- * scrambled order (k * an odd number mod n is a permutation for n a power
- * of two, and close to one otherwise): replica ids arriving in sorted
- * order would hide the cost of inserting into the lighthouse's sorted
- * participant table, and each later round keeps the first's order. */
+ * shuffled order (fixed seed): replica ids arriving in sorted order would
+ * hide the cost of inserting into the lighthouse's sorted participant
+ * table, and each later round keeps the first's order. */
 static int greet_then_join(sim *s, bool *joined)
 {
     if (s->beats_done < s->n) {
         return beat(s, s->n);
     }
     *joined = true;
-    bool *sent = ftc__calloc((size_t)s->n, sizeof(*sent));
-    if (sent == NULL) {
+    int *order = ftc__malloc((size_t)s->n * sizeof(*order));
+    if (order == NULL) {
         return ftc__seterr(FTC_ENOMEM, "join order");
     }
-    int rc = 0;
-    for (int k = 0; rc == 0 && k < 2 * s->n; k++) {
-        /* The first pass scrambles; the second sends whoever it missed. */
-        int g = k < s->n ? (int)(((uint64_t)k * 2654435761u) % (uint64_t)s->n)
-                         : k - s->n;
-        if (!sent[g]) {
-            sent[g] = true;
-            rc = join(s, g);
-        }
+    uint64_t seed = 19;
+    for (int k = 0; k < s->n; k++) {
+        int j = (int)(ftc__splitmix64(&seed) % (uint64_t)(k + 1));
+        order[k] = order[j];
+        order[j] = k;
     }
-    ftc__free(sent);
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < s->n; k++) {
+        rc = join(s, order[k]);
+    }
+    ftc__free(order);
     return rc;
 }
 
