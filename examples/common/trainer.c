@@ -167,6 +167,9 @@ static int connect_group(trainer *t, const ftc_manager_opts *mo)
     ftc_store_client_opts so;
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = TIMEOUT_MS;
+    /* The group store takes the job's token, as the manager's does. */
+    const char *token = mo->token != NULL ? mo->token : getenv("FTC_TOKEN");
+    so.token = token != NULL && token[0] != '\0' ? token : NULL;
     if (ftc_store_client_connect(mo->store_addr, &so, &t->store) != 0) {
         return fail("connecting to the group store");
     }

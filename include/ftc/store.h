@@ -28,9 +28,11 @@ typedef struct ftc_store_server ftc_store_server;
  * FTC_SIZE_DEFAULT, and 0 in one is FTC_EINVAL. docs/operations.md
  * explains how to size them. */
 typedef struct ftc_store_server_opts {
-    size_t struct_size;    /* set by the _init (see ftc/base.h) */
-    const char *bind_host; /* NULL: every interface (IPv6 dual-stack) */
-    int port;              /* 0: an ephemeral port (see _port()) */
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    /* NULL: every interface (IPv6 dual-stack) when the server has a token,
+     * else loopback (127.0.0.1) only; "" or "*": every interface. */
+    const char *bind_host;
+    int port;    /* 0: an ephemeral port (see _port()) */
     int backlog; /* listen backlog; default: the kernel maximum; 0: 0 */
     size_t max_key_bytes;        /* default 64 KiB */
     size_t max_value_bytes;      /* default 256 MiB */
@@ -47,6 +49,20 @@ typedef struct ftc_store_server_opts {
      * FTC_SIZE_DEFAULT; at least max_value_bytes + max_key_bytes + 64
      * when set, so a largest SET fits. */
     size_t max_request_bytes;
+    /* A shared secret (copied; NULL: none, "" is FTC_EINVAL). With one,
+     * a connection must authenticate (docs/protocol.md "Authentication":
+     * a challenge-response keyed by the token, both ways) before it may
+     * touch any key outside open_prefixes; a connection that tries is
+     * closed with a warning (store.auth). */
+    const char *token;
+    /* Key prefixes that clients which cannot authenticate (PyTorch's, any
+     * 1.13 client) may read and write when the server has a token, for
+     * example "torch/": a key is inside when, less one leading '/', it
+     * starts with a prefix. Such clients never see a key outside them
+     * (num_keys and list_keys count and list only those inside). Copied;
+     * only with a token; no prefix may be empty. */
+    const char *const *open_prefixes;
+    size_t n_open_prefixes;
 } ftc_store_server_opts;
 
 FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);
@@ -109,6 +125,13 @@ typedef struct ftc_store_client_opts {
      * allocated (and the connection is replaced); default 1 GiB; 0 is
      * FTC_EINVAL. */
     size_t max_value_bytes;
+    /* A shared secret (copied; NULL: none, "" is FTC_EINVAL; at most 1023
+     * bytes). With one, every connection authenticates with the server,
+     * and the server with it, before any request: a server that does not
+     * prove it knows the token (another token, none, PyTorch's server) is
+     * refused with FTC_EAUTH. The library never reads FTC_TOKEN here: a
+     * process may talk to PyTorch's store and hold a token for ftc's. */
+    const char *token;
 } ftc_store_client_opts;
 
 FTC_API void ftc_store_client_opts_init(ftc_store_client_opts *opts);

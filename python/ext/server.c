@@ -25,32 +25,90 @@ static int size_arg(PyObject *o, size_t *out)
     return 0;
 }
 
+/* open (None or a sequence of str) as C strings that live as long as
+ * *keep (a list the caller releases, like *out with PyMem_Free). */
+static int open_prefixes(PyObject *open, PyObject **keep, const char ***out,
+                         size_t *n)
+{
+    *keep = NULL;
+    *out = NULL;
+    *n = 0;
+    if (open == NULL || open == Py_None) {
+        return 0;
+    }
+    if (PyUnicode_Check(open)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "open_prefixes is a sequence of str, not one str");
+        return -1;
+    }
+    *keep = PySequence_List(open);
+    if (*keep == NULL) {
+        return -1;
+    }
+    Py_ssize_t len = PyList_Size(*keep);
+    *out = PyMem_Calloc((size_t)len + 1, sizeof(**out));
+    if (*out == NULL) {
+        Py_CLEAR(*keep);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        const char *p = PyUnicode_AsUTF8AndSize(PyList_GetItem(*keep, i), NULL);
+        if (p == NULL) {
+            PyMem_Free(*out);
+            *out = NULL;
+            Py_CLEAR(*keep);
+            return -1;
+        }
+        (*out)[i] = p;
+    }
+    *n = (size_t)len;
+    return 0;
+}
+
 static PyObject *server_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {
-        "host", "port", "max_value_bytes", "max_total_bytes", "max_connections",
-        NULL};
+    static char *names[] = {"host",
+                            "port",
+                            "max_value_bytes",
+                            "max_total_bytes",
+                            "max_connections",
+                            "token",
+                            "open_prefixes",
+                            NULL};
     const char *host = NULL;
     int port = 0;
     PyObject *max_value = Py_None, *max_total = Py_None, *max_conn = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|zi$OOO", names, &host, &port,
-                                     &max_value, &max_total, &max_conn)) {
+    PyObject *open = NULL;
+    const char *token = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|zi$OOOzO", names, &host, &port,
+                                     &max_value, &max_total, &max_conn, &token,
+                                     &open)) {
         return NULL;
     }
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.bind_host = host;
     o.port = port;
+    o.token = token;
     if (size_arg(max_value, &o.max_value_bytes) != 0 ||
         size_arg(max_total, &o.max_total_bytes) != 0 ||
         size_arg(max_conn, &o.max_connections) != 0) {
         return NULL;
     }
+    PyObject *prefixes = NULL;
+    const char **names_c = NULL;
+    if (open_prefixes(open, &prefixes, &names_c, &o.n_open_prefixes) != 0) {
+        return NULL;
+    }
+    o.open_prefixes = names_c;
     ftc_store_server *s = NULL;
     int rc;
     PyThreadState *ts_ = PyEval_SaveThread();
     rc = ftc_store_server_create(&o, &s);
     PyEval_RestoreThread(ts_);
+    PyMem_Free(names_c);
+    Py_XDECREF(prefixes);
     if (rc != 0) {
         return ftcpy_raise(rc);
     }
@@ -150,10 +208,15 @@ static PyGetSetDef getset[] = {
 static PyType_Slot slots[] = {
     {Py_tp_doc,
      "StoreServer(host=None, port=0, *, max_value_bytes=None, "
-     "max_total_bytes=None, max_connections=None)\n\nftc's store server on a "
-     "thread of this process; host None listens on every interface, port 0 "
-     "takes a free one (see .port). PyTorch's TCPStore clients (1.13 and "
-     "2.x) and ftc.Store connect to it."},
+     "max_total_bytes=None, max_connections=None, token=None, "
+     "open_prefixes=None)\n\nftc's store server on a thread of this "
+     "process; host None listens on every interface with a token, on "
+     "127.0.0.1 without one ('*': every interface); port 0 takes a free one "
+     "(see .port). PyTorch's TCPStore clients (1.13 and 2.x) and ftc.Store "
+     "connect to it. With a token, a client must authenticate "
+     "(ftc.Store(token=...)) to touch any key outside open_prefixes (a "
+     "sequence of str such as ['torch/']), the only keys clients that "
+     "cannot (PyTorch's) may use or see."},
     {Py_tp_new, server_new},
     {Py_tp_dealloc, server_dealloc},
     {Py_tp_methods, methods},

@@ -70,17 +70,19 @@ static PyObject *result_bytes(int rc, void *v, size_t len)
 
 static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"host",    "port", "timeout", "connect_timeout",
-                            "dialect", NULL};
+    static char *names[] = {"host",    "port",  "timeout", "connect_timeout",
+                            "dialect", "token", NULL};
     const char *host;
     PyObject *port = Py_None, *timeout = Py_None, *connect = Py_None;
     const char *dialect = "v2";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|O$OOs", names, &host, &port,
-                                     &timeout, &connect, &dialect)) {
+    const char *token = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|O$OOsz", names, &host, &port,
+                                     &timeout, &connect, &dialect, &token)) {
         return NULL;
     }
     ftc_store_client_opts o;
     ftc_store_client_opts_init(&o);
+    o.token = token;
     if (ftcpy_timeout_ms(timeout, &o.timeout_ms) != 0 ||
         ftcpy_timeout_ms(connect, &o.connect_timeout_ms) != 0) {
         return NULL;
@@ -558,9 +560,12 @@ static PyMethodDef methods[] = {
 static PyType_Slot slots[] = {
     {Py_tp_doc,
      "Store(host, port=None, *, timeout=None, connect_timeout=None, "
-     "dialect='v2')\n\nA client of ftc's store or of PyTorch's TCPStore "
-     "(host may be 'host:port' when port is None). Timeouts are seconds, "
-     "timedeltas or math.inf; None: 300 s per call, 30 s to connect."},
+     "dialect='v2', token=None)\n\nA client of ftc's store or of PyTorch's "
+     "TCPStore (host may be 'host:port' when port is None). Timeouts are "
+     "seconds, timedeltas or math.inf; None: 300 s per call, 30 s to "
+     "connect. With a token, client and server prove to each other that "
+     "they know it (ftc.Error FTC_EAUTH if the server cannot: another "
+     "token, none, or PyTorch's server); the environment is never read."},
     {Py_tp_new, store_new},
     {Py_tp_dealloc, store_dealloc},
     {Py_tp_methods, methods},

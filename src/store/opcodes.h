@@ -2,7 +2,8 @@
  * enumeration. Facts: ../shared/reference/pytorch-c10d.md section 1.2 and
  * docs/protocol.md. Shared by the server and the client. LIST_KEYS (17) and
  * BARRIER (18) were captured from torch 2.15 and 2.13 clients
- * (docs/protocol.md); CONTROL_BARRIER (0xF0) is ftc's own. */
+ * (docs/protocol.md); CONTROL_BARRIER (0xF0), AUTH_HELLO (0xF1) and
+ * AUTH_PROOF (0xF2) are ftc's own. */
 #ifndef FTC_STORE_OPCODES_H
 #define FTC_STORE_OPCODES_H
 
@@ -31,6 +32,8 @@ typedef enum ftc__store_op {
     FTC__OP_LIST_KEYS,
     FTC__OP_BARRIER,
     FTC__OP_CONTROL_BARRIER,
+    FTC__OP_AUTH_HELLO,
+    FTC__OP_AUTH_PROOF,
     FTC__OP_COUNT
 } ftc__store_op;
 
@@ -38,6 +41,38 @@ typedef enum ftc__store_op {
  * where PyTorch appends its new ones; only ftc clients send them, and only
  * to a server whose probe said it is ftc's. */
 #define FTC__STORE_BYTE_CONTROL_BARRIER 0xF0
+#define FTC__STORE_BYTE_AUTH_HELLO 0xF1
+#define FTC__STORE_BYTE_AUTH_PROOF 0xF2
+
+/* ftc's own 2.x query types, by byte from 0xF0. */
+static inline ftc__store_op ftc__store_op_decode_own(uint8_t b)
+{
+    switch (b) {
+    case FTC__STORE_BYTE_CONTROL_BARRIER:
+        return FTC__OP_CONTROL_BARRIER;
+    case FTC__STORE_BYTE_AUTH_HELLO:
+        return FTC__OP_AUTH_HELLO;
+    case FTC__STORE_BYTE_AUTH_PROOF:
+        return FTC__OP_AUTH_PROOF;
+    default:
+        return FTC__OP_INVALID;
+    }
+}
+
+/* A 2.x PING whose nonce has these top 12 bits asks "are you ftc?": an ftc
+ * server answers the nonce's bitwise NOT instead of an echo, with the low
+ * bit flipped back (FTC__STORE_PROBE_LOCKED) when it has a token and the
+ * connection has not authenticated. PyTorch sends its pid, never that
+ * large. */
+#define FTC__STORE_NONCE_TAG 0xF7C00000u
+#define FTC__STORE_NONCE_TAG_MASK 0xFFF00000u
+#define FTC__STORE_PROBE_LOCKED 1u
+
+/* What each side's AUTH MAC covers ahead of the client's and the server's
+ * nonces (docs/protocol.md "Authentication"): different labels, so that
+ * neither proof can be replayed as the other. */
+#define FTC__STORE_AUTH_SERVER_LABEL "ftc store server proof v1"
+#define FTC__STORE_AUTH_CLIENT_LABEL "ftc store client proof v1"
 
 /* The 2.x VALIDATE magic, sent little-endian after query type 0. */
 #define FTC__STORE_VALIDATE_MAGIC 0x3C85F7CEu
@@ -72,8 +107,8 @@ static inline ftc__store_op ftc__store_op_decode(int dialect, uint8_t b)
         FTC__OP_ADD,        FTC__OP_CHECK,       FTC__OP_WAIT,
         FTC__OP_GETNUMKEYS, FTC__OP_WATCH_KEY,   FTC__OP_DELETE_KEY,
     };
-    if (dialect == 0 && b == FTC__STORE_BYTE_CONTROL_BARRIER) {
-        return FTC__OP_CONTROL_BARRIER;
+    if (dialect == 0 && b >= FTC__STORE_BYTE_CONTROL_BARRIER) {
+        return ftc__store_op_decode_own(b);
     }
     if (dialect == 0) {
         return b < sizeof(v2) / sizeof(v2[0]) ? v2[b] : FTC__OP_INVALID;
@@ -84,8 +119,11 @@ static inline ftc__store_op ftc__store_op_decode(int dialect, uint8_t b)
 /* Op -> wire byte for a dialect; -1 if the dialect lacks the op. */
 static inline int ftc__store_op_encode(int dialect, ftc__store_op op)
 {
-    if (dialect == 0 && op == FTC__OP_CONTROL_BARRIER) {
-        return FTC__STORE_BYTE_CONTROL_BARRIER;
+    for (int b = FTC__STORE_BYTE_CONTROL_BARRIER; dialect == 0 && b < 256;
+         b++) {
+        if (ftc__store_op_decode_own((uint8_t)b) == op) {
+            return b;
+        }
     }
     for (int b = 0; b < 32; b++) {
         if (ftc__store_op_decode(dialect, (uint8_t)b) == op) {

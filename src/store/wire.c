@@ -6,8 +6,9 @@
 
 #include "base/base_int.h"
 
-/* Field kinds: 'k' key string, 'v' value string, 'q' i64, 'w' u32, 'n' the
- * item count (always last in the fixed part; items follow). */
+/* Field kinds: 'k' key string, 'v' value string, 'h' 32 raw bytes (an
+ * authentication nonce or MAC, no length), 'q' i64, 'w' u32, 'n' the item
+ * count (always last in the fixed part; items follow). */
 typedef struct op_shape {
     const char *fixed;
     const char *item; /* fields of one item; NULL when the op has none */
@@ -35,6 +36,8 @@ static const op_shape shapes[FTC__OP_COUNT] = {
     [FTC__OP_LIST_KEYS] = {"", NULL},
     [FTC__OP_BARRIER] = {"kq", NULL},
     [FTC__OP_CONTROL_BARRIER] = {"kqq", NULL},
+    [FTC__OP_AUTH_HELLO] = {"h", NULL},
+    [FTC__OP_AUTH_PROOF] = {"h", NULL},
 };
 
 static const uint8_t validate_frame[5] = {0x00, 0xCE, 0xF7, 0x85, 0x3C};
@@ -83,7 +86,7 @@ static int take(ftc__wire_decoder *d, char kind, const uint8_t *buf, size_t len,
                 const ftc__wire_limits *lim, size_t *need, size_t *soff,
                 size_t *slen)
 {
-    size_t width = kind == 'w' ? 4 : 8;
+    size_t width = kind == 'w' ? 4 : kind == 'h' ? FTC__WIRE_RAW_BYTES : 8;
     int rc = fits(d, width, lim);
     if (rc != 0) {
         return rc;
@@ -104,6 +107,9 @@ static int take(ftc__wire_decoder *d, char kind, const uint8_t *buf, size_t len,
             return oversize(d, "keys in one request", d->count, lim->max_keys);
         }
         d->items_pos = d->pos + 8;
+    } else if (kind == 'h') {
+        *soff = d->pos;
+        *slen = width;
     } else {
         uint64_t n = ftc__get_u64le(p);
         uint64_t max = kind == 'k' ? key_max(d, lim) : lim->max_value_bytes;
@@ -134,7 +140,7 @@ static int string_index(const char *prog, size_t field)
 {
     int j = 0;
     for (size_t i = 0; i < field; i++) {
-        j += prog[i] == 'k' || prog[i] == 'v';
+        j += prog[i] == 'k' || prog[i] == 'v' || prog[i] == 'h';
     }
     return j;
 }
@@ -202,7 +208,7 @@ int ftc__wire_decode(ftc__wire_decoder *d, const uint8_t *buf, size_t len,
             return rc;
         }
         char kind = s->fixed[d->field];
-        if (kind == 'k' || kind == 'v') {
+        if (kind == 'k' || kind == 'v' || kind == 'h') {
             int j = string_index(s->fixed, d->field);
             d->off[j] = soff;
             d->len[j] = slen;

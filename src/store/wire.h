@@ -31,6 +31,9 @@ typedef struct ftc__wire_limits {
 /* Never more than this world size, whatever max_world says. */
 #define FTC__WIRE_WORLD_CEILING INT32_MAX
 
+/* Bytes of AUTH_HELLO's nonce and AUTH_PROOF's MAC (no length field). */
+#define FTC__WIRE_RAW_BYTES 32
+
 /* A borrowed byte range. */
 typedef struct ftc__wire_str {
     const uint8_t *p;
@@ -42,7 +45,7 @@ typedef struct ftc__wire_str {
 typedef struct ftc__wire_req {
     ftc__store_op op;
     size_t size;        /* bytes of the whole request, query byte included */
-    ftc__wire_str key;  /* ops with one key */
+    ftc__wire_str key;  /* ops with one key; AUTH_*'s 32 bytes */
     ftc__wire_str val;  /* SET/APPEND/QUEUE_PUSH value; COMPARE_SET expected */
     ftc__wire_str val2; /* COMPARE_SET desired */
     int64_t num;        /* ADD delta; BARRIER and CONTROL_BARRIER world size */

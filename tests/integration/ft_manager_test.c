@@ -343,8 +343,7 @@ static void operator_kill_with_token(void **state)
     /* Both start together (min_replicas 2); once the victim is gone the
      * other must go on alone. */
     ftk_start(&j, 2, 2, 30, 2);
-    j.token = "s3cret-token";
-    ftk_restart_lighthouse(&j);
+    ftk_set_token(&j, "s3cret-token");
     char *tok[] = {"FTC_TOKEN=s3cret-token", "FTK_GATE_AT=10", NULL};
     ftk_spawn(&j, 0, tok);
     ftk_spawn(&j, 1, tok);

@@ -2,6 +2,7 @@
  * (every interface dual-stack, IPv4, IPv6), the port in use, stats, stop
  * with clients still connected, and allocation failure at every point of
  * start-up. */
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,13 +77,15 @@ static void binding(void **state)
 {
     (void)state;
     ftc_store_server *srv;
-    TK_OK(ftc_store_server_create(NULL, &srv)); /* every interface */
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.bind_host = "*"; /* every interface, asked for */
+    TK_OK(ftc_store_server_create(&o, &srv));
     int port = ftc_store_server_port(srv);
     ping_at("127.0.0.1", port);
     ping_at("::1", port);
     ping_at("localhost", port);
     /* the port is taken now */
-    ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.port = port;
     ftc_store_server *second = (ftc_store_server *)1;
@@ -94,6 +97,51 @@ static void binding(void **state)
     o.port = 0;
     TK_OK(ftc_store_server_create(&o, &srv));
     ping_at("::1", ftc_store_server_port(srv));
+    ssk_stop(srv);
+}
+
+/* The local address of the socket listening on port, as /proc/net/tcp or
+ * tcp6 prints it ("0100007F" is 127.0.0.1, all zeros an any address). */
+static void listening_address(int port, char *out, size_t cap)
+{
+    const char *tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    out[0] = '\0';
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(tables[t], "r");
+        assert_non_null(f);
+        char line[512], local[64], state[8];
+        unsigned p = 0;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            if (sscanf(line, " %*d: %63[0-9A-F]:%x %*s %7s", local, &p,
+                       state) == 3 &&
+                (int)p == port && strcmp(state, "0A") == 0) {
+                snprintf(out, cap, "%s", local);
+            }
+        }
+        fclose(f);
+    }
+    assert_true(out[0] != '\0');
+}
+
+/* Without a token and without bind_host the store listens on loopback
+ * only (anyone who can reach it could rewrite it); with a token, on every
+ * interface. */
+static void default_bind_follows_token(void **state)
+{
+    (void)state;
+    char where[64];
+    ftc_store_server *srv;
+    TK_OK(ftc_store_server_create(NULL, &srv));
+    listening_address(ftc_store_server_port(srv), where, sizeof(where));
+    assert_string_equal(where, "0100007F");
+    ssk_stop(srv);
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.token = "secret";
+    TK_OK(ftc_store_server_create(&o, &srv));
+    listening_address(ftc_store_server_port(srv), where, sizeof(where));
+    /* The IPv6 any address (or IPv4's on a host without IPv6). */
+    assert_int_equal(strspn(where, "0"), strlen(where));
     ssk_stop(srv);
 }
 
@@ -159,6 +207,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(misuse_and_bad_options),
         cmocka_unit_test(defaults),
         cmocka_unit_test(binding),
+        cmocka_unit_test(default_bind_follows_token),
         cmocka_unit_test(stop_with_clients),
         cmocka_unit_test(allocation_failures_at_start),
     };

@@ -1,6 +1,7 @@
 /* Real PyTorch clients against the embedded ftc store server: every op of
  * a torch 1.13 and a torch 2.x TCPStore client, and two 2-rank gloo jobs
- * (one per torch version, at once) whose store is our server.
+ * (one per torch version, at once) whose store is our server, and a
+ * torch 2.x client confined to the open prefix of a server with a token.
  * Usage: store_server_interop_test TORCH1_PYTHON TORCH2_PYTHON SCRIPT_DIR.
  * A missing interpreter fails the test: interop is never skipped. */
 #include <stdio.h>
@@ -109,6 +110,48 @@ static void gloo_jobs_of_both_versions(void **state)
     ssk_stop(srv);
 }
 
+/* A server with a token and the open prefix "torch/": a PyTorch client
+ * (which cannot authenticate) works inside it, sees nothing outside it,
+ * and its read of a key outside closes its connection and changes
+ * nothing; ftc's client with the token sees everything. */
+static void torch2_client_inside_open_prefix(void **state)
+{
+    (void)state;
+    const char *open[] = {"torch/"};
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.token = "interop-secret";
+    o.open_prefixes = open;
+    o.n_open_prefixes = 1;
+    ftc_store_server *srv = ssk_start(&o);
+    int port = ftc_store_server_port(srv);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    ftc_store_client_opts co;
+    ftc_store_client_opts_init(&co);
+    co.token = "interop-secret";
+    ftc_store_client *c;
+    TK_OK(ftc_store_client_connect(addr, &co, &c));
+    TK_OK(ftc_store_client_set(c, "secret/addr", "10.0.0.1", 8,
+                               FTC_TIMEOUT_DEFAULT));
+    tk_child child;
+    run_script(&child, "open prefix", 1, "store_open_prefix.py", NULL, NULL,
+               port);
+    wait_all(&child, 1, 180000);
+    void *v = NULL;
+    size_t n = 0;
+    TK_OK(ftc_store_client_get(c, "torch/a", &v, &n, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(n, 1);
+    assert_memory_equal(v, "2", 1);
+    ftc_free(v);
+    int64_t keys = 0;
+    TK_OK(ftc_store_client_num_keys(c, &keys, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(keys, 3);
+    assert_true(ssk_logged("store.auth", "secret/addr") >= 1);
+    ftc_store_client_close(c);
+    ssk_stop(srv);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], "--tk-role") != 0) {
@@ -126,6 +169,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(torch1_client_every_op),
         cmocka_unit_test(torch2_client_every_op),
         cmocka_unit_test(gloo_jobs_of_both_versions),
+        cmocka_unit_test(torch2_client_inside_open_prefix),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -387,6 +387,19 @@ int ftk_rank_role(int argc, char **argv)
 
 /* ------------------------------------------------------------ the job */
 
+/* (Re)starts every group's store, empty, with the job's token. */
+static void start_stores(ftk_job *j)
+{
+    for (int g = 0; g < j->groups; g++) {
+        ftc_store_server_destroy(j->store[g]);
+        ftc_store_server_opts so;
+        ftc_store_server_opts_init(&so);
+        so.bind_host = "127.0.0.1";
+        so.token = j->token;
+        TK_OK(ftc_store_server_create(&so, &j->store[g]));
+    }
+}
+
 void ftk_start(ftk_job *j, int groups, int ranks, int steps,
                int64_t min_replicas)
 {
@@ -402,12 +415,16 @@ void ftk_start(ftk_job *j, int groups, int ranks, int steps,
     assert_int_equal(mkdir(j->dir, 0755), 0);
     ftk_restart_lighthouse(j);
     for (int g = 0; g < groups; g++) {
-        ftc_store_server_opts so;
-        ftc_store_server_opts_init(&so);
-        so.bind_host = "127.0.0.1";
-        TK_OK(ftc_store_server_create(&so, &j->store[g]));
         j->inc[g] = -1;
     }
+    start_stores(j);
+}
+
+void ftk_set_token(ftk_job *j, const char *token)
+{
+    j->token = token;
+    ftk_restart_lighthouse(j);
+    start_stores(j);
 }
 
 void ftk_restart_lighthouse(ftk_job *j)

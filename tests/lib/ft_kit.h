@@ -29,7 +29,7 @@ typedef struct ftk_job {
     const char *algo; /* "ddp" (default) or "diloco" */
     int floats;       /* state size per rank */
     int64_t min_replicas;
-    const char *token; /* the lighthouse's, from its next (re)start */
+    const char *token; /* the lighthouse's and the stores' (ftk_set_token) */
     ftc_lighthouse *lh;
     char lh_addr[64];
     int lh_port;
@@ -45,6 +45,9 @@ typedef struct ftk_job {
  * store per group; spawns nothing. */
 void ftk_start(ftk_job *j, int groups, int ranks, int steps,
                int64_t min_replicas);
+/* Gives the lighthouse and every group's store a token (both restarted:
+ * before any group is spawned). */
+void ftk_set_token(ftk_job *j, const char *token);
 /* Spawns the next incarnation of group g (the first is 0), its ranks
  * getting extra environment entries "K=V" (NULL-ended, may be NULL). */
 void ftk_spawn(ftk_job *j, int g, char *const extra_env[]);

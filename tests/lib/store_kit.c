@@ -38,6 +38,8 @@ static const struct {
     {FTC__OP_LIST_KEYS, -1, 17},
     {FTC__OP_BARRIER, -1, 18},
     {FTC__OP_CONTROL_BARRIER, -1, 0xF0},
+    {FTC__OP_AUTH_HELLO, -1, 0xF1},
+    {FTC__OP_AUTH_PROOF, -1, 0xF2},
 };
 
 int sr_opbyte(int dialect, ftc__store_op op)

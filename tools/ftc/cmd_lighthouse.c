@@ -10,36 +10,11 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "cli_token.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
 #define MAX_JOBS_ARGS 256
-#define TOKEN_MAX 4096
-
-/* Reads a token, without its trailing newline, into out. */
-static int read_token(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "ftc lighthouse: --token-file %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-    size_t n = fread(out, 1, cap - 1, f);
-    bool more = fgetc(f) != EOF;
-    fclose(f);
-    out[n] = '\0';
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r' ||
-                     out[n - 1] == ' ' || out[n - 1] == '\t')) {
-        out[--n] = '\0';
-    }
-    if (n == 0 || more) {
-        fprintf(stderr, "ftc lighthouse: --token-file %s: %s\n", path,
-                n == 0 ? "empty" : "longer than 4 KiB");
-        return -1;
-    }
-    return 0;
-}
 
 typedef struct lh_args {
     ftc_lighthouse_opts o;
@@ -131,14 +106,10 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     if (r != FTC__CLI_PARSED) {
         return r;
     }
-    static char token[TOKEN_MAX + 1];
-    if (a.token_file != NULL) {
-        if (read_token(a.token_file, token, sizeof(token)) != 0) {
-            return 2;
-        }
-        a.o.token = token;
-    } else if (getenv("FTC_TOKEN") != NULL && getenv("FTC_TOKEN")[0] != '\0') {
-        a.o.token = getenv("FTC_TOKEN");
+    static char token[FTC__CLI_TOKEN_MAX];
+    if (ftc__cli_token("lighthouse", a.token_file, token, sizeof(token),
+                       &a.o.token) != 0) {
+        return 2;
     }
     /* Blocked before any thread starts, so every thread inherits the mask
      * and sigwait below receives them. */

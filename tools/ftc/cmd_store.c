@@ -10,11 +10,17 @@
 
 #include "base/base_int.h"
 #include "cli_args.h"
+#include "cli_token.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
+#define MAX_OPEN_PREFIXES 64
+
 typedef struct store_args {
     ftc_store_server_opts server;
+    const char *token_file;
+    const char *open[MAX_OPEN_PREFIXES];
+    int n_open;
     int self_check;
 } store_args;
 
@@ -29,8 +35,16 @@ static const ftc__cli_option options[] = {
      .max = 65535, .metavar = "P",
      .help = "port to listen on; 0 picks a free one and prints it"},
     {"bind", FTC__CLI_STRING, FTC__CLI_FIELD(store_args, server.bind_host),
-     .metavar = "ADDR", .help = "address to bind",
-     .default_text = "every interface, IPv6 dual-stack"},
+     .metavar = "ADDR", .help = "address to bind; * for every interface",
+     .default_text = "every interface with a token, else 127.0.0.1"},
+    {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(store_args, token_file),
+     .metavar = "PATH",
+     .help = "shared secret (else $FTC_TOKEN): every client authenticates "
+             "with it"},
+    {"open-prefix", FTC__CLI_REPEAT, FTC__CLI_ARRAY(store_args, open, n_open),
+     .metavar = "PREFIX",
+     .help = "keys that clients without the token (PyTorch's) may use, "
+             "e.g. torch/ (repeat; needs a token)"},
     {"backlog", FTC__CLI_INT, FTC__CLI_FIELD(store_args, server.backlog),
      .min = 1, .max = 1 << 30, .metavar = "N", .help = "listen backlog",
      .default_text = "the kernel's maximum"},
@@ -51,7 +65,8 @@ static const ftc__cli_option options[] = {
 
 static const ftc__cli_command command = {
     .name = "store",
-    .usage = "[--port P] [--bind ADDR] [limits...]\n"
+    .usage = "[--port P] [--bind ADDR] [--token-file PATH] "
+             "[--open-prefix P]... [limits...]\n"
              "       ftc store --self-check",
     .about = "Serves PyTorch TCPStore clients (1.13 and 2.x dialects on one\n"
              "port) and ftc clients until SIGINT or SIGTERM.\n",
@@ -265,6 +280,13 @@ int ftc__cmd_store(int argc, char **argv)
         return self_check();
     }
     ftc_store_server_opts o = a.server;
+    static char token[FTC__CLI_TOKEN_MAX];
+    if (ftc__cli_token("store", a.token_file, token, sizeof(token), &o.token) !=
+        0) {
+        return 2;
+    }
+    o.open_prefixes = a.open;
+    o.n_open_prefixes = (size_t)a.n_open;
     /* Signals are taken synchronously by this thread; the server's thread
      * has them blocked. */
     sigset_t stop_signals;
@@ -278,9 +300,15 @@ int ftc__cmd_store(int argc, char **argv)
         fprintf(stderr, "ftc store: %s\n", ftc_last_error());
         return 1;
     }
-    printf("ftc store: listening on %s port %d\n",
-           o.bind_host != NULL ? o.bind_host : "every interface",
-           ftc_store_server_port(srv));
+    const char *where =
+        o.bind_host == NULL
+            ? (o.token != NULL ? "every interface" : "127.0.0.1")
+        : o.bind_host[0] == '\0' || strcmp(o.bind_host, "*") == 0
+            ? "every interface"
+            : o.bind_host;
+    printf("ftc store: listening on %s port %d (%s)\n", where,
+           ftc_store_server_port(srv),
+           o.token != NULL ? "token required" : "no token");
     fflush(stdout);
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -170,6 +170,7 @@ static int open_endpoints(ftc_manager *m)
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = m->o.connect_timeout_ms;
     so.timeout_ms = m->o.timeout_ms;
+    so.token = m->o.token;
     int rc = 0;
     FTC__CHECK_ADDERR(
         ftc_store_client_connect(m->store_addr, &so, &m->store_conn),

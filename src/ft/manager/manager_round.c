@@ -271,6 +271,7 @@ static void reconfigure(round *r)
     ftc_store_client_opts_init(&so);
     so.connect_timeout_ms = m->o.connect_timeout_ms;
     so.timeout_ms = m->o.connect_timeout_ms;
+    so.token = m->o.token;
     ftc_store_client *sc = NULL;
     ftc_pg *pg = NULL;
     ftc_pg_opts po = m->pg_opts;

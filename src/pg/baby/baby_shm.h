@@ -26,7 +26,7 @@
 #include "ftc/base.h"
 
 #define FTC__BABY_MAGIC 0x3159424143544646ull /* "FFTCBAY1" */
-#define FTC__BABY_VERSION 1u
+#define FTC__BABY_VERSION 2u
 /* Slots per ring (a power of two). */
 #define FTC__BABY_SLOTS 1024u
 /* Longest completion message, with its NUL. */
@@ -146,8 +146,9 @@ typedef struct ftc__baby_config {
     int64_t store_timeout_ms;
     uint64_t store_max_value_bytes;
     char store_view[FTC__BABY_PREFIX_MAX];
-    char prefix[FTC__BABY_PREFIX_MAX]; /* the inner group's */
-    char backend[32];                  /* the inner backend */
+    char store_token[FTC__BABY_TOKEN_MAX]; /* "" for none */
+    char prefix[FTC__BABY_PREFIX_MAX];     /* the inner group's */
+    char backend[32];                      /* the inner backend */
     /* ftc_pg_opts of the inner group (strings: "" is NULL). */
     int64_t timeout_ms;
     int64_t connect_timeout_ms;

@@ -228,6 +228,7 @@ static void endpoint(const ftc__baby_config *c, ftc__store_endpoint *ep)
     ep->opts.connect_timeout_ms = c->store_connect_timeout_ms;
     ep->opts.timeout_ms = c->store_timeout_ms;
     ep->opts.max_value_bytes = c->store_max_value_bytes;
+    snprintf(ep->token, sizeof(ep->token), "%s", c->store_token);
     snprintf(ep->view, sizeof(ep->view), "%s", c->store_view);
 }
 

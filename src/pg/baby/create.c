@@ -87,6 +87,7 @@ static int fill_config(const ftc_pg_backend_create_args *a, const baby *b,
     c->store_timeout_ms = b->store.opts.timeout_ms;
     c->store_max_value_bytes = b->store.opts.max_value_bytes;
     snprintf(c->store_view, sizeof(c->store_view), "%s", b->store.view);
+    snprintf(c->store_token, sizeof(c->store_token), "%s", b->store.token);
     int n = snprintf(c->prefix, sizeof(c->prefix), "%s/baby", a->prefix);
     snprintf(c->backend, sizeof(c->backend), "%s", inner);
     c->timeout_ms = o->timeout_ms;

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "pg/tcp/auth.h"
+#include "base/auth.h"
 #include "pg/tcp/tcp_int.h"
 
 /* Slot of a channel: collective stream s, or the side channel. */

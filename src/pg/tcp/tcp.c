@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "pg/tcp/auth.h"
+#include "base/auth.h"
 #include "pg/tcp/tcp_int.h"
 
 static int check_device(void *impl, int device)

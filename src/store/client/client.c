@@ -45,6 +45,18 @@ static int resolve_opts(ftc_store_client_opts *o,
         return ftc__seterr(FTC_EINVAL,
                            "ftc_store_client_opts: max_value_bytes 0 (>= 1)");
     }
+    if (o->token != NULL &&
+        (o->token[0] == '\0' || strlen(o->token) >= FTC__STORE_TOKEN_MAX)) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_client_opts: the token is empty or "
+                           "longer than %d bytes",
+                           FTC__STORE_TOKEN_MAX - 1);
+    }
+    if (o->token != NULL && o->dialect == FTC_STORE_DIALECT_V1) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_client_opts: a token needs the 2.x "
+                           "dialect (1.13 has no handshake)");
+    }
     if (o->dialect != FTC_STORE_DIALECT_V2 &&
         o->dialect != FTC_STORE_DIALECT_V1) {
         return ftc__seterr(FTC_EINVAL, "unknown store dialect %d", o->dialect);
@@ -61,6 +73,7 @@ static void core_free(ftc__store_core *core)
 {
     ftc__store_conn_close(&core->conn);
     ftc__event_close(&core->cancel);
+    ftc__auth_wipe(core->token, sizeof(core->token));
     pthread_mutex_destroy(&core->lock);
     ftc__free(core);
 }
@@ -95,9 +108,14 @@ int ftc_store_client_connect(const char *addr,
         return ftc__seterr(FTC_ENOMEM, "store connect: client");
     }
     core->opts = o;
-    ftc__store_conn_init(&core->conn, host, port, &o);
+    core->cancel.fd = -1;
+    if (o.token != NULL) {
+        snprintf(core->token, sizeof(core->token), "%s", o.token);
+        core->opts.token = core->token;
+    }
     pthread_mutex_init(&core->lock, NULL);
-    rc = ftc__event_open(&core->cancel);
+    rc = ftc__store_conn_init(&core->conn, host, port, &core->opts);
+    rc = rc != 0 ? rc : ftc__event_open(&core->cancel);
     if (rc == 0) {
         rc = ftc__store_conn_ready(&core->conn, FTC_DEADLINE_NEVER,
                                    &core->cancel);
@@ -320,6 +338,21 @@ int ftc__store_call_send(ftc__store_call *k, int rc)
     return rc != 0 ? rc : ftc__store_conn_send(k->conn, k->dl, k->cancel);
 }
 
+int ftc__store_call_send_write(ftc__store_call *k, int rc)
+{
+    if (rc != 0 || !k->conn->locked) {
+        return ftc__store_call_send(k, rc);
+    }
+    /* The server closes a connection whose write it refuses, and a write
+     * has no reply: a probe behind it turns the refusal into this call's
+     * error instead of the next call's. */
+    uint32_t nonce = ftc__store_probe_nonce(ftc__rand_u64());
+    rc = ftc__store_call_send(k, ftc__store_enc_ping(&k->conn->req, nonce));
+    uint64_t reply = 0;
+    rc = rc != 0 ? rc : ftc__store_conn_recv_uint(k->conn, 4, &reply, k->dl);
+    return rc;
+}
+
 int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v)
 {
     rc = ftc__store_call_send(k, rc);
@@ -344,6 +377,8 @@ int ftc__store_client_endpoint(const ftc_store_client *client,
     snprintf(out->host, sizeof(out->host), "%s", core->conn.host);
     out->port = core->conn.port;
     out->opts = core->opts;
+    out->opts.token = NULL;
+    snprintf(out->token, sizeof(out->token), "%s", core->token);
     snprintf(out->view, sizeof(out->view), "%s", view);
     return 0;
 }
@@ -361,7 +396,9 @@ int ftc__store_client_reach(const ftc__store_endpoint *ep,
     char addr[FTC_HOST_MAX + 16];
     bool v6 = strchr(ep->host, ':') != NULL;
     snprintf(addr, sizeof(addr), v6 ? "[%s]:%d" : "%s:%d", ep->host, ep->port);
-    int rc = ftc_store_client_connect(addr, &ep->opts, conn);
+    ftc_store_client_opts o = ep->opts;
+    o.token = ep->token[0] != '\0' ? ep->token : NULL;
+    int rc = ftc_store_client_connect(addr, &o, conn);
     if (rc != 0 || ep->view[0] == '\0') {
         *out = *conn;
         return rc;

@@ -211,7 +211,22 @@ int ftc__store_probe_kind(uint32_t nonce, uint32_t reply)
     if (reply == ~nonce) {
         return FTC__STORE_SERVER_FTC;
     }
+    if (ftc__store_probe_locked(nonce, reply)) {
+        return FTC__STORE_SERVER_FTC;
+    }
     return -1;
+}
+
+int ftc__store_probe_locked(uint32_t nonce, uint32_t reply)
+{
+    return reply == (~nonce ^ FTC__STORE_PROBE_LOCKED);
+}
+
+int ftc__store_enc_auth(ftc__store_req *r, ftc__store_op op,
+                        const uint8_t bytes[FTC__WIRE_RAW_BYTES])
+{
+    int rc = put_op(r, op);
+    return rc != 0 ? rc : ftc__buf_append(&r->buf, bytes, FTC__WIRE_RAW_BYTES);
 }
 
 int ftc__store_check_len(uint64_t len, size_t max, const char *what)

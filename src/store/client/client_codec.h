@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "ftc/store.h"
 #include "store/opcodes.h"
+#include "store/wire.h"
 
 /* Values at least this long are sent from the caller's memory (an iovec)
  * instead of being copied into the request buffer. */
@@ -86,14 +87,18 @@ enum {
     FTC__STORE_SERVER_FTC = 2,     /* answers ~nonce: strict FIFO replies */
 };
 
-/* The top 12 bits of every nonce the client sends. */
-#define FTC__STORE_NONCE_TAG 0xF7C00000u
-#define FTC__STORE_NONCE_TAG_MASK 0xFFF00000u
-
 /* A probe nonce: the tag and 20 random bits. */
 uint32_t ftc__store_probe_nonce(uint64_t random);
-/* Which server answered reply to nonce; -1 if neither (not a TCPStore). */
+/* Which server answered reply to nonce; -1 if none (not a TCPStore). An
+ * ftc server answers ~nonce, or ~nonce with FTC__STORE_PROBE_LOCKED
+ * flipped when it wants a token this connection has not shown. */
 int ftc__store_probe_kind(uint32_t nonce, uint32_t reply);
+/* 1 if reply is the locked answer of an ftc server. */
+int ftc__store_probe_locked(uint32_t nonce, uint32_t reply);
+
+/* AUTH_HELLO (ftc servers): the client's nonce. */
+int ftc__store_enc_auth(ftc__store_req *r, ftc__store_op op,
+                        const uint8_t bytes[FTC__WIRE_RAW_BYTES]);
 
 /* Checks a reply's length field against the client's limit before anything
  * is allocated: 0 or FTC_EMSGSIZE naming what the value was for. */

@@ -13,8 +13,8 @@
  * recv may take ahead so pipelined replies arrive in one system call. */
 #define RECV_CHUNK (64 * 1024)
 
-void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
-                          const ftc_store_client_opts *opts)
+int ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
+                         const ftc_store_client_opts *opts)
 {
     memset(c, 0, sizeof(*c));
     c->fd = -1;
@@ -28,6 +28,8 @@ void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
     pthread_mutex_init(&c->fd_lock, NULL);
     ftc__buf_init(&c->in, 2 * RECV_CHUNK);
     ftc__store_req_init(&c->req, opts->dialect);
+    c->has_token = opts->token != NULL;
+    return c->has_token ? ftc__auth_key(opts->token, c->key) : 0;
 }
 
 static void drop(ftc__store_conn *c)
@@ -43,6 +45,7 @@ static void drop(ftc__store_conn *c)
     c->cancel_owed = 0;
     c->rcvtimeo_us = -1;
     c->server = FTC__STORE_SERVER_UNKNOWN;
+    c->locked = 0;
     ftc__buf_reset(&c->in);
     ftc__store_req_reset(&c->req);
 }
@@ -52,6 +55,7 @@ void ftc__store_conn_close(ftc__store_conn *c)
     drop(c);
     ftc__buf_free(&c->in);
     ftc__store_req_free(&c->req);
+    ftc__auth_wipe(c->key, sizeof(c->key));
     pthread_mutex_destroy(&c->fd_lock);
 }
 
@@ -179,6 +183,13 @@ static int fill(ftc__store_conn *c, size_t need, ftc__deadline dl)
             c->in.len += (size_t)r;
             continue;
         }
+        if (r == 0 && c->locked) {
+            return ftc__seterr(FTC_ECLOSED,
+                               "connection closed by %s:%d (it wants a token "
+                               "for keys outside its open prefixes, and this "
+                               "client has none)",
+                               c->host, c->port);
+        }
         if (r == 0) {
             return ftc__seterr(FTC_ECLOSED, "connection closed by %s:%d",
                                c->host, c->port);
@@ -203,6 +214,17 @@ static int take(ftc__store_conn *c, size_t n, const uint8_t **p,
     *p = ftc__buf_begin(&c->in);
     ftc__buf_consume(&c->in, n);
     return 0;
+}
+
+int ftc__store_conn_recv_raw(ftc__store_conn *c, void *out, size_t n,
+                             ftc__deadline dl)
+{
+    const uint8_t *p = NULL;
+    int rc = take(c, n, &p, dl);
+    if (rc == 0) {
+        memcpy(out, p, n);
+    }
+    return rc;
 }
 
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
@@ -345,7 +367,11 @@ static int handshake(ftc__store_conn *c, ftc__deadline dl,
                      const ftc__event *cancel)
 {
     uint32_t nonce = ftc__store_probe_nonce(ftc__rand_u64());
+    uint8_t cn[FTC__AUTH_NONCE];
     int rc = ftc__store_enc_handshake(&c->req, nonce);
+    if (rc == 0 && c->has_token) {
+        rc = ftc__store_client_auth_hello(c, cn);
+    }
     if (rc == 0) {
         rc = ftc__store_conn_send(c, dl, cancel);
     }
@@ -364,7 +390,10 @@ static int handshake(ftc__store_conn *c, ftc__deadline dl,
                            c->host, c->port, nonce, (uint32_t)reply);
     }
     c->server = kind;
-    return 0;
+    c->locked =
+        !c->has_token && ftc__store_probe_locked(nonce, (uint32_t)reply);
+    return c->has_token ? ftc__store_client_auth_finish(c, kind, cn, dl, cancel)
+                        : 0;
 }
 
 /* Connects and, in the 2.x dialect, validates and probes; a server that
@@ -407,7 +436,7 @@ static int open_conn(ftc__store_conn *c, ftc__deadline dl,
         }
         drop(c);
         if (rc == FTC_ECANCELED || rc == FTC_EPROTO || rc == FTC_ENOMEM ||
-            ftc__deadline_expired(dl)) {
+            rc == FTC_EAUTH || ftc__deadline_expired(dl)) {
             return ftc__adderr(rc, "handshake with %s:%d", c->host, c->port);
         }
         FTC_LOG_DEBUG("store.handshake", "%s:%d: %s; retrying", c->host,

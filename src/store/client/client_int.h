@@ -7,9 +7,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "base/base_int.h"
 #include "ftc/store.h"
 #include "store/client/client_codec.h"
+#include "store/client/endpoint.h"
 
 /* How long the client waits for a server to answer CANCEL_WAIT after a wait
  * timed out before it gives the connection up and reconnects. */
@@ -22,6 +24,12 @@ typedef struct ftc__store_conn {
     int dialect; /* FTC_STORE_DIALECT_* */
     int server;  /* FTC__STORE_SERVER_* found by the probe */
     int broken;  /* state unknown: replace before the next request */
+    /* The client has a token (key: derived from it) and authenticates
+     * every connection; locked: the server wants a token this client
+     * lacks, so it serves only its open prefixes (the probe said). */
+    int has_token;
+    int locked;
+    uint8_t key[FTC__AUTH_KEY];
     /* After a pipelined WAIT was cancelled (see recv_wait): the held
      * requests' replies follow (held_replies), or they follow and then
      * the cancel's own WAIT_CANCELED (cancel_owed). Read by grace. */
@@ -50,8 +58,9 @@ typedef struct ftc__store_conn {
     _Atomic uint64_t writes;   /* requests (or pipelines) sent */
 } ftc__store_conn;
 
-void ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
-                          const ftc_store_client_opts *opts);
+/* 0, or FTC_ESYS when the token's key cannot be made. */
+int ftc__store_conn_init(ftc__store_conn *c, const char *host, int port,
+                         const ftc_store_client_opts *opts);
 void ftc__store_conn_close(ftc__store_conn *c);
 
 /* A call starts: a cancel from before it is forgotten (and ev cleared);
@@ -81,6 +90,21 @@ int ftc__store_conn_send(ftc__store_conn *c, ftc__deadline dl,
 int ftc__store_conn_recv_uint(ftc__store_conn *c, size_t size, uint64_t *v,
                               ftc__deadline dl);
 int ftc__store_conn_recv_i64(ftc__store_conn *c, int64_t *v, ftc__deadline dl);
+/* n raw bytes (no length field) copied into out. */
+int ftc__store_conn_recv_raw(ftc__store_conn *c, void *out, size_t n,
+                             ftc__deadline dl);
+
+/* client_auth.c: the token handshake (docs/protocol.md "Authentication").
+ * auth_hello appends AUTH_HELLO with a fresh nonce (kept in cn) to c->req,
+ * behind the probe; auth_finish, once the probe said kind, checks the
+ * server's proof, sends the client's and reads the server's verdict.
+ * FTC_EAUTH when either side fails to prove it knows the token. */
+int ftc__store_client_auth_hello(ftc__store_conn *c,
+                                 uint8_t cn[FTC__AUTH_NONCE]);
+int ftc__store_client_auth_finish(ftc__store_conn *c, int kind,
+                                  const uint8_t cn[FTC__AUTH_NONCE],
+                                  ftc__deadline dl, const ftc__event *cancel);
+
 /* A u64 length (checked against max_value_bytes) and that many bytes into a
  * new buffer (never NULL, released with ftc__free). */
 int ftc__store_conn_recv_value(ftc__store_conn *c, void **p, size_t *n,
@@ -105,7 +129,8 @@ int ftc__store_conn_recv_cancel_owed(ftc__store_conn *c);
 typedef struct ftc__store_core {
     pthread_mutex_t lock; /* held for the whole of every call */
     ftc__event cancel;    /* signalled by cancel, cleared by the next call */
-    ftc_store_client_opts opts;
+    ftc_store_client_opts opts; /* opts.token points at token */
+    char token[FTC__STORE_TOKEN_MAX];
     ftc__store_conn conn;
 } ftc__store_core;
 
@@ -168,6 +193,10 @@ int ftc__store_call_get(ftc__store_call *k, void **value, size_t *len);
 /* Sends the request(s) encoded so far, unless encoding failed (rc, the
  * encoders' result, is returned then). */
 int ftc__store_call_send(ftc__store_call *k, int rc);
+/* Sends a write (a query without a reply) like call_send; to a server
+ * that wants a token this client lacks, confirms with a probe behind it
+ * that the server took it (a refusal closes the connection). */
+int ftc__store_call_send_write(ftc__store_call *k, int rc);
 /* Sends like call_send, then reads the i64 answer. */
 int ftc__store_call_i64(ftc__store_call *k, int rc, int64_t *v);
 

@@ -92,5 +92,5 @@ int ftc_store_client_multi_set(ftc_store_client *client,
         rc = ftc__store_enc_key_value(r, FTC__OP_SET, k.prefix, keys[i],
                                       values[i].data, values[i].len);
     }
-    return ftc__store_call_end(&k, ftc__store_call_send(&k, rc));
+    return ftc__store_call_end(&k, ftc__store_call_send_write(&k, rc));
 }

@@ -22,7 +22,7 @@ static int one_way(ftc_store_client *client, const char *op, int flags,
     }
     rc = ftc__store_enc_key_value(&k.conn->req, query, k.prefix, key, value,
                                   len);
-    return ftc__store_call_end(&k, ftc__store_call_send(&k, rc));
+    return ftc__store_call_end(&k, ftc__store_call_send_write(&k, rc));
 }
 
 int ftc_store_client_set(ftc_store_client *client, const char *key,

@@ -8,12 +8,15 @@
 
 /* Longest view prefix an endpoint carries, with its NUL. */
 #define FTC__STORE_VIEW_MAX 512
+/* Longest token a client takes, with its NUL. */
+#define FTC__STORE_TOKEN_MAX 1024
 
 typedef struct ftc__store_endpoint {
     char host[FTC_HOST_MAX];
     int port;
-    ftc_store_client_opts opts;
-    char view[FTC__STORE_VIEW_MAX]; /* "" for a connection itself */
+    ftc_store_client_opts opts;       /* opts.token: NULL, see token */
+    char view[FTC__STORE_VIEW_MAX];   /* "" for a connection itself */
+    char token[FTC__STORE_TOKEN_MAX]; /* "" for none */
 } ftc__store_endpoint;
 
 /* Fills out from client. FTC_EMISUSE for a non-client, FTC_EINVAL when

@@ -200,6 +200,7 @@ static void destroy(ftc_store_server *srv, int loop_ready)
         }
     }
     ftc__kv_free(srv->kv);
+    ftc__store_auth_free(&srv->auth);
     ftc__free(srv->rbuf);
     ftc__free(srv->iov);
     pthread_mutex_destroy(&srv->stats_lock);
@@ -258,6 +259,19 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
     ftc__list_init(&srv->ready);
     ftc__list_init(&srv->dirty);
     int rc = settle_opts(&srv->opts, opts);
+    if (rc == 0) {
+        rc = ftc__store_auth_init(&srv->auth, &srv->opts);
+        srv->opts.token = NULL; /* only its key is kept */
+        srv->opts.open_prefixes = NULL;
+    }
+    if (rc == 0 && srv->opts.bind_host == NULL && !srv->auth.has_token) {
+        /* No token: nothing stops a stranger, so only this host may
+         * connect unless the operator asks for more. */
+        srv->opts.bind_host = "127.0.0.1";
+    } else if (rc == 0 && srv->opts.bind_host != NULL &&
+               strcmp(srv->opts.bind_host, "*") == 0) {
+        srv->opts.bind_host = "";
+    }
     if (rc == 0 && srv->opts.bind_host != NULL) {
         if (strlen(srv->opts.bind_host) >= sizeof(srv->bind_host)) {
             rc = ftc__seterr(FTC_EINVAL, "bind host too long");
@@ -298,7 +312,10 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
         return rc;
     }
     srv->magic = SERVER_MAGIC;
-    FTC_LOG_INFO("store.listen", "serving on port %d", srv->port);
+    FTC_LOG_INFO("store.listen", "serving on %s port %d%s",
+                 srv->bind_host[0] != '\0' ? srv->bind_host : "every interface",
+                 srv->port,
+                 srv->auth.has_token ? " (token required)" : " (no token)");
     *out = srv;
     return 0;
 }

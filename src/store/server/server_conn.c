@@ -30,6 +30,7 @@ store_conn *ftc__conn_new(struct ftc_store_server *srv)
     }
     c->srv = srv;
     c->dialect = -1;
+    c->auth = srv->auth.has_token ? STORE_AUTH_NONE : STORE_AUTH_OK;
     ftc__kv_client_init(&c->kv);
     ftc__list_init(&c->node);
     ftc__list_init(&c->ready_node);
@@ -136,6 +137,10 @@ static size_t run(store_conn *c, const uint8_t *p, size_t n)
                                   &need);
         if (rc == FTC__WIRE_MORE) {
             c->need = need;
+            /* Refused at its query byte, not after its body arrived. */
+            if (c->auth != STORE_AUTH_OK && c->dec.op != FTC__OP_INVALID) {
+                ftc__store_auth_refuse_op(c, c->dec.op);
+            }
             break;
         }
         if (rc < 0) {
@@ -203,6 +208,11 @@ static void start_sink(store_conn *c)
     if (c->sink != NULL || c->parked || c->dialect < 0 ||
         !ftc__wire_pending_set(&c->dec, p, &key, &off, &len) ||
         len < SINK_MIN) {
+        return;
+    }
+    if (c->auth != STORE_AUTH_OK &&
+        !ftc__store_auth_key_open(&c->srv->auth, key)) {
+        ftc__store_auth_refuse_key(c, key);
         return;
     }
     uint64_t held;

@@ -6,12 +6,6 @@
 
 #include "store/server/server_int.h"
 
-/* A PING nonce in 0xF7C00000..0xF7CFFFFF asks "are you ftc?": the answer
- * is its bitwise NOT instead of an echo. PyTorch sends its pid, which is
- * never that large. */
-#define PROBE_MASK 0xFFF00000u
-#define PROBE_TAG 0xF7C00000u
-
 /* Closes the connection when a state call failed. Returns 1 if it did. */
 static int failed(store_conn *c, int rc, const char *op)
 {
@@ -113,6 +107,9 @@ void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r)
     ftc__wire_str reply;
     int64_t n;
     int rc;
+    if (c->auth != STORE_AUTH_OK && !ftc__store_auth_admit(c, r)) {
+        return;
+    }
     switch (r->op) {
     case FTC__OP_VALIDATE:
         if (r->u32 != FTC__STORE_VALIDATE_MAGIC) {
@@ -157,6 +154,10 @@ void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r)
             "control_barrier");
         break;
     case FTC__OP_GETNUMKEYS:
+        if (c->auth != STORE_AUTH_OK) {
+            ftc__store_auth_num_keys(c);
+            break;
+        }
         ftc__out_i64(c, (int64_t)ftc__kv_num_keys(kv));
         break;
     case FTC__OP_WATCH_KEY:
@@ -182,7 +183,13 @@ void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r)
         ftc__out_u8(c, FTC__WAIT_CANCELED);
         break;
     case FTC__OP_PING:
-        ftc__out_u32(c, (r->u32 & PROBE_MASK) == PROBE_TAG ? ~r->u32 : r->u32);
+        ftc__store_auth_ping(c, r->u32);
+        break;
+    case FTC__OP_AUTH_HELLO:
+        ftc__store_auth_hello(c, r);
+        break;
+    case FTC__OP_AUTH_PROOF:
+        ftc__store_auth_proof(c, r);
         break;
     case FTC__OP_QUEUE_PUSH:
         failed(c, ftc__kv_queue_push(kv, r->key, r->val), "queue_push");
@@ -194,6 +201,10 @@ void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r)
         ftc__out_i64(c, ftc__kv_queue_len(kv, r->key));
         break;
     case FTC__OP_LIST_KEYS:
+        if (c->auth != STORE_AUTH_OK) {
+            ftc__store_auth_list_keys(c);
+            break;
+        }
         ftc__out_i64(c, (int64_t)ftc__kv_num_keys(kv));
         ftc__kv_foreach_key(kv, list_key, c);
         break;

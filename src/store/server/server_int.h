@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/auth.h"
 #include "base/base_int.h"
 #include "ftc/store.h"
 #include "store/server/kv.h"
@@ -62,14 +63,29 @@ typedef struct store_conn {
     uint64_t inflight_left;
     int writing;
     uv_write_t wreq;
+    /* STORE_AUTH_* (server_auth.c); a server without a token starts every
+     * connection authenticated. nonces: the client's, then the server's,
+     * from AUTH_HELLO until AUTH_PROOF. */
+    uint8_t auth;
+    uint8_t nonces[2 * FTC__AUTH_NONCE];
     char peer[64];
 } store_conn;
+
+/* A store server's authentication settings (server_auth.c). */
+typedef struct store_auth {
+    int has_token;
+    uint8_t key[FTC__AUTH_KEY];
+    char **open; /* open prefixes, owned */
+    size_t *open_len;
+    size_t n_open;
+} store_auth;
 
 struct ftc_store_server {
     uint32_t magic;
     ftc_store_server_opts opts;
     char bind_host[FTC_HOST_MAX];
     ftc__wire_limits limits;
+    store_auth auth;
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_async_t stop_async;
@@ -117,11 +133,39 @@ void ftc__store_set_value(store_conn *c, ftc__wire_str key, ftc__kv_value *v);
  * of last_members (whose reference it releases). */
 void ftc__store_reply_done(store_conn *c);
 
+/* auth.c */
+enum { STORE_AUTH_NONE, STORE_AUTH_CHALLENGED, STORE_AUTH_OK };
+/* Takes the token (key only) and copies the open prefixes: FTC_EINVAL for
+ * an empty token or prefix, or prefixes without a token; FTC_ENOMEM. */
+int ftc__store_auth_init(store_auth *a, const ftc_store_server_opts *o);
+void ftc__store_auth_free(store_auth *a);
+/* Whether an unauthenticated connection may touch key. */
+int ftc__store_auth_key_open(const store_auth *a, ftc__wire_str key);
+/* Called for an unauthenticated connection once op is known (before its
+ * arguments arrive): 1 if op can never be served to it (no prefix is
+ * open and the op is not part of the handshake), after closing it. */
+int ftc__store_auth_refuse_op(store_conn *c, ftc__store_op op);
+/* Whether the unauthenticated c may be served r (the handshake's ops,
+ * keys under the open prefixes); if not, closes c and returns 0. */
+int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r);
+/* Closes c for touching key without authenticating. */
+void ftc__store_auth_refuse_key(store_conn *c, ftc__wire_str key);
+/* Serve AUTH_HELLO, AUTH_PROOF, PING (the probe answer says whether the
+ * server wants a token), and GETNUMKEYS / LIST_KEYS for a connection that
+ * sees only the open prefixes. */
+void ftc__store_auth_hello(store_conn *c, const ftc__wire_req *r);
+void ftc__store_auth_proof(store_conn *c, const ftc__wire_req *r);
+void ftc__store_auth_ping(store_conn *c, uint32_t nonce);
+void ftc__store_auth_num_keys(store_conn *c);
+void ftc__store_auth_list_keys(store_conn *c);
+
 /* out.c */
 void ftc__out_u8(store_conn *c, uint8_t v);
 void ftc__out_u32(store_conn *c, uint32_t v);
 void ftc__out_i64(store_conn *c, int64_t v);
 void ftc__out_str(store_conn *c, const void *p, size_t n);
+/* n bytes as they are (no length): AUTH_HELLO's answer. */
+void ftc__out_raw(store_conn *c, const void *p, size_t n);
 /* A value as a string reply (v NULL: empty); big values are sent from the
  * store's memory, not copied. */
 void ftc__out_value(store_conn *c, const ftc__kv_value *v);

@@ -107,6 +107,13 @@ void ftc__out_i64(store_conn *c, int64_t v)
     }
 }
 
+void ftc__out_raw(store_conn *c, const void *p, size_t n)
+{
+    if (admit(c, n)) {
+        add_bytes(c, p, n);
+    }
+}
+
 void ftc__out_str(store_conn *c, const void *p, size_t n)
 {
     uint8_t raw[8];

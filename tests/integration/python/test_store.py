@@ -220,6 +220,54 @@ class FtcServer(StoreOps, unittest.TestCase):
         self.assertEqual(self.store.get("from_ftc"), b"3")
 
 
+class FtcServerWithToken(StoreOps, unittest.TestCase):
+    """Every op again with a token on both sides; clients without it reach
+    only the open prefix."""
+
+    TOKEN = "py-secret"
+
+    def setUp(self):
+        self.server = ftc.StoreServer("127.0.0.1", 0, token=self.TOKEN,
+                                      open_prefixes=["torch/"])
+        self.store = ftc.Store("127.0.0.1", self.server.port, timeout=30,
+                               token=self.TOKEN)
+        self.other = ftc.Store("127.0.0.1", self.server.port, timeout=30,
+                               token=self.TOKEN)
+
+    def tearDown(self):
+        self.store.close()
+        self.other.close()
+        self.server.close()
+
+    def test_wrong_or_missing_token(self):
+        with self.assertRaises(ftc.Error) as e:
+            ftc.Store("127.0.0.1", self.server.port, token="other")
+        self.assertEqual(e.exception.name, "FTC_EAUTH")
+        self.store.set("secret", b"s")
+        anon = ftc.Store("127.0.0.1", self.server.port, timeout=30)
+        anon.set("torch/mine", b"m")
+        self.assertEqual(anon.num_keys(), 1)
+        with self.assertRaises(ftc.Error) as e:
+            anon.get("secret")
+        self.assertIn("wants a token", str(e.exception))
+        anon.close()
+        self.assertEqual(self.store.num_keys(), 2)
+        self.assertEqual(self.store.get("secret"), b"s")
+
+    def test_torch_client_inside_the_open_prefix(self):
+        """PyTorch's TCPStore client cannot authenticate: it works under
+        torch/ and is cut off when it names a key outside."""
+        self.assertIsNotNone(dist, "torch is required for interop")
+        t = dist.TCPStore("127.0.0.1", self.server.port, is_master=False,
+                          timeout=datetime.timedelta(seconds=30))
+        t.set("torch/from_torch", "1")
+        self.assertEqual(self.store.get("torch/from_torch"), b"1")
+        self.store.set("outside", b"x")
+        with self.assertRaises((RuntimeError, dist.DistError)):
+            t.get("outside")
+        self.assertEqual(self.store.num_keys(), 2)
+
+
 class TorchServer(StoreOps, unittest.TestCase):
     """ftc.Store against PyTorch's TCPStore server (libuv, torch 2.x)."""
 
@@ -235,6 +283,13 @@ class TorchServer(StoreOps, unittest.TestCase):
         self.store.close()
         self.other.close()
         del self.server
+
+    def test_token_refuses_torch_server(self):
+        """PyTorch's server cannot prove it knows a token."""
+        with self.assertRaises(ftc.Error) as e:
+            ftc.Store("127.0.0.1", self.server.port, token="t")
+        self.assertEqual(e.exception.name, "FTC_EAUTH")
+        self.assertIn("PyTorch's TCPStore", str(e.exception))
 
     def test_torch_sees_ftc_writes(self):
         self.store.set("x", b"from ftc")

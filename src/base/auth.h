@@ -1,7 +1,7 @@
-/* Shared-secret authentication of data-plane connections: HMAC-SHA256
- * (libsodium) keyed by SHA-256 of the token, over the handshake. */
-#ifndef FTC_PG_TCP_AUTH_H
-#define FTC_PG_TCP_AUTH_H
+/* Shared-secret authentication: HMAC-SHA256 (libsodium) keyed by SHA-256 of
+ * the token. Used by the pg data plane's handshake and the store's. */
+#ifndef FTC_BASE_AUTH_H
+#define FTC_BASE_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,6 +9,8 @@
 
 #define FTC__AUTH_KEY 32
 #define FTC__AUTH_MAC 32
+/* Bytes of a challenge nonce. */
+#define FTC__AUTH_NONCE 32
 
 /* The key for token (a NUL-terminated secret). 0 or FTC_ESYS. */
 int ftc__auth_key(const char *token, uint8_t key[FTC__AUTH_KEY]);
@@ -22,5 +24,12 @@ void ftc__auth_mac(const uint8_t key[FTC__AUTH_KEY], const uint8_t *a,
 bool ftc__auth_verify(const uint8_t key[FTC__AUTH_KEY], const uint8_t *a,
                       size_t alen, const uint8_t *b, size_t blen,
                       const uint8_t mac[FTC__AUTH_MAC]);
+
+/* n unpredictable bytes (the kernel's generator, through libsodium): for
+ * challenges, never for ids. 0 or FTC_ESYS. */
+int ftc__auth_random(uint8_t *p, size_t n);
+
+/* Zeroes n bytes of secret material in a way the compiler keeps. */
+void ftc__auth_wipe(void *p, size_t n);
 
 #endif

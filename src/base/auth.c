@@ -1,5 +1,5 @@
-/* HMAC-SHA256 over handshakes, keyed by the shared token (see auth.h). */
-#include "pg/tcp/auth.h"
+/* HMAC-SHA256 keyed by the shared token, and challenge nonces (see auth.h). */
+#include "base/auth.h"
 
 #include <sodium.h>
 #include <string.h>
@@ -33,4 +33,18 @@ bool ftc__auth_verify(const uint8_t key[FTC__AUTH_KEY], const uint8_t *a,
     uint8_t want[FTC__AUTH_MAC];
     ftc__auth_mac(key, a, alen, b, blen, want);
     return sodium_memcmp(want, mac, FTC__AUTH_MAC) == 0;
+}
+
+int ftc__auth_random(uint8_t *p, size_t n)
+{
+    if (sodium_init() < 0) {
+        return ftc__seterr(FTC_ESYS, "libsodium failed to initialise");
+    }
+    randombytes_buf(p, n);
+    return 0;
+}
+
+void ftc__auth_wipe(void *p, size_t n)
+{
+    sodium_memzero(p, n);
 }

@@ -1,0 +1,253 @@
+/* Store authentication (docs/protocol.md "Authentication"): the
+ * AUTH_HELLO / AUTH_PROOF challenge-response keyed by the server's token,
+ * and what a connection that has not authenticated may do: the handshake
+ * itself, and keys under the open prefixes. A refusal closes only that
+ * connection, before the request changes anything. */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/server/server_int.h"
+
+static const char server_label[] = FTC__STORE_AUTH_SERVER_LABEL;
+static const char client_label[] = FTC__STORE_AUTH_CLIENT_LABEL;
+
+int ftc__store_auth_init(store_auth *a, const ftc_store_server_opts *o)
+{
+    memset(a, 0, sizeof(*a));
+    if (o->token != NULL && o->token[0] == '\0') {
+        return ftc__seterr(FTC_EINVAL, "ftc_store_server_opts: empty token");
+    }
+    if (o->n_open_prefixes > 0 && o->token == NULL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_server_opts: open_prefixes without a "
+                           "token (every key is open without one)");
+    }
+    if (o->n_open_prefixes > 0 && o->open_prefixes == NULL) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_store_server_opts: open_prefixes is NULL");
+    }
+    if (o->token == NULL) {
+        return 0;
+    }
+    int rc = ftc__auth_key(o->token, a->key);
+    if (rc != 0) {
+        return rc;
+    }
+    a->has_token = 1;
+    a->open = ftc__calloc(o->n_open_prefixes + 1, sizeof(*a->open));
+    a->open_len = ftc__calloc(o->n_open_prefixes + 1, sizeof(*a->open_len));
+    if (a->open == NULL || a->open_len == NULL) {
+        ftc__store_auth_free(a);
+        return ftc__seterr(FTC_ENOMEM, "store server: open prefixes");
+    }
+    for (size_t i = 0; i < o->n_open_prefixes; i++) {
+        const char *p = o->open_prefixes[i];
+        if (p == NULL || p[0] == '\0') {
+            ftc__store_auth_free(a);
+            return ftc__seterr(FTC_EINVAL,
+                               "ftc_store_server_opts: open prefix %zu is "
+                               "empty (it would open every key)",
+                               i);
+        }
+        a->open[i] = ftc__strdup(p);
+        if (a->open[i] == NULL) {
+            ftc__store_auth_free(a);
+            return ftc__seterr(FTC_ENOMEM, "store server: open prefixes");
+        }
+        a->open_len[i] = strlen(p);
+        a->n_open++;
+    }
+    return 0;
+}
+
+void ftc__store_auth_free(store_auth *a)
+{
+    for (size_t i = 0; a->open != NULL && i < a->n_open; i++) {
+        ftc__free(a->open[i]);
+    }
+    ftc__free(a->open);
+    ftc__free(a->open_len);
+    ftc__auth_wipe(a->key, sizeof(a->key));
+    memset(a, 0, sizeof(*a));
+}
+
+int ftc__store_auth_key_open(const store_auth *a, ftc__wire_str key)
+{
+    /* PyTorch's clients send "/" + key; 1.13's worker counter is a bare
+     * "init/". */
+    if (key.len > 0 && key.p[0] == '/') {
+        key.p++;
+        key.len--;
+    }
+    for (size_t i = 0; i < a->n_open; i++) {
+        if (key.len >= a->open_len[i] &&
+            memcmp(key.p, a->open[i], a->open_len[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void refuse(store_conn *c, const char *why)
+{
+    c->srv->live.protocol_errors++;
+    ftc__conn_close(c, FTC_LOG_WARN, "store.auth", why);
+}
+
+/* Ops a connection may send before it authenticates whatever the server's
+ * prefixes: the handshake, the probe, and cancelling its own wait. */
+static int handshake_op(ftc__store_op op)
+{
+    return op == FTC__OP_VALIDATE || op == FTC__OP_PING ||
+           op == FTC__OP_AUTH_HELLO || op == FTC__OP_AUTH_PROOF ||
+           op == FTC__OP_CANCEL_WAIT;
+}
+
+int ftc__store_auth_refuse_op(store_conn *c, ftc__store_op op)
+{
+    if (c->srv->auth.n_open > 0 || handshake_op(op)) {
+        return 0;
+    }
+    refuse(c, "a request before authenticating (the store has a token and "
+              "no open prefix)");
+    return 1;
+}
+
+void ftc__store_auth_refuse_key(store_conn *c, ftc__wire_str key)
+{
+    char why[160];
+    int shown = key.len > 64 ? 64 : (int)key.len;
+    snprintf(why, sizeof(why),
+             "key '%.*s'%s outside the open prefixes before authenticating",
+             shown, (const char *)key.p, key.len > 64 ? "..." : "");
+    refuse(c, why);
+}
+
+/* The key of every item of a CHECK/WAIT/MULTI_GET/MULTI_SET. */
+static int items_open(store_conn *c, const ftc__wire_req *r)
+{
+    const uint8_t *cur = r->items;
+    for (uint64_t i = 0; i < r->count; i++) {
+        ftc__wire_str key, val;
+        ftc__wire_next_str(&cur, &key);
+        if (r->op == FTC__OP_MULTI_SET) {
+            ftc__wire_next_str(&cur, &val);
+        }
+        if (!ftc__store_auth_key_open(&c->srv->auth, key)) {
+            ftc__store_auth_refuse_key(c, key);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r)
+{
+    if (handshake_op(r->op) || r->op == FTC__OP_GETNUMKEYS ||
+        r->op == FTC__OP_LIST_KEYS) {
+        return 1;
+    }
+    if (ftc__store_auth_refuse_op(c, r->op)) {
+        return 0;
+    }
+    if (r->items != NULL) {
+        return items_open(c, r);
+    }
+    if (!ftc__store_auth_key_open(&c->srv->auth, r->key)) {
+        ftc__store_auth_refuse_key(c, r->key);
+        return 0;
+    }
+    return 1;
+}
+
+void ftc__store_auth_hello(store_conn *c, const ftc__wire_req *r)
+{
+    uint8_t *sn = c->nonces + FTC__AUTH_NONCE;
+    uint8_t mac[FTC__AUTH_MAC];
+    if (!c->srv->auth.has_token) {
+        /* Nothing to prove: all zeros tells the client this server has no
+         * token (a client with one then refuses it). */
+        uint8_t zeros[FTC__AUTH_NONCE + FTC__AUTH_MAC] = {0};
+        ftc__out_raw(c, zeros, sizeof(zeros));
+        return;
+    }
+    if (c->auth != STORE_AUTH_NONE) {
+        refuse(c, "a second AUTH_HELLO");
+        return;
+    }
+    if (ftc__auth_random(sn, FTC__AUTH_NONCE) != 0) {
+        ftc__conn_close(c, FTC_LOG_ERROR, "store.auth", ftc_last_error());
+        return;
+    }
+    memcpy(c->nonces, r->key.p, FTC__AUTH_NONCE);
+    ftc__auth_mac(c->srv->auth.key, (const uint8_t *)server_label,
+                  sizeof(server_label), c->nonces, sizeof(c->nonces), mac);
+    c->auth = STORE_AUTH_CHALLENGED;
+    ftc__out_raw(c, sn, FTC__AUTH_NONCE);
+    ftc__out_raw(c, mac, sizeof(mac));
+}
+
+void ftc__store_auth_proof(store_conn *c, const ftc__wire_req *r)
+{
+    if (c->auth == STORE_AUTH_OK) {
+        /* A server without a token, or a second proof: nothing to do. */
+        ftc__out_u8(c, 0);
+        return;
+    }
+    if (c->auth != STORE_AUTH_CHALLENGED) {
+        refuse(c, "AUTH_PROOF without AUTH_HELLO");
+        return;
+    }
+    if (!ftc__auth_verify(c->srv->auth.key, (const uint8_t *)client_label,
+                          sizeof(client_label), c->nonces, sizeof(c->nonces),
+                          r->key.p)) {
+        refuse(c, "wrong token (its AUTH_PROOF does not match)");
+        return;
+    }
+    c->auth = STORE_AUTH_OK;
+    ftc__out_u8(c, 0);
+}
+
+void ftc__store_auth_ping(store_conn *c, uint32_t nonce)
+{
+    if ((nonce & FTC__STORE_NONCE_TAG_MASK) != FTC__STORE_NONCE_TAG) {
+        ftc__out_u32(c, nonce);
+        return;
+    }
+    uint32_t locked = c->auth != STORE_AUTH_OK ? FTC__STORE_PROBE_LOCKED : 0;
+    ftc__out_u32(c, ~nonce ^ locked);
+}
+
+/* Counts or lists the keys an unauthenticated connection may see. */
+typedef struct open_keys {
+    store_conn *c;
+    int64_t n;
+    int list;
+} open_keys;
+
+static void open_key(void *arg, ftc__wire_str key)
+{
+    open_keys *k = arg;
+    if (!ftc__store_auth_key_open(&k->c->srv->auth, key)) {
+        return;
+    }
+    k->n++;
+    if (k->list) {
+        ftc__out_str(k->c, key.p, key.len);
+    }
+}
+
+void ftc__store_auth_num_keys(store_conn *c)
+{
+    open_keys k = {c, 0, 0};
+    ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+    ftc__out_i64(c, k.n);
+}
+
+void ftc__store_auth_list_keys(store_conn *c)
+{
+    /* The count goes first on the wire: count, then list. */
+    ftc__store_auth_num_keys(c);
+    open_keys k = {c, 0, 1};
+    ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+}

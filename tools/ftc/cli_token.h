@@ -1,0 +1,17 @@
+/* The shared secret of a command that serves or joins a job: from
+ * --token-file, else $FTC_TOKEN, else none. */
+#ifndef FTC_CLI_TOKEN_H
+#define FTC_CLI_TOKEN_H
+
+#include <stddef.h>
+
+/* Longest token a command reads, with its NUL. */
+#define FTC__CLI_TOKEN_MAX 4097
+
+/* Reads path (NULL: none) without its trailing newline into buf, else
+ * takes a non-empty $FTC_TOKEN; *token is buf, the variable's value or
+ * NULL. 0, or -1 after printing why to stderr as "ftc <cmd>: ...". */
+int ftc__cli_token(const char *cmd, const char *path, char *buf, size_t cap,
+                   const char **token);
+
+#endif
