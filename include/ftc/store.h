@@ -128,9 +128,10 @@ typedef struct ftc_store_client_opts {
     /* A shared secret (copied; NULL: none, "" is FTC_EINVAL; at most 1023
      * bytes). With one, every connection authenticates with the server,
      * and the server with it, before any request: a server that does not
-     * prove it knows the token (another token, none, PyTorch's server) is
-     * refused with FTC_EAUTH. The library never reads FTC_TOKEN here: a
-     * process may talk to PyTorch's store and hold a token for ftc's. */
+     * prove it knows the token (another token, none) is refused with
+     * FTC_EAUTH, PyTorch's server (it cannot) with FTC_ENOTSUP. The library
+     * never reads FTC_TOKEN here: a process may talk to PyTorch's store and
+     * hold a token for ftc's. */
     const char *token;
 } ftc_store_client_opts;
 

@@ -565,7 +565,8 @@ static PyType_Slot slots[] = {
      "seconds, timedeltas or math.inf; None: 300 s per call, 30 s to "
      "connect. With a token, client and server prove to each other that "
      "they know it (ftc.Error FTC_EAUTH if the server cannot: another "
-     "token, none, or PyTorch's server); the environment is never read."},
+     "token or none; FTC_ENOTSUP for PyTorch's server); the environment is "
+     "never read."},
     {Py_tp_new, store_new},
     {Py_tp_dealloc, store_dealloc},
     {Py_tp_methods, methods},

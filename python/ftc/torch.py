@@ -8,7 +8,10 @@ Any rendezvous works: with a TCPStore (env://, tcp://, or one you pass,
 served by PyTorch or by ftc.StoreServer) each group connects its own
 ftc.Store to that server; with another (file://) rank 0 serves an ftc
 store and publishes its address through it (FTC_ADVERTISE_HOST, default
-127.0.0.1). Each group forms an ftc process group under its name. CPU tensors only for now. Collectives start at
+127.0.0.1). Each group forms an ftc process group under its name. With
+FTC_TOKEN set (ftc run sets it), the group's ftc.Store authenticates with
+it, unless the server is PyTorch's own, which cannot; a store that rank 0
+serves takes it too. CPU tensors only for now. Collectives start at
 once and complete through one completion thread that sets each call's
 future; a failed operation fails the future inside PyTorch, so DDP and
 Work.wait() raise a RuntimeError with ftc's message. FTC_PG_BACKEND picks
@@ -110,6 +113,25 @@ def _reduce_opts(opts, cls):
     return made
 
 
+def _token():
+    return os.environ.get("FTC_TOKEN") or None
+
+
+def _connect(host, port, timeout):
+    """An ftc.Store on the rendezvous's server, authenticated with the
+    job's token when there is one. PyTorch's server cannot authenticate (a
+    rendezvous the user chose): then the store is used as PyTorch's own
+    clients use it; any other refusal (a wrong token, an ftc server without
+    one) is raised."""
+    token = _token()
+    try:
+        return ftc.Store(host, port, timeout=timeout, token=token)
+    except ftc.Error as e:
+        if token is None or e.name != "FTC_ENOTSUP":
+            raise
+    return ftc.Store(host, port, timeout=timeout)
+
+
 class ProcessGroupFtc(dist.ProcessGroup):
     """A torch.distributed process group whose operations run on an ftc
     process group (see the module's docstring)."""
@@ -129,7 +151,7 @@ class ProcessGroupFtc(dist.ProcessGroup):
         self._timeout = _timeout(timeout)
         self._server = None  # ftc's own store, when the rendezvous has none
         host, port = self._store_address(store, rank)
-        self._store = ftc.Store(host, port, timeout=self._timeout)
+        self._store = _connect(host, port, self._timeout)
         if prefix is None:
             restart = os.environ.get(
                 "FTC_INCARNATION",
@@ -152,7 +174,7 @@ class ProcessGroupFtc(dist.ProcessGroup):
         key = "ftc/store_address"
         if rank == 0:
             host = os.environ.get("FTC_ADVERTISE_HOST", "127.0.0.1")
-            self._server = ftc.StoreServer(host, 0)
+            self._server = ftc.StoreServer(host, 0, token=_token())
             store.set(key, f"{host}:{self._server.port}")
         host, _, port = store.get(key).decode().rpartition(":")
         return host, int(port)

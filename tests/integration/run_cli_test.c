@@ -118,8 +118,9 @@ static void env_contract(void **state)
             assert_string_equal(v, "x=y");
             rk_seen(dir, i, r, 0, "RUNTEST_INHERITED", v, sizeof(v));
             assert_string_equal(v, "yes");
+            /* --lighthouse given and no token: the job is open */
             rk_seen(dir, i, r, 0, "store", v, sizeof(v));
-            assert_string_equal(v, "ftc");
+            assert_string_equal(v, "ftc/accepted");
             rk_seen(dir, i, r, 0, "lighthouse", v, sizeof(v));
             assert_string_equal(v, "down"); /* 127.0.0.1:1 */
             assert_int_equal(rk_seen_long(dir, i, r, 0, "pgid"),
@@ -280,10 +281,21 @@ static void embedded_lighthouse(void **state)
 #if defined(__has_include) && __has_include("ftc/ft.h")
     assert_int_equal(rk_wait(&p, 20000), 0);
     assert_non_null(strstr(p.text, "(dashboard http://127.0.0.1:"));
-    char v[64];
+    assert_non_null(strstr(p.text, "a random token made for this job"));
+    char v[128], token[128];
     for (int i = 0; i < 2; i++) {
         assert_int_equal(rk_seen(dir, i, 0, 0, "lighthouse", v, sizeof(v)), 0);
         assert_string_equal(v, "http");
+        /* Closed by default: every rank has the job's token, and the
+         * group's store refuses a tokenless client's write. */
+        rk_seen(dir, i, 0, 0, "store", v, sizeof(v));
+        assert_string_equal(v, "ftc-locked/refused");
+        rk_seen(dir, i, 0, 0, "FTC_TOKEN", v, sizeof(v));
+        assert_int_equal(strlen(v), 64);
+        if (i == 0) {
+            snprintf(token, sizeof(token), "%s", v);
+        }
+        assert_string_equal(v, token);
     }
 #else
     assert_int_equal(rk_wait(&p, 20000), 1);
@@ -291,6 +303,28 @@ static void embedded_lighthouse(void **state)
                                    "--lighthouse HOST:PORT"));
     assert_int_equal(rk_seen_count(dir), 0);
 #endif
+    rk_free(&p);
+}
+
+/* A token from FTC_TOKEN is the job's: the ranks get it, and a
+ * tokenless write to the group's store is refused. */
+static void token_from_environment(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("token", dir, sizeof(dir));
+    char *launcher[] = {T("--replicas"), T("1"), NULL};
+    char *trainer[] = {T("--steps"), T("1"), NULL};
+    char *env[] = {T("FTC_TOKEN=run-test-secret"), NULL};
+    rk_run p;
+    rk_start_job(&p, dir, launcher, trainer, env);
+    assert_int_equal(rk_wait(&p, 20000), 0);
+    assert_non_null(strstr(p.text, "token from --token-file or FTC_TOKEN"));
+    char v[128];
+    rk_seen(dir, 0, 0, 0, "FTC_TOKEN", v, sizeof(v));
+    assert_string_equal(v, "run-test-secret");
+    rk_seen(dir, 0, 0, 0, "store", v, sizeof(v));
+    assert_string_equal(v, "ftc-locked/refused");
     rk_free(&p);
 }
 
@@ -374,6 +408,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(summary_different),
         cmocka_unit_test(terminal_output),
         cmocka_unit_test(embedded_lighthouse),
+        cmocka_unit_test(token_from_environment),
     };
     int left = rk_init(argc, argv);
     if (left < 0) {

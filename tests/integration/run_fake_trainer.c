@@ -4,9 +4,9 @@
  *
  * It writes $FTC_RUN_DIR/seen-<replica index>-<group rank>-<incarnation>
  * ("K=V" lines: every FTC_* and RUNTEST_* variable, pid, pgid, child (the
- * pid of the helper it started, 0 if none), store ("ftc" if its group's
- * store answered an ftc PING), lighthouse ("http" if FTC_LIGHTHOUSE
- * answered HTTP)) before its first step. */
+ * pid of the helper it started, 0 if none), store (how its group's store
+ * answered a tokenless ftc PING and write: probe_store), lighthouse
+ * ("http" if FTC_LIGHTHOUSE answered HTTP)) before its first step. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -130,21 +130,46 @@ static int connect_to(const char *name)
     return fd;
 }
 
-/* Asks the group's store for an ftc PING (2.x VALIDATE, then PING with a
- * 0xF7Cxxxxx nonce, answered with its complement). */
-static const char *probe_store(void)
+/* Reads a 4-byte little-endian PING answer; 0 if the connection closed. */
+static int read_pong(int fd, uint32_t *pong)
+{
+    uint8_t rep[4] = {0};
+    if (recv(fd, rep, 4, MSG_WAITALL) != 4) {
+        return 0;
+    }
+    *pong = (uint32_t)rep[0] | (uint32_t)rep[1] << 8 | (uint32_t)rep[2] << 16 |
+            (uint32_t)rep[3] << 24;
+    return 1;
+}
+
+/* Asks the group's store, without a token, for an ftc PING (2.x VALIDATE,
+ * then PING with a 0xF7Cxxxxx nonce, answered with its complement: "ftc",
+ * or with the low bit flipped back when the store wants a token:
+ * "ftc-locked"), then writes a key and pings again: "/accepted" if the
+ * store took it, "/refused" if it closed the connection. */
+static void probe_store(char *out, size_t cap)
 {
     int fd = connect_to("FTC_STORE_ADDR");
-    uint8_t req[10] = {0, 0xCE, 0xF7, 0x85, 0x3C, 13, 0xEE, 0xFF, 0xC0, 0xF7};
-    uint8_t rep[4] = {0};
-    int ok = fd >= 0 && write(fd, req, sizeof(req)) == (ssize_t)sizeof(req) &&
-             recv(fd, rep, 4, MSG_WAITALL) == 4;
+    static const uint8_t hello[10] = {0,  0xCE, 0xF7, 0x85, 0x3C,
+                                      13, 0xEE, 0xFF, 0xC0, 0xF7};
+    static const uint8_t set_ping[] = {
+        1, 6, 0, 0, 0, 0, 0, 0, 0,   '/', 'p',  'r',  'o',  'b', 'e',
+        1, 0, 0, 0, 0, 0, 0, 0, '1', 13,  0xEE, 0xFF, 0xC0, 0xF7};
+    uint32_t pong = 0;
+    int ok = fd >= 0 && write(fd, hello, sizeof(hello)) == sizeof(hello) &&
+             read_pong(fd, &pong);
+    const char *kind = !ok                           ? "no-answer"
+                       : pong == ~0xF7C0FFEEu        ? "ftc"
+                       : pong == (~0xF7C0FFEEu ^ 1u) ? "ftc-locked"
+                                                     : "no-answer";
+    const char *write_ok = "";
+    if (ok && write(fd, set_ping, sizeof(set_ping)) == sizeof(set_ping)) {
+        write_ok = read_pong(fd, &pong) ? "/accepted" : "/refused";
+    }
     if (fd >= 0) {
         close(fd);
     }
-    uint32_t pong = (uint32_t)rep[0] | (uint32_t)rep[1] << 8 |
-                    (uint32_t)rep[2] << 16 | (uint32_t)rep[3] << 24;
-    return ok && pong == ~0xF7C0FFEEu ? "ftc" : "no-answer";
+    snprintf(out, cap, "%s%s", kind, write_ok);
 }
 
 /* "http" if FTC_LIGHTHOUSE answers an HTTP request, else "down". */
@@ -179,8 +204,10 @@ static void record(long replica, long rank, long incarnation, pid_t child)
             fprintf(f, "%s\n", *e);
         }
     }
+    char store[64];
+    probe_store(store, sizeof(store));
     fprintf(f, "pid=%d\npgid=%d\nchild=%d\nstore=%s\nlighthouse=%s\n",
-            (int)getpid(), (int)getpgrp(), (int)child, probe_store(),
+            (int)getpid(), (int)getpgrp(), (int)child, store,
             probe_lighthouse());
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         exit(92);

@@ -31,7 +31,7 @@ int ftc__store_client_auth_finish(ftc__store_conn *c, int kind,
                                   ftc__deadline dl, const ftc__event *cancel)
 {
     if (kind != FTC__STORE_SERVER_FTC) {
-        return ftc__seterr(FTC_EAUTH,
+        return ftc__seterr(FTC_ENOTSUP,
                            "%s:%d is PyTorch's TCPStore, which cannot "
                            "authenticate, and this client has a token",
                            c->host, c->port);

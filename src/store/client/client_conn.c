@@ -436,7 +436,7 @@ static int open_conn(ftc__store_conn *c, ftc__deadline dl,
         }
         drop(c);
         if (rc == FTC_ECANCELED || rc == FTC_EPROTO || rc == FTC_ENOMEM ||
-            rc == FTC_EAUTH || ftc__deadline_expired(dl)) {
+            rc == FTC_EAUTH || rc == FTC_ENOTSUP || ftc__deadline_expired(dl)) {
             return ftc__adderr(rc, "handshake with %s:%d", c->host, c->port);
         }
         FTC_LOG_DEBUG("store.handshake", "%s:%d: %s; retrying", c->host,

@@ -288,7 +288,7 @@ class TorchServer(StoreOps, unittest.TestCase):
         """PyTorch's server cannot prove it knows a token."""
         with self.assertRaises(ftc.Error) as e:
             ftc.Store("127.0.0.1", self.server.port, token="t")
-        self.assertEqual(e.exception.name, "FTC_EAUTH")
+        self.assertEqual(e.exception.name, "FTC_ENOTSUP")
         self.assertIn("PyTorch's TCPStore", str(e.exception))
 
     def test_torch_sees_ftc_writes(self):

@@ -17,6 +17,8 @@
 #include "run/run_loop.h"
 #include "run/run_spawn.h"
 #include "run/run_summary.h"
+#include "run/run_token.h"
+#include "cli_token.h"
 
 extern char **environ;
 
@@ -88,6 +90,19 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
     }
 }
 
+static void print_token(run_job *job, run_token_source source)
+{
+    static const char *const says[] = {
+        [RUN_TOKEN_NONE] = "no token: the job is open to anyone who reaches "
+                           "its ports (--token-file or FTC_TOKEN closes it)",
+        [RUN_TOKEN_GIVEN] = "token from --token-file or FTC_TOKEN",
+        [RUN_TOKEN_GENERATED] = "a random token made for this job guards "
+                                "its stores, lighthouse, heals and process "
+                                "groups (FTC_TOKEN in every rank)",
+    };
+    run_out_note(&job->out, "%s", says[source]);
+}
+
 /* Everything after the options are known. Returns the exit code. */
 static int run(const run_opts *o, const char *path)
 {
@@ -100,13 +115,24 @@ static int run(const run_opts *o, const char *path)
     if (make_run_dir(o, run_dir, sizeof(run_dir), &temporary) != 0) {
         return 1;
     }
+    /* Before the first thread: it sets the environment. */
+    char token_buf[FTC__CLI_TOKEN_MAX];
+    const char *token = NULL;
+    run_token_source source;
+    if (run_token_resolve(o, token_buf, sizeof(token_buf), &token, &source) !=
+        0) {
+        if (temporary) {
+            ftc__cmd_remove_tree(run_dir);
+        }
+        return 1;
+    }
     sigset_t old_mask;
     run_loop_block_signals(&old_mask); /* before the first thread */
     run_lighthouse *lh = NULL;
     run_job *job = ftc__calloc(1, sizeof(*job));
     int code = 1;
     if (job != NULL && run_lighthouse_start(&lh, o->lighthouse, o->host, o->job,
-                                            o->min_replicas, lighthouse,
+                                            o->min_replicas, token, lighthouse,
                                             sizeof(lighthouse)) == 0) {
         run_launch l = {
             .path = path,
@@ -118,9 +144,11 @@ static int run(const run_opts *o, const char *path)
             .trace_dir = o->trace_dir != NULL ? trace_dir : NULL,
             .user_env = o->env,
             .n_user_env = o->n_env,
+            .token = token,
         };
         if (run_job_init(job, o, &l) == 0) {
             print_plan(job, lh != NULL, run_dir);
+            print_token(job, source);
             if (run_loop(job) == 0) {
                 code = run_job_exit_code(job);
                 run_summary_print(job);

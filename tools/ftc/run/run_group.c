@@ -12,10 +12,12 @@
 
 #include "base/base_int.h"
 #include "run/run_spawn.h"
+#include "run/run_token.h"
 
 int run_group_init(run_group *g, int index, int replica_index, int nranks,
-                   const char *host)
+                   const char *host, const char *token)
 {
+    static const char *const open[] = RUN_TOKEN_OPEN_PREFIXES;
     memset(g, 0, sizeof(*g));
     g->index = index;
     g->nranks = nranks;
@@ -34,6 +36,9 @@ int run_group_init(run_group *g, int index, int replica_index, int nranks,
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.bind_host = host;
+    o.token = token;
+    o.open_prefixes = token != NULL ? open : NULL;
+    o.n_open_prefixes = token != NULL ? RUN_TOKEN_N_OPEN_PREFIXES : 0;
     if (ftc_store_server_create(&o, &g->store) != 0) {
         fprintf(stderr, "ftc run: cannot start the store of %s on %s: %s\n",
                 g->id, host, ftc_last_error());

@@ -54,12 +54,13 @@ typedef struct run_group {
     run_rank *ranks;
 } run_group;
 
-/* Allocates the ranks and starts the group's store on host (a free port).
+/* Allocates the ranks and starts the group's store on host (a free port),
+ * with the job's token (NULL: none) and PyTorch's keys open.
  * index: its place in the job's table; replica_index: the job-wide one
  * its id says (replica_<replica_index>). Returns 0, or -1 after printing
  * why to stderr. */
 int run_group_init(run_group *g, int index, int replica_index, int nranks,
-                   const char *host);
+                   const char *host, const char *token);
 /* Stops the store and frees. The ranks must be reaped. */
 void run_group_free(run_group *g);
 
@@ -73,6 +74,7 @@ typedef struct run_launch {
     const char *const *user_env; /* --env */
     int n_user_env;
     const char *host;  /* bound and advertised (--host) */
+    const char *token; /* the job's (run_token.h); NULL: open */
     int first_replica; /* replica index of groups[0] */
     int num_replicas;  /* of the whole job */
 } run_launch;

@@ -60,7 +60,7 @@ int run_job_init(run_job *job, const run_opts *opts, const run_launch *l)
     }
     for (int g = 0; g < job->n; g++) {
         if (run_group_init(&job->groups[g], g, opts->first_replica + g,
-                           opts->ranks, opts->host) != 0) {
+                           opts->ranks, opts->host, l->token) != 0) {
             return -1;
         }
     }

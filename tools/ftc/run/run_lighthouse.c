@@ -22,8 +22,8 @@ struct run_lighthouse {
 };
 
 static int start_embedded(run_lighthouse **out, const char *host,
-                          const char *job, int min_replicas, char *addr,
-                          size_t cap)
+                          const char *job, int min_replicas, const char *token,
+                          char *addr, size_t cap)
 {
     ftc_lighthouse_opts o;
     ftc_lighthouse_opts_init(&o);
@@ -31,6 +31,7 @@ static int start_embedded(run_lighthouse **out, const char *host,
     ftc__addr_join(host, 0, bind, sizeof(bind));
     o.bind = bind;
     o.min_replicas = (uint64_t)min_replicas;
+    o.token = token;
     ftc_lighthouse *lh = NULL;
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:min_replicas=%d", job, min_replicas);
@@ -64,10 +65,11 @@ void run_lighthouse_stop(run_lighthouse *w)
 #else
 
 static int start_embedded(run_lighthouse **out, const char *host,
-                          const char *job, int min_replicas, char *addr,
-                          size_t cap)
+                          const char *job, int min_replicas, const char *token,
+                          char *addr, size_t cap)
 {
     (void)out;
+    (void)token;
     (void)host;
     (void)job;
     (void)min_replicas;
@@ -87,7 +89,7 @@ void run_lighthouse_stop(run_lighthouse *w)
 
 int run_lighthouse_start(run_lighthouse **out, const char *given,
                          const char *host, const char *job, int min_replicas,
-                         char *addr, size_t cap)
+                         const char *token, char *addr, size_t cap)
 {
     *out = NULL;
     if (given != NULL) {
@@ -97,5 +99,5 @@ int run_lighthouse_start(run_lighthouse **out, const char *given,
         }
         return 0;
     }
-    return start_embedded(out, host, job, min_replicas, addr, cap);
+    return start_embedded(out, host, job, min_replicas, token, addr, cap);
 }

@@ -67,6 +67,11 @@ static const ftc__cli_option options[] = {
      .check = check_lighthouse, .metavar = "ADDR",
      .help = "use this lighthouse (host:port) instead of starting one in "
              "this process"},
+    {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, token_file),
+     .metavar = "PATH",
+     .help = "the job's shared secret (else $FTC_TOKEN); without either, a "
+             "job with its own lighthouse makes a random one",
+     .default_text = "$FTC_TOKEN, or a random one"},
     {"host", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, host),
      .check = check_host, .metavar = "ADDR",
      .help = "the address of this machine that the groups' stores, the "

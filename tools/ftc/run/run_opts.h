@@ -24,6 +24,7 @@ typedef struct run_opts {
     int ranks;              /* M ranks per group; default 1 */
     const char *job;        /* job name; default "ftc" */
     const char *lighthouse; /* "host:port"; NULL: start one in-process */
+    const char *token_file; /* --token-file; NULL: $FTC_TOKEN or made */
     const char *host;       /* what stores, lighthouse and ranks bind and
                                advertise; default "127.0.0.1" */
     int first_replica;      /* replica index of the first group; default 0 */
