@@ -199,7 +199,31 @@ typedef struct ftc_pg_opts {
      * ftc_pg_create and the parent's backend for a subgroup. A backend
      * that cannot be loaded fails the create with FTC_ENOTSUP. */
     const char *backend;
+    /* With a token, what protects the messages after the handshake
+     * (ftc_pg_protect; tcp backend; docs/protocol.md "Message
+     * protection"). Every member must choose alike, else the handshake
+     * fails with FTC_EPROTO. Ignored without a token. */
+    int protect;
 } ftc_pg_opts;
+
+/* ftc_pg_opts.protect. */
+typedef enum ftc_pg_protect {
+    /* The environment variable FTC_PG_PROTECT ("auto", "mac" or "off"),
+     * else AUTO. */
+    FTC_PG_PROTECT_DEFAULT = 0,
+    /* MAC on connections between hosts, none on connections within one
+     * (loopback, or both ends on one address: only this host's kernel
+     * carries those bytes). */
+    FTC_PG_PROTECT_AUTO = 1,
+    /* Every message carries a 16-byte tag (Poly1305 under a one-time key
+     * per message): one changed, dropped, replayed or reordered on the
+     * way fails the group with FTC_EAUTH naming the peer (the others hear
+     * it in the same collective, or their next operation). */
+    FTC_PG_PROTECT_MAC = 2,
+    /* Only the handshake is authenticated (the data plane trusts the
+     * network, as Gloo's and NCCL's do). */
+    FTC_PG_PROTECT_OFF = 3,
+} ftc_pg_protect;
 
 FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
 

@@ -99,9 +99,32 @@ int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
     if (out->streams < 1 || out->streams > 8) {
         return ftc__seterr(FTC_EINVAL, "streams %d not in 1..8", out->streams);
     }
+    if (out->protect < FTC_PG_PROTECT_DEFAULT ||
+        out->protect > FTC_PG_PROTECT_OFF) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_pg_opts.protect %d is not an "
+                           "ftc_pg_protect",
+                           out->protect);
+    }
     if (out->sndbuf_bytes < 0 || out->rcvbuf_bytes < 0 ||
         (out->spin_us < -1 && out->spin_us != FTC_PG_SPIN_AUTO)) {
         return ftc__seterr(FTC_EINVAL, "negative buffer or spin");
+    }
+    return 0;
+}
+
+/* FTC_PG_PROTECT (NULL: unset) as an ftc_pg_protect; AUTO when unset. */
+static int protect_from_env(const char *v, int *out)
+{
+    if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
+        *out = FTC_PG_PROTECT_AUTO;
+    } else if (strcmp(v, "mac") == 0) {
+        *out = FTC_PG_PROTECT_MAC;
+    } else if (strcmp(v, "off") == 0) {
+        *out = FTC_PG_PROTECT_OFF;
+    } else {
+        return ftc__seterr(
+            FTC_EINVAL, "FTC_PG_PROTECT='%.32s': expected auto, mac or off", v);
     }
     return 0;
 }
@@ -134,6 +157,12 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
         }
         snprintf(pg->congestion, sizeof(pg->congestion), "%s", cc);
         pg->opts.tcp_congestion = pg->congestion;
+    }
+    if (pg->opts.protect == FTC_PG_PROTECT_DEFAULT) {
+        rc = protect_from_env(env.protect, &pg->opts.protect);
+        if (rc != 0) {
+            return rc;
+        }
     }
     const char *token = pg->opts.token != NULL ? pg->opts.token : env.token;
     if (token != NULL && token[0] != '\0') {

@@ -200,6 +200,7 @@ typedef struct ftc__pg_env {
     const char *tcp_congestion; /* FTC_PG_TCP_CONGESTION */
     const char *token;          /* FTC_TOKEN */
     const char *backend;        /* FTC_PG_BACKEND */
+    const char *protect;        /* FTC_PG_PROTECT */
     const char *baby_helper;    /* FTC_PG_BABY_HELPER */
     const char *baby_hang_ms;   /* FTC_PG_BABY_HANG_MS */
 } ftc__pg_env;

@@ -33,6 +33,10 @@ fail() {
   exit 1
 }
 [[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces)"
+# One token for the whole job, exported on every host as on real machines:
+# it guards the lighthouse, the stores and heals, and the process groups
+# between hosts protect every message (FTC_PG_PROTECT's default, auto).
+export FTC_TOKEN="run-hosts-$$-$RANDOM$RANDOM"
 trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
 
 "$hosts" up "$name" 3

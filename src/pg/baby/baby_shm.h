@@ -165,6 +165,7 @@ typedef struct ftc__baby_config {
     char host[FTC__BABY_HOST_MAX];
     char congestion[32];
     char token[FTC__BABY_TOKEN_MAX];
+    int32_t protect; /* ftc_pg_opts.protect, resolved */
 } ftc__baby_config;
 
 /* The child's answer once the inner group exists (or failed). */

@@ -215,6 +215,7 @@ static void inner_opts(const ftc__baby_config *c, ftc_pg_opts *o)
     o->max_message_bytes = c->max_message_bytes;
     o->max_unexpected_bytes = c->max_unexpected_bytes;
     o->token = c->token[0] != '\0' ? c->token : NULL;
+    o->protect = c->protect;
     o->backend = c->backend;
 }
 

@@ -118,6 +118,7 @@ static int fill_config(const ftc_pg_backend_create_args *a, const baby *b,
                            sizeof(c->prefix) - 6, sizeof(c->token) - 1);
     }
     snprintf(c->token, sizeof(c->token), "%s", token);
+    c->protect = o->protect;
     return 0;
 }
 

@@ -120,11 +120,48 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
                       (unsigned long long)g->epoch);
         return false;
     }
+    if (c->protect) {
+        ftc__protect_begin(&c->rx_mac, c->k_rx, c->n_rx, c->stage + c->st_head,
+                           FTC__PGW_HDR);
+        c->rx_tag_got = 0;
+    }
     c->st_head += FTC__PGW_HDR;
     c->hdr = h;
     c->have_hdr = true;
     c->got = 0;
     c->dst = NULL;
+    return true;
+}
+
+/* Reads the tag that follows a protected message and checks it against
+ * the header and payload received. false: more bytes are needed, or the
+ * check failed (the group failed with FTC_EAUTH). */
+static bool take_tag(ftc__tcp *g, ftc__chan *c)
+{
+    while (c->rx_tag_got < FTC__PROTECT_TAG) {
+        size_t have = staged(c);
+        if (have > 0) {
+            size_t want = FTC__PROTECT_TAG - c->rx_tag_got;
+            size_t k = have < want ? have : want;
+            memcpy(c->rx_tag + c->rx_tag_got, c->stage + c->st_head, k);
+            c->st_head += k;
+            c->rx_tag_got += k;
+            continue;
+        }
+        if (c->eof || !c->readable || !fill_stage(g, c, FTC__STAGE_CAP)) {
+            return false;
+        }
+    }
+    if (!ftc__protect_check(&c->rx_mac, c->rx_tag)) {
+        ftc__tcp_fail(g, FTC_EAUTH,
+                      "from %s: message %llu (%llu bytes) failed its "
+                      "authentication check: changed, dropped or replayed "
+                      "on the way",
+                      c->name, (unsigned long long)c->n_rx,
+                      (unsigned long long)c->hdr.len);
+        return false;
+    }
+    c->n_rx++;
     return true;
 }
 
@@ -136,8 +173,12 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
         size_t have = staged(c);
         if (have > 0) {
             size_t k = have < want ? have : want;
+            const uint8_t *from = c->stage + c->st_head;
             if (c->dst != NULL) {
-                memcpy(c->dst + c->got, c->stage + c->st_head, k);
+                memcpy(c->dst + c->got, from, k);
+            }
+            if (c->protect) {
+                ftc__protect_add(&c->rx_mac, from, k);
             }
             c->st_head += k;
             c->got += k;
@@ -149,6 +190,9 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
         if (c->dst != NULL && want >= FTC__DIRECT_MIN) {
             ssize_t n = recv(c->fd, c->dst + c->got, want, MSG_DONTWAIT);
             if (n > 0) {
+                if (c->protect) {
+                    ftc__protect_add(&c->rx_mac, c->dst + c->got, (size_t)n);
+                }
                 c->got += (size_t)n;
             } else if (n == 0) {
                 return ftc__chan_lost(g, c, 0);
@@ -164,7 +208,7 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
             return false;
         }
     }
-    return true;
+    return !c->protect || take_tag(g, c);
 }
 
 ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
@@ -191,18 +235,79 @@ ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
 }
 
 int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
-                   size_t len, size_t skip)
+                   size_t len, const uint8_t *tag, size_t skip)
 {
+    const struct iovec parts[3] = {
+        {(uint8_t *)hdr, FTC__PGW_HDR},
+        {(uint8_t *)payload, len},
+        {(uint8_t *)tag, tag != NULL ? FTC__PROTECT_TAG : 0},
+    };
     int n = 0;
-    size_t hs = skip < FTC__PGW_HDR ? skip : FTC__PGW_HDR;
-    if (hs < FTC__PGW_HDR) {
-        iov[n++] = (struct iovec){(uint8_t *)hdr + hs, FTC__PGW_HDR - hs};
-    }
-    size_t ps = skip - hs;
-    if (len > ps) {
-        iov[n++] = (struct iovec){(uint8_t *)payload + ps, len - ps};
+    for (int i = 0; i < 3; i++) {
+        size_t s = skip < parts[i].iov_len ? skip : parts[i].iov_len;
+        skip -= s;
+        if (parts[i].iov_len > s) {
+            iov[n++] = (struct iovec){(uint8_t *)parts[i].iov_base + s,
+                                      parts[i].iov_len - s};
+        }
     }
     return n;
+}
+
+/* Frames with at most this much payload are tagged before they go, so
+ * the header, payload and tag leave in one system call (a small frame's
+ * tag costs less than a second call); larger ones are tagged as they go
+ * out, so no pass over the payload comes before its first byte leaves. */
+#define WHOLE_MAX 4096
+
+ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
+                                 const void *payload, size_t len,
+                                 uint8_t tag[FTC__PROTECT_TAG], size_t *off,
+                                 bool *done)
+{
+    size_t body = FTC__PGW_HDR + len;
+    bool whole = len <= WHOLE_MAX;
+    if (whole && *off == 0) {
+        ftc__protect_tag(c->k_tx, c->n_tx, hdr, FTC__PGW_HDR, payload, len,
+                         tag);
+    }
+    ssize_t total = 0;
+    *done = false;
+    while (c->writable && !*done) {
+        struct iovec iov[3];
+        int niov = ftc__frame_iov(iov, hdr, payload, len,
+                                  whole || *off >= body ? tag : NULL, *off);
+        ssize_t n = ftc__chan_sendv(g, c, iov, niov);
+        if (n <= 0) {
+            return n < 0 ? -1 : total;
+        }
+        if (*off == 0) {
+            /* Its first byte left: the frame has the next number. A frame
+             * that never started (dropped at destroy, or overtaken by a
+             * liveness frame) took none. */
+            if (!whole) {
+                ftc__protect_begin(&c->tx_mac, c->k_tx, c->n_tx, hdr,
+                                   FTC__PGW_HDR);
+                c->tx_open = true;
+            }
+            c->n_tx++;
+        }
+        size_t from = *off > FTC__PGW_HDR ? *off : FTC__PGW_HDR;
+        size_t to = *off + (size_t)n < body ? *off + (size_t)n : body;
+        if (c->tx_open && to > from) {
+            ftc__protect_add(&c->tx_mac,
+                             (const uint8_t *)payload + (from - FTC__PGW_HDR),
+                             to - from);
+        }
+        *off += (size_t)n;
+        total += n;
+        if (*off == body && c->tx_open) {
+            ftc__protect_finish(&c->tx_mac, tag);
+            c->tx_open = false;
+        }
+        *done = *off == body + FTC__PROTECT_TAG;
+    }
+    return total;
 }
 
 void ftc__chan_drop_queue(ftc__chan *c)
@@ -228,10 +333,55 @@ static bool dep_ok(const ftc__plan *p, const ftc__xfer *x)
     return (x->dep_send ? d->sent : d->recvd) >= x->dep_count;
 }
 
+static void coll_header(const ftc__tcp *g, uint32_t k, size_t len,
+                        uint8_t out[FTC__PGW_HDR])
+{
+    ftc__pgw_hdr h = {.kind = FTC__PGW_COLL,
+                      .op = (uint8_t)g->cur->coll,
+                      .group = g->group_id,
+                      .epoch = g->epoch,
+                      .seq = g->cur->seq,
+                      .tag = k,
+                      .src = (uint32_t)g->rank,
+                      .len = len};
+    ftc__pgw_encode(out, &h);
+}
+
+/* Sends ready messages of a protected channel, one frame at a time (each
+ * tag follows its payload). */
+static bool coll_write_protected(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
+{
+    bool moved = false;
+    while (c->writable && pc->sent < pc->nsends) {
+        ftc__xfer *x = &pc->sends[pc->sent];
+        if (!dep_ok(&g->plan, x)) {
+            break;
+        }
+        coll_header(g, pc->sent, x->len, c->hdrbuf);
+        bool done;
+        ssize_t n = ftc__chan_send_protected(g, c, c->hdrbuf, x->buf, x->len,
+                                             x->tag, &c->send_off, &done);
+        if (n < 0) {
+            return true;
+        }
+        moved = moved || n > 0;
+        if (!done) {
+            break;
+        }
+        c->send_off = 0;
+        pc->sent++;
+        g->plan.pending--;
+    }
+    return moved;
+}
+
 /* Sends ready messages of this channel, several per system call. */
 static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 {
     enum { BATCH = 8 };
+    if (c->protect) {
+        return coll_write_protected(g, c, pc);
+    }
     bool moved = false;
     while (c->writable && pc->sent < pc->nsends) {
         uint8_t hdrs[BATCH][FTC__PGW_HDR];
@@ -243,17 +393,9 @@ static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
             if (!dep_ok(&g->plan, x)) {
                 break;
             }
-            ftc__pgw_hdr h = {.kind = FTC__PGW_COLL,
-                              .op = (uint8_t)g->cur->coll,
-                              .group = g->group_id,
-                              .epoch = g->epoch,
-                              .seq = g->cur->seq,
-                              .tag = k,
-                              .src = (uint32_t)g->rank,
-                              .len = x->len};
-            ftc__pgw_encode(hdrs[nmsg], &h);
-            niov +=
-                ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, skip);
+            coll_header(g, k, x->len, hdrs[nmsg]);
+            niov += ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, NULL,
+                                   skip);
             skip = 0;
             nmsg++;
         }

@@ -35,6 +35,36 @@ static void hello_header(const ftc__tcp *g, int kind, size_t len, int flags,
     ftc__pgw_encode(out, &h);
 }
 
+/* Whether the connection fd carries protected messages: with a token, by
+ * the group's choice (AUTO: only between hosts). Both ends decide alike
+ * (the same-host test is symmetric) and the handshake checks it. */
+static bool protects(const ftc__tcp *g, int fd)
+{
+    return g->protect == FTC_PG_PROTECT_MAC ||
+           (g->protect == FTC_PG_PROTECT_AUTO && !ftc__sock_same_host(fd));
+}
+
+/* The flags of this rank's HELLO and accepting ACK on a connection. */
+static int hello_flags(const ftc__tcp *g, bool protect)
+{
+    return (g->auth ? FTC__PGW_F_MAC : 0) | (protect ? FTC__PGW_F_PROTECT : 0);
+}
+
+/* Refuses a peer that protects messages on this connection when this rank
+ * does not, or the reverse: their frames would not parse. */
+static int protect_differs(bool protect, int flags, char *why, size_t cap)
+{
+    if (((flags & FTC__PGW_F_PROTECT) != 0) == protect) {
+        return 0;
+    }
+    snprintf(why, cap,
+             "message protection differs: this rank %s, the peer %s "
+             "(FTC_PG_PROTECT or ftc_pg_opts.protect)",
+             protect ? "protects" : "does not protect",
+             protect ? "does not" : "does");
+    return 1;
+}
+
 static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
                 ftc__deadline dl)
 {
@@ -47,16 +77,17 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     if (rc != 0) {
         return ftc__adderr(rc, "connecting to rank %d at %s", peer, addr);
     }
+    ftc__chan *c = slot(g, peer, channel);
+    c->protect = protects(g, fd);
     /* HELLO: header, body, and with a token the MAC of both. */
     uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
     size_t len = FTC__PGW_HELLO_BODY + (g->auth ? FTC__AUTH_MAC : 0);
-    hello_header(g, FTC__PGW_HELLO, len, g->auth ? FTC__PGW_F_MAC : 0, 0, msg);
+    hello_header(g, FTC__PGW_HELLO, len, hello_flags(g, c->protect), 0, msg);
     ftc__pgw_hello body = {.dst = (uint32_t)peer,
                            .size = (uint32_t)g->size,
                            .channel = channel,
                            .streams = (uint32_t)g->streams};
     ftc__pgw_hello_encode(msg + FTC__PGW_HDR, &body);
-    ftc__chan *c = slot(g, peer, channel);
     if (g->auth) {
         ftc__auth_mac(g->key, msg, FTC__PGW_HDR, msg + FTC__PGW_HDR,
                       FTC__PGW_HELLO_BODY, c->mac);
@@ -111,6 +142,10 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
                            "differs, or is set on one side only)",
                            c->name);
     }
+    char why[200];
+    if (protect_differs(c->protect, h.flags, why, sizeof(why))) {
+        return ftc__seterr(FTC_EPROTO, "handshake with %s: %s", c->name, why);
+    }
     return 0;
 }
 
@@ -143,6 +178,8 @@ static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap,
                  g->auth ? "authentication failed (FTC_TOKEN differs or is "
                            "not set)"
                          : "this group has no token but the dialer sent one");
+    } else if (protect_differs(protects(g, p->fd), h.flags, why, cap)) {
+        *code = FTC_EPROTO;
     } else if (h.group != g->group_id) {
         snprintf(why, cap, "group %016llx is not this group (%016llx)",
                  (unsigned long long)h.group, (unsigned long long)g->group_id);
@@ -184,7 +221,9 @@ static int answer(ftc__tcp *g, pending *p, ftc__deadline dl)
         memcpy(msg + FTC__PGW_HDR, why, len);
     } else if (g->auth) {
         len = FTC__AUTH_MAC;
-        hello_header(g, FTC__PGW_HELLO_ACK, len, FTC__PGW_F_MAC, 0, msg);
+        c->protect = protects(g, p->fd);
+        hello_header(g, FTC__PGW_HELLO_ACK, len, hello_flags(g, c->protect), 0,
+                     msg);
         ftc__auth_mac(g->key, msg, FTC__PGW_HDR,
                       p->buf + FTC__PGW_HDR + FTC__PGW_HELLO_BODY,
                       FTC__AUTH_MAC, msg + FTC__PGW_HDR);
@@ -303,6 +342,25 @@ static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
     return rc;
 }
 
+/* Says which connections carry protected messages (AUTO: those between
+ * hosts), so an operator can see it. */
+static void log_protection(const ftc__tcp *g)
+{
+    int n = 0, on = 0;
+    for (int p = 0; p < g->size; p++) {
+        for (int s = 0; p != g->rank && s <= g->streams; s++) {
+            const ftc__chan *c =
+                s < g->streams ? &g->coll[ftc__chan_id(g, p, s)] : &g->side[p];
+            n++;
+            on += c->protect;
+        }
+    }
+    FTC_LOG_INFO("pg.protect",
+                 "group %016llx rank %d: messages protected on %d of %d "
+                 "connections",
+                 (unsigned long long)g->group_id, g->rank, on, n);
+}
+
 int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
                       const char *const *addrs, ftc__deadline dl)
 {
@@ -313,6 +371,11 @@ int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
             c->peer = p;
             c->stream = s < g->streams ? s : -1;
             snprintf(c->name, sizeof(c->name), "rank %d (%s)", p, addrs[p]);
+            if (g->auth && p != g->rank) {
+                ftc__protect_keys(g->key, g->group_id, g->epoch, g->rank, p,
+                                  s < g->streams ? (uint32_t)s : FTC__PGW_SIDE,
+                                  c->k_tx, c->k_rx);
+            }
         }
     }
     int rc = 0;
@@ -334,6 +397,9 @@ int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
         if (rc == 0) {
             rc = read_ack(g, &g->side[p], dl);
         }
+    }
+    if (rc == 0 && g->auth && g->size > 1) {
+        log_protection(g);
     }
     return rc;
 }

@@ -43,10 +43,51 @@ void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
     }
 }
 
+/* Done with the head frame: off the queue, its p2p send completed. */
+static void pop_head(ftc__tcp *g, ftc__chan *c)
+{
+    ftc__outmsg *m = c->oq_head;
+    c->oq_off = 0;
+    c->oq_head = m->next;
+    if (c->oq_head == NULL) {
+        c->oq_tail = NULL;
+    }
+    if (m->send != NULL) {
+        ftc__p2p_sent(g, m->send);
+    }
+    ftc__free(m->owned);
+    ftc__free(m);
+}
+
+/* Writes queued frames of a protected channel, one at a time: each tag
+ * follows its payload. */
+static bool side_write_protected(ftc__tcp *g, ftc__chan *c)
+{
+    bool moved = false;
+    while (c->writable && c->oq_head != NULL && c->fd >= 0) {
+        ftc__outmsg *m = c->oq_head;
+        bool done;
+        ssize_t n = ftc__chan_send_protected(g, c, m->hdr, m->payload, m->len,
+                                             m->tag, &c->oq_off, &done);
+        if (n < 0) {
+            return true;
+        }
+        moved = moved || n > 0;
+        if (!done) {
+            break;
+        }
+        pop_head(g, c);
+    }
+    return moved;
+}
+
 /* Writes queued frames, several per system call. */
 static bool side_write(ftc__tcp *g, ftc__chan *c)
 {
     enum { BATCH = 8 };
+    if (c->protect) {
+        return side_write_protected(g, c);
+    }
     bool moved = false;
     while (c->writable && c->oq_head != NULL && c->fd >= 0) {
         struct iovec iov[2 * BATCH];
@@ -54,8 +95,8 @@ static bool side_write(ftc__tcp *g, ftc__chan *c)
         size_t skip = c->oq_off;
         for (ftc__outmsg *m = c->oq_head; m != NULL && nmsg < BATCH;
              m = m->next, nmsg++) {
-            niov +=
-                ftc__frame_iov(iov + niov, m->hdr, m->payload, m->len, skip);
+            niov += ftc__frame_iov(iov + niov, m->hdr, m->payload, m->len, NULL,
+                                   skip);
             skip = 0;
         }
         ssize_t n = ftc__chan_sendv(g, c, iov, niov);
@@ -72,16 +113,7 @@ static bool side_write(ftc__tcp *g, ftc__chan *c)
                 break;
             }
             left -= rest;
-            c->oq_off = 0;
-            c->oq_head = m->next;
-            if (c->oq_head == NULL) {
-                c->oq_tail = NULL;
-            }
-            if (m->send != NULL) {
-                ftc__p2p_sent(g, m->send);
-            }
-            ftc__free(m->owned);
-            ftc__free(m);
+            pop_head(g, c);
         }
     }
     return moved;

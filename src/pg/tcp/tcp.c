@@ -178,6 +178,7 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->group_id = group_id;
     g->epoch = pg->opts.epoch;
     g->auth = pg->token != NULL;
+    g->protect = g->auth ? pg->opts.protect : FTC_PG_PROTECT_OFF;
     g->epfd = -1;
     g->doorbell.fd = -1;
     g->inbox_tail = &g->inbox;

@@ -9,6 +9,7 @@
 #define FTC_PG_TCP_INT_H
 
 #include "pg/pg_int.h"
+#include "pg/tcp/protect.h"
 #include "pg/tcp/tcp.h"
 #include "pg/tcp/wire.h"
 
@@ -35,6 +36,7 @@ typedef struct ftc__xfer {
     uint32_t dep_count; /* ... this many sends/recvs done on dep_chan */
     uint8_t dep_send;   /* 1: sends; 0: recvs */
     uint8_t avg;        /* recv: divide by the group size after reducing */
+    uint8_t tag[FTC__PROTECT_TAG]; /* send, protected: its tag once made */
 } ftc__xfer;
 
 typedef struct ftc__dep {
@@ -84,8 +86,9 @@ typedef struct ftc__outmsg {
     uint8_t hdr[FTC__PGW_HDR];
     const uint8_t *payload;
     size_t len;
-    uint8_t *owned; /* payload the frame owns (ABORT text) */
-    ftc__op *send;  /* p2p send completed once written */
+    uint8_t *owned;                /* payload the frame owns (ABORT text) */
+    ftc__op *send;                 /* p2p send completed once written */
+    uint8_t tag[FTC__PROTECT_TAG]; /* protected: made as it goes out */
     struct ftc__outmsg *next;
 } ftc__outmsg;
 
@@ -127,6 +130,16 @@ typedef struct ftc__chan {
     ftc__unexp *rx_unx; /* unexpected message being filled */
     uint64_t p2p_out;   /* p2p messages sent on this channel */
     uint8_t mac[32];    /* set-up: the MAC of the HELLO we sent */
+    /* Message protection (protect.h): each direction's key and how many
+     * messages went each way; the tags being made of the message being
+     * sent (tx_open) and of the one being received. */
+    bool protect;
+    uint8_t k_tx[FTC__PROTECT_KEY], k_rx[FTC__PROTECT_KEY];
+    uint64_t n_tx, n_rx;
+    bool tx_open;
+    ftc__protect_mac tx_mac, rx_mac;
+    uint8_t rx_tag[FTC__PROTECT_TAG];
+    size_t rx_tag_got;
 } ftc__chan;
 
 /* ----------------------------------------------------------------- group */
@@ -138,6 +151,7 @@ typedef struct ftc__tcp {
     int rank, size, streams;
     uint64_t group_id, epoch;
     bool auth;        /* a token is set: handshakes carry MACs */
+    int protect;      /* ftc_pg_protect, resolved; OFF without auth */
     uint8_t key[32];  /* derived from the token */
     int64_t spin_ns;  /* most polling before sleeping (0: never) */
     int64_t spin_cur; /* driver: the adaptive window, <= spin_ns */
@@ -239,10 +253,19 @@ void ftc__chan_flush(ftc__tcp *g, ftc__chan *c);
 void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
                           int code, const char *text);
 void ftc__chan_close(ftc__chan *c);
-/* The iovecs (1 or 2) of a frame's unsent part: its header and payload
- * after skipping `skip` bytes already written. */
+/* The iovecs (1 to 3) of a frame's unsent part: its header, payload and
+ * tag (NULL: unprotected) after skipping `skip` bytes already written. */
 int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
-                   size_t len, size_t skip);
+                   size_t len, const uint8_t *tag, size_t skip);
+/* Writes what the socket takes of one frame of a protected channel: the
+ * header and payload, tagged as they go out (no pass over the payload
+ * before its first byte leaves), then the tag. *off: the frame's bytes
+ * written so far, advanced. Returns the bytes written (0: the socket is
+ * full), or -1 when the group failed; *done once the tag is out. */
+ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
+                                 const void *payload, size_t len,
+                                 uint8_t tag[FTC__PROTECT_TAG], size_t *off,
+                                 bool *done);
 /* Frees every queued side-channel frame. */
 void ftc__chan_drop_queue(ftc__chan *c);
 /* sendmsg without blocking: bytes written, 0 when the socket is full

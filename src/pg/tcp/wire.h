@@ -16,6 +16,9 @@
 /* Handshake flags (header byte 7 of HELLO and HELLO_ACK). */
 #define FTC__PGW_F_MAC 1u    /* a 32-byte HMAC follows (token set) */
 #define FTC__PGW_F_REJECT 2u /* HELLO_ACK: refused; the reason follows */
+/* HELLO and accepting HELLO_ACK: the sender protects every message
+ * (docs/protocol.md "Message protection"). */
+#define FTC__PGW_F_PROTECT 4u
 /* Handshake channel id of the side channel (p2p and control). */
 #define FTC__PGW_SIDE 0xffffu
 

@@ -55,7 +55,8 @@ static const ftc__cli_option options[] = {
     {"backend", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, backend_list),
      .metavar = "LIST",
      .help = "backends by name (tcp, xccl, ...), comma-separated: one block "
-             "each, interleaved per op and size",
+             "each, interleaved per op and size; NAME+mac or NAME+off runs "
+             "it with a token and that message protection",
      .env = "FTC_PG_BACKEND"},
     {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops),
      .names = bench_coll_op_names, .metavar = "LIST", .help = "collectives",
@@ -189,6 +190,22 @@ static int pg_bcast(void *ctx, double *v, size_t n)
     return wait_work(rc, &w);
 }
 
+/* The backend of a --backend entry ("tcp", "tcp+mac") into name, and its
+ * protection: FTC_PG_PROTECT_DEFAULT without a suffix (then no token),
+ * -1 for an unknown one. */
+static int backend_name(const char *entry, char *name, size_t cap)
+{
+    const char *plus = strchr(entry, '+');
+    size_t n = plus != NULL ? (size_t)(plus - entry) : strlen(entry);
+    snprintf(name, cap, "%.*s", (int)n, entry);
+    if (plus == NULL) {
+        return FTC_PG_PROTECT_DEFAULT;
+    }
+    return strcmp(plus + 1, "mac") == 0   ? FTC_PG_PROTECT_MAC
+           : strcmp(plus + 1, "off") == 0 ? FTC_PG_PROTECT_OFF
+                                          : -1;
+}
+
 /* Creates this rank's group on backend b (under "<prefix>/<name>"), then
  * every rank publishes whether it could and reads the others', so all
  * agree: *pg stays NULL on every rank when one failed, and rank 0 says
@@ -200,7 +217,12 @@ static int create_backend(const cfg *c, ftc_store_client *store, int b,
     ftc_pg_opts o;
     ftc_pg_opts_init(&o);
     o.host = "127.0.0.1";
-    o.backend = c->backends[b];
+    char name[64];
+    o.protect = backend_name(c->backends[b], name, sizeof(name));
+    o.backend = name;
+    /* With a protection named, the group has a token (the bench's own, so
+     * FTC_TOKEN in the environment does not change the rows). */
+    o.token = o.protect != FTC_PG_PROTECT_DEFAULT ? "ftc bench pg" : NULL;
     o.spin_us = c->spin_us;
     o.streams = c->streams;
     o.segment_bytes = c->segment;
@@ -441,6 +463,11 @@ static int split_backends(cfg *c)
         if (c->nbackends == MAX_BACKENDS) {
             return ftc__cli_usage_error(&command, "--backend: at most %d names",
                                         MAX_BACKENDS);
+        }
+        char base[64];
+        if (backend_name(name, base, sizeof(base)) < 0) {
+            return ftc__cli_usage_error(
+                &command, "--backend: %s: the protection is mac or off", name);
         }
         for (int i = 0; i < c->nbackends; i++) {
             if (strcmp(c->backends[i], name) == 0) {

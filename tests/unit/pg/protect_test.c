@@ -1,0 +1,350 @@
+/* Message protection on the tcp data plane (docs/protocol.md "Message
+ * protection"): the tags themselves, and a relay between two ranks that
+ * changes one byte of an allreduce's data. Protected, the group fails on
+ * both ranks with FTC_EAUTH naming the peer; unprotected (the control),
+ * the same relay corrupts the result and nobody notices. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base_int.h"
+#include "pg/tcp/tcp_int.h"
+#include "pg/tcp/protect.h"
+#include "pg/tcp/wire.h"
+#include "pg_kit.h"
+
+/* -------------------------------------------------------------- the tags */
+
+static void tags_bind_everything(void **state)
+{
+    (void)state;
+    uint8_t token_key[32] = {7};
+    uint8_t tx[32], rx[32], tx_peer[32], rx_peer[32], other[32], unused[32];
+    ftc__protect_keys(token_key, 11, 3, 0, 1, 0, tx, rx);
+    ftc__protect_keys(token_key, 11, 3, 1, 0, 0, tx_peer, rx_peer);
+    /* What one side sends, the other receives with the same key. */
+    assert_memory_equal(tx, rx_peer, 32);
+    assert_memory_equal(rx, tx_peer, 32);
+    assert_memory_not_equal(tx, rx, 32);
+    /* Another channel, group or epoch: another key. */
+    ftc__protect_keys(token_key, 11, 3, 0, 1, FTC__PGW_SIDE, other, unused);
+    assert_memory_not_equal(tx, other, 32);
+    ftc__protect_keys(token_key, 12, 3, 0, 1, 0, other, unused);
+    assert_memory_not_equal(tx, other, 32);
+    ftc__protect_keys(token_key, 11, 4, 0, 1, 0, other, unused);
+    assert_memory_not_equal(tx, other, 32);
+
+    uint8_t hdr[FTC__PGW_HDR] = {1, 2, 3};
+    uint8_t payload[1000];
+    for (size_t i = 0; i < sizeof(payload); i++) {
+        payload[i] = (uint8_t)(i * 7);
+    }
+    uint8_t tag[16], again[16];
+    ftc__protect_tag(tx, 5, hdr, sizeof(hdr), payload, sizeof(payload), tag);
+    /* In pieces, as a receiver checks it, it is the same tag. */
+    ftc__protect_mac m;
+    ftc__protect_begin(&m, rx_peer, 5, hdr, sizeof(hdr));
+    ftc__protect_add(&m, payload, 300);
+    ftc__protect_add(&m, payload + 300, 700);
+    assert_true(ftc__protect_check(&m, tag));
+    /* One bit of the payload or header, the message's number or the key
+     * changed: another tag. */
+    payload[999] ^= 1;
+    ftc__protect_tag(tx, 5, hdr, sizeof(hdr), payload, sizeof(payload), again);
+    assert_memory_not_equal(tag, again, 16);
+    payload[999] ^= 1;
+    hdr[40] ^= 1;
+    ftc__protect_tag(tx, 5, hdr, sizeof(hdr), payload, sizeof(payload), again);
+    assert_memory_not_equal(tag, again, 16);
+    hdr[40] ^= 1;
+    ftc__protect_tag(tx, 6, hdr, sizeof(hdr), payload, sizeof(payload), again);
+    assert_memory_not_equal(tag, again, 16);
+    ftc__protect_tag(rx, 5, hdr, sizeof(hdr), payload, sizeof(payload), again);
+    assert_memory_not_equal(tag, again, 16);
+    ftc__protect_begin(&m, rx_peer, 5, hdr, sizeof(hdr));
+    ftc__protect_add(&m, payload, 999);
+    assert_false(ftc__protect_check(&m, tag)); /* a byte dropped */
+}
+
+/* ------------------------------------------------------------- the relay */
+
+/* Sits between rank 1 and rank 0: accepts rank 1's connections (its
+ * collective stream first, then its side channel) and forwards each to
+ * rank 0, flipping one bit of the first collective message's payload on
+ * its way from rank 1 to rank 0. */
+typedef struct relay {
+    int lfd;
+    int port;
+    const char *to; /* rank 0's address */
+    int flip_conn;  /* 0: the collective stream; 1: the side channel */
+    size_t flip_at; /* offset in that stream from rank 1 */
+    atomic_int stop;
+    pthread_t t;
+    int flipped;
+} relay;
+
+static void *relay_main(void *arg)
+{
+    relay *r = arg;
+    enum { CONNS = 2 };
+    int from[CONNS], to[CONNS];
+    size_t up[CONNS] = {0}; /* bytes forwarded from rank 1 */
+    int n = 0;
+    while (n < CONNS && !atomic_load(&r->stop)) {
+        struct pollfd p = {.fd = r->lfd, .events = POLLIN};
+        if (poll(&p, 1, 50) <= 0) {
+            continue;
+        }
+        from[n] = accept(r->lfd, NULL, NULL);
+        char host[FTC_HOST_MAX];
+        int port;
+        TK_OK(ftc__addr_split(r->to, -1, host, sizeof(host), &port));
+        TK_OK(ftc__sock_connect(host, port, ftc__deadline_in_ms(5000), NULL,
+                                &to[n]));
+        TK_OK(ftc__sock_set_nonblock(to[n], 0));
+        n++;
+    }
+    uint8_t buf[65536];
+    while (!atomic_load(&r->stop)) {
+        struct pollfd p[2 * CONNS];
+        for (int i = 0; i < n; i++) {
+            p[2 * i] = (struct pollfd){.fd = from[i], .events = POLLIN};
+            p[2 * i + 1] = (struct pollfd){.fd = to[i], .events = POLLIN};
+        }
+        if (poll(p, (nfds_t)(2 * n), 50) <= 0) {
+            continue;
+        }
+        for (int i = 0; i < 2 * n; i++) {
+            if (p[i].revents == 0) {
+                continue;
+            }
+            int c = i / 2, upward = i % 2 == 0;
+            ssize_t k = recv(p[i].fd, buf, sizeof(buf), 0);
+            if (k <= 0) {
+                atomic_store(&r->stop, 1);
+                break;
+            }
+            if (upward && c == r->flip_conn && up[c] <= r->flip_at &&
+                r->flip_at < up[c] + (size_t)k) {
+                buf[r->flip_at - up[c]] ^= 0x40;
+                r->flipped = 1;
+            }
+            if (upward) {
+                up[c] += (size_t)k;
+            }
+            ftc__sock_send_all(upward ? to[c] : from[c], buf, (size_t)k,
+                               ftc__deadline_in_ms(5000), NULL);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        close(from[i]);
+        close(to[i]);
+    }
+    return NULL;
+}
+
+typedef struct member {
+    ftc__pg_listener l;
+    const char *addrs[2];
+    int rank;
+    int protect;
+    int p2p; /* a 64-byte send from rank 1 to rank 0 instead */
+    int rc;
+    int wrong; /* elements of the result that are not the sum */
+    char msg[512];
+} member;
+
+/* Large enough for the ring schedule: the rank that did not receive the
+ * changed message waits for the other's next one and hears the abort. */
+#define N 65536
+
+static void *member_main(void *p)
+{
+    member *m = p;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.connect_timeout_ms = tk_ms(5000);
+    o.timeout_ms = tk_ms(10000);
+    o.token = "relay-test-secret";
+    o.protect = m->protect;
+    ftc_pg *pg = NULL;
+    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 42,
+                                      NULL, &o);
+    float *x = malloc(N * sizeof(float));
+    if (m->rc == 0 && x != NULL && m->p2p) {
+        for (int i = 0; i < 16; i++) {
+            x[i] = (float)i;
+        }
+        ftc_tensor t = ftc_tensor_cpu(x, 16, FTC_DTYPE_F32);
+        ftc_work *w;
+        m->rc = m->rank == 1 ? ftc_pg_send(pg, &t, 0, 7, NULL, &w)
+                             : ftc_pg_recv(pg, &t, 1, 7, NULL, &w);
+        m->rc = m->rc ? m->rc : pgt_wait(w);
+        for (int i = 0; i < 16; i++) {
+            m->wrong += x[i] != (float)i;
+        }
+    } else if (m->rc == 0 && x != NULL) {
+        for (int i = 0; i < N; i++) {
+            x[i] = (float)(i + m->rank);
+        }
+        ftc_tensor t = ftc_tensor_cpu(x, N, FTC_DTYPE_F32);
+        ftc_work *w;
+        m->rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
+        m->rc = m->rc ? m->rc : pgt_wait(w);
+        for (int i = 0; i < N; i++) {
+            m->wrong += x[i] != (float)(2 * i + 1);
+        }
+    }
+    free(x);
+    snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
+    ftc_pg_destroy(pg);
+    return NULL;
+}
+
+/* One allreduce (or p2p message) of two ranks, rank 1 reaching rank 0
+ * through the relay. */
+static void through_relay(int protect, int p2p, member m[2], relay *r)
+{
+    for (int i = 0; i < 2; i++) {
+        m[i] = (member){.rank = i, .protect = protect, .p2p = p2p};
+        TK_OK(ftc__pg_listen("127.0.0.1", &m[i].l));
+    }
+    TK_OK(ftc__sock_listen("127.0.0.1", 0, 16, &r->lfd, &r->port));
+    TK_OK(ftc__sock_set_nonblock(r->lfd, 0));
+    char relay_addr[64];
+    snprintf(relay_addr, sizeof(relay_addr), "127.0.0.1:%d", r->port);
+    r->to = m[0].l.addr;
+    /* The first collective message's payload: after the HELLO (header,
+     * body, MAC) and the message's header. */
+    r->flip_at = FTC__PGW_HDR + FTC__PGW_HELLO_BODY + 32 + FTC__PGW_HDR + 5;
+    r->flip_conn = p2p;
+    atomic_init(&r->stop, 0);
+    pthread_create(&r->t, NULL, relay_main, r);
+    m[0].addrs[0] = m[0].l.addr;
+    m[0].addrs[1] = m[1].l.addr;
+    m[1].addrs[0] = relay_addr;
+    m[1].addrs[1] = m[1].l.addr;
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        pthread_create(&t[i], NULL, member_main, &m[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+    }
+    atomic_store(&r->stop, 1);
+    pthread_join(r->t, NULL);
+    close(r->lfd);
+}
+
+static void relay_detected_on_every_rank(void **state)
+{
+    (void)state;
+    member m[2];
+    relay r = {0};
+    through_relay(FTC_PG_PROTECT_MAC, 0, m, &r);
+    assert_true(r.flipped);
+    for (int i = 0; i < 2; i++) {
+        if (m[i].rc != FTC_EAUTH ||
+            strstr(m[i].msg, "failed its authentication check") == NULL ||
+            strstr(m[i].msg, "rank 1") == NULL) {
+            fail_msg("rank %d: %s: %s", i, ftc_err_name(m[i].rc), m[i].msg);
+        }
+    }
+}
+
+/* A small p2p message on the side channel (tagged before it goes, one
+ * system call) changed on the way: the receiver fails, and the sender
+ * hears why in its next operation at the latest. */
+static void relay_on_the_side_channel(void **state)
+{
+    (void)state;
+    member m[2];
+    relay r = {0};
+    through_relay(FTC_PG_PROTECT_MAC, 1, m, &r);
+    assert_true(r.flipped);
+    if (m[0].rc != FTC_EAUTH ||
+        strstr(m[0].msg, "failed its authentication check") == NULL) {
+        fail_msg("rank 0: %s: %s", ftc_err_name(m[0].rc), m[0].msg);
+    }
+    /* The send completed once written: rank 1 cannot know yet. */
+    TK_OK(m[1].rc);
+    member ctl[2];
+    relay r2 = {0};
+    through_relay(FTC_PG_PROTECT_OFF, 1, ctl, &r2);
+    TK_OK(ctl[0].rc);
+    assert_int_equal(ctl[0].wrong, 1);
+}
+
+/* The control: without protection the relay's change goes unnoticed and
+ * the result is wrong (so the test above can fail). */
+static void unprotected_relay_corrupts_silently(void **state)
+{
+    (void)state;
+    member m[2];
+    relay r = {0};
+    through_relay(FTC_PG_PROTECT_OFF, 0, m, &r);
+    assert_true(r.flipped);
+    TK_OK(m[0].rc);
+    TK_OK(m[1].rc);
+    /* The element rank 0 reduced with the changed value, allgathered. */
+    assert_int_equal(m[0].wrong, 1);
+    assert_int_equal(m[1].wrong, 1);
+}
+
+/* AUTO (the default) protects connections between hosts only: on
+ * loopback the relay's change goes unnoticed, as with OFF. */
+static void auto_trusts_this_host(void **state)
+{
+    (void)state;
+    member m[2];
+    relay r = {0};
+    through_relay(FTC_PG_PROTECT_AUTO, 0, m, &r);
+    assert_true(r.flipped);
+    TK_OK(m[0].rc);
+    TK_OK(m[1].rc);
+    assert_int_equal(m[0].wrong, 1);
+}
+
+/* Ranks that disagree on protection are refused at the handshake. */
+static void protection_must_agree(void **state)
+{
+    (void)state;
+    member m[2];
+    for (int i = 0; i < 2; i++) {
+        m[i] = (member){.rank = i};
+        TK_OK(ftc__pg_listen("127.0.0.1", &m[i].l));
+    }
+    m[0].protect = FTC_PG_PROTECT_MAC;
+    m[1].protect = FTC_PG_PROTECT_OFF;
+    for (int i = 0; i < 2; i++) {
+        m[i].addrs[0] = m[0].l.addr;
+        m[i].addrs[1] = m[1].l.addr;
+    }
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        pthread_create(&t[i], NULL, member_main, &m[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+    }
+    assert_int_equal(m[1].rc, FTC_EPROTO);
+    assert_non_null(strstr(m[1].msg, "message protection differs"));
+    assert_int_not_equal(m[0].rc, 0);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tags_bind_everything),
+        cmocka_unit_test(relay_detected_on_every_rank),
+        cmocka_unit_test(unprotected_relay_corrupts_silently),
+        cmocka_unit_test(relay_on_the_side_channel),
+        cmocka_unit_test(auto_trusts_this_host),
+        cmocka_unit_test(protection_must_agree),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
