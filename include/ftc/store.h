@@ -63,6 +63,13 @@ typedef struct ftc_store_server_opts {
      * only with a token; no prefix may be empty. */
     const char *const *open_prefixes;
     size_t n_open_prefixes;
+    /* With a token: how long a connection may stay without
+     * authenticating or using an open prefix before it is closed
+     * (slowloris, idle connections filling the table); such connections
+     * are also the first closed when the table is full (oldest first), so
+     * that a client with the token is still served. Default 10000 (ms);
+     * FTC_TIMEOUT_INFINITE: never. */
+    int64_t handshake_timeout_ms;
 } ftc_store_server_opts;
 
 FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);

@@ -48,3 +48,52 @@ void ftc__auth_wipe(void *p, size_t n)
 {
     sodium_memzero(p, n);
 }
+
+/* HMAC(key, label NUL context NUL text). */
+static void seal_mac(const uint8_t key[FTC__AUTH_KEY], const char *label,
+                     const char *context, const void *text, size_t len,
+                     uint8_t mac[FTC__AUTH_MAC])
+{
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, key, FTC__AUTH_KEY);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *)label,
+                                  strlen(label) + 1);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *)context,
+                                  strlen(context) + 1);
+    crypto_auth_hmacsha256_update(&st, text, len);
+    crypto_auth_hmacsha256_final(&st, mac);
+}
+
+void ftc__auth_seal(const uint8_t key[FTC__AUTH_KEY], const char *label,
+                    const char *context, const void *text, size_t len,
+                    char out[FTC__AUTH_SEAL_EXTRA])
+{
+    uint8_t mac[FTC__AUTH_MAC];
+    seal_mac(key, label, context, text, len, mac);
+    char hex[2 * FTC__AUTH_MAC + 1];
+    sodium_bin2hex(hex, sizeof(hex), mac, sizeof(mac));
+    out[0] = '\n';
+    memcpy(out + 1, hex, 2 * FTC__AUTH_MAC);
+}
+
+int ftc__auth_unseal(const uint8_t key[FTC__AUTH_KEY], const char *label,
+                     const char *context, const void *rec, size_t len,
+                     size_t *text_len)
+{
+    const char *p = rec;
+    uint8_t got[FTC__AUTH_MAC], want[FTC__AUTH_MAC];
+    size_t n = 0;
+    if (len < FTC__AUTH_SEAL_EXTRA || p[len - FTC__AUTH_SEAL_EXTRA] != '\n' ||
+        sodium_hex2bin(got, sizeof(got), p + len - 2 * FTC__AUTH_MAC,
+                       2 * FTC__AUTH_MAC, NULL, &n, NULL) != 0 ||
+        n != sizeof(got)) {
+        return ftc__seterr(FTC_EAUTH, "%s: no seal", label);
+    }
+    *text_len = len - FTC__AUTH_SEAL_EXTRA;
+    seal_mac(key, label, context, rec, *text_len, want);
+    if (sodium_memcmp(got, want, sizeof(got)) != 0) {
+        return ftc__seterr(FTC_EAUTH, "%s: the seal is not this token's for %s",
+                           label, context);
+    }
+    return 0;
+}

@@ -1,28 +1,68 @@
 /* ftc_pg_create: rendezvous through a store. The pg layer agrees on a
  * fresh group id (rank 0's random number, under "<prefix>/backend/group")
  * and calls the chosen backend's create. tcp's create (here): every rank
- * publishes "host:port|nonce" under "<prefix>/pg/rank/<r>", fetches all
- * of them in one multi_get (which waits for the missing ones), and
- * connects the mesh. */
+ * publishes "host:port|nonce" under "<prefix>/pg/rank/<r>" (sealed with
+ * the token when there is one, bound to the prefix, rank, group id and
+ * epoch), fetches all of them in one multi_get (which waits for the
+ * missing ones), and connects the mesh. */
 #include <stdlib.h>
 
+#include "base/auth.h"
 #include "pg/pg_int.h"
 #include "pg/tcp/tcp.h"
 
 #define KEY_MAX 512
-#define VALUE_MAX (FTC_HOST_MAX + 40)
+#define TEXT_MAX (FTC_HOST_MAX + 40)
+#define VALUE_MAX (TEXT_MAX + FTC__AUTH_SEAL_EXTRA)
 
-/* Parses "host:port|nonce"; the address is copied into addr. */
-static int parse(const ftc_store_value *v, int rank, char *addr, size_t cap,
-                 uint64_t *nonce)
+static const char seal_label[] = "ftc pg rendezvous v1";
+
+/* What a rank's record is bound to. */
+static void seal_context(char *out, size_t cap,
+                         const ftc_pg_backend_create_args *args, int rank)
+{
+    snprintf(out, cap, "%s|%d|%016llx|%llu", args->prefix, rank,
+             (unsigned long long)args->group_id,
+             (unsigned long long)args->epoch);
+}
+
+/* The text of rank's record: unsealed with key (NULL: the group has no
+ * token, and the record must not be sealed either). */
+static int unseal(const ftc_store_value *v, int rank, const uint8_t *key,
+                  const ftc_pg_backend_create_args *args, size_t *len)
+{
+    *len = v->len;
+    bool sealed = memchr(v->data, '\n', v->len) != NULL;
+    if (key == NULL) {
+        return !sealed ? 0
+                       : ftc__seterr(FTC_EAUTH,
+                                     "rank %d sealed its record (it has a "
+                                     "token) and this rank has none",
+                                     rank);
+    }
+    char ctx[KEY_MAX + 64];
+    seal_context(ctx, sizeof(ctx), args, rank);
+    int rc = ftc__auth_unseal(key, seal_label, ctx, v->data, v->len, len);
+    return rc == 0 ? 0
+                   : ftc__seterr(FTC_EAUTH,
+                                 "rank %d's record under '%s' is not sealed "
+                                 "with this group's token (changed in the "
+                                 "store, or another token)",
+                                 rank, args->prefix);
+}
+
+/* Parses "host:port|nonce" (len bytes of v); the address is copied into
+ * addr. */
+static int parse(const ftc_store_value *v, size_t len, int rank, char *addr,
+                 size_t cap, uint64_t *nonce)
 {
     char text[VALUE_MAX + 1];
-    if (v->len == 0 || v->len > VALUE_MAX) {
+    if (len == 0 || len > TEXT_MAX) {
         return ftc__seterr(FTC_EPROTO, "rank %d published %zu bytes", rank,
-                           v->len);
+                           len);
     }
-    memcpy(text, v->data, v->len);
-    text[v->len] = '\0';
+    memcpy(text, v->data, len);
+    text[len] = '\0';
     char *bar = strrchr(text, '|');
     char *end = NULL;
     if (bar != NULL) {
@@ -31,7 +71,7 @@ static int parse(const ftc_store_value *v, int rank, char *addr, size_t cap,
     }
     if (bar == NULL || end == bar + 1 || *end != '\0' || strlen(text) >= cap) {
         return ftc__seterr(FTC_EPROTO, "rank %d published '%.*s'", rank,
-                           (int)v->len, (const char *)v->data);
+                           (int)len, (const char *)v->data);
     }
     memcpy(addr, text, strlen(text) + 1);
     return 0;
@@ -53,6 +93,15 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     const char *prefix = args->prefix;
     int rank = args->rank, size = args->size;
     ftc__deadline dl = {args->deadline_ns};
+    uint8_t key_buf[FTC__AUTH_KEY];
+    const uint8_t *key = NULL;
+    if (args->opts->token != NULL) {
+        int krc = ftc__auth_key(args->opts->token, key_buf);
+        if (krc != 0) {
+            return krc;
+        }
+        key = key_buf;
+    }
     ftc__pg_listener l;
     int rc = ftc__pg_listen(args->opts->host, &l);
     if (rc != 0) {
@@ -73,9 +122,14 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
         ap[i] = addrs[i];
     }
     if (rc == 0) {
-        char value[VALUE_MAX + 1];
-        int n = snprintf(value, sizeof(value), "%s|%016llx", l.addr,
+        char value[VALUE_MAX + 1], ctx[KEY_MAX + 64];
+        int n = snprintf(value, TEXT_MAX + 1, "%s|%016llx", l.addr,
                          (unsigned long long)ftc__rand_u64());
+        if (key != NULL) {
+            seal_context(ctx, sizeof(ctx), args, rank);
+            ftc__auth_seal(key, seal_label, ctx, value, (size_t)n, value + n);
+            n += FTC__AUTH_SEAL_EXTRA;
+        }
         rc = ftc_store_client_set(store, keys[rank], value, (size_t)n,
                                   ftc__deadline_left_ms(dl));
     }
@@ -85,7 +139,11 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     }
     uint64_t nonce = 0;
     for (int i = 0; rc == 0 && i < size; i++) {
-        rc = parse(&vals[i], i, addrs[i], FTC_HOST_MAX + 16, &nonce);
+        size_t len;
+        rc = unseal(&vals[i], i, key, args, &len);
+        rc = rc != 0
+                 ? rc
+                 : parse(&vals[i], len, i, addrs[i], FTC_HOST_MAX + 16, &nonce);
     }
     if (rc == 0) {
         rc = ftc__tcp_build(args->group, &l, ap, args->group_id,
@@ -102,6 +160,7 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     ftc__free(kp);
     ftc__free(addrs);
     ftc__free(ap);
+    ftc__auth_wipe(key_buf, sizeof(key_buf));
     return rc;
 }
 

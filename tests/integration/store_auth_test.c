@@ -9,6 +9,7 @@
 
 #include "base/auth.h"
 #include "base/base_int.h"
+#include "store/client/client_int.h"
 #include "store/opcodes.h"
 #include "store_kit.h"
 #include "store_server_kit.h"
@@ -329,6 +330,96 @@ static void open_prefix_only(void **state)
     ssk_stop(srv);
 }
 
+/* A table full of connections that never authenticate (idle, or
+ * slowloris) does not lock out a client with the token: the oldest
+ * stranger is closed to make room, as many times as needed. */
+static void strangers_make_room(void **state)
+{
+    (void)state;
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.token = TOKEN;
+    o.max_connections = 40;
+    ftc_store_server *srv = ssk_start(&o);
+    int port = ftc_store_server_port(srv);
+    enum { IDLE = 60 };
+    sr_conn idle[IDLE];
+    ftc__buf b;
+    ftc__buf_init(&b, 1 << 10);
+    for (int i = 0; i < IDLE; i++) {
+        sr_connect(&idle[i], port, SR_V2); /* VALIDATE, then nothing */
+        /* Half send the head of a request and stop (slowloris). */
+        if (i % 2 == 1) {
+            sr_u8(&b, FTC__STORE_BYTE_AUTH_HELLO);
+            sr_u8(&b, 0);
+            sr_flush(&idle[i], &b);
+        }
+    }
+    ftc__buf_free(&b);
+    TK_WAIT_UNTIL(ssk_stats(srv).connections == 40, 5000);
+    for (int i = 0; i < 20; i++) {
+        ftc_store_client *c = client(port, TOKEN);
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        TK_OK(ftc_store_client_set(c, key, "v", 1, T));
+        ftc_store_client_close(c);
+    }
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        expect_stored(port, key, "v");
+    }
+    /* The idle ones over the limit evicted the oldest, and the first
+     * client found the table full of strangers. */
+    assert_true(ssk_stats(srv).refused >= IDLE - 40 + 1);
+    for (int i = 0; i < IDLE; i++) {
+        sr_close(&idle[i]);
+    }
+    ssk_stop(srv);
+}
+
+/* Connections that neither authenticate nor use an open prefix within the
+ * handshake timeout are closed (one summary warning); one that
+ * authenticated, and a tokenless one that uses the open prefix, stay. */
+static void handshake_deadline(void **state)
+{
+    (void)state;
+    const char *open[] = {"torch/"};
+    ftc_store_server_opts o;
+    ftc_store_server_opts_init(&o);
+    o.token = TOKEN;
+    o.open_prefixes = open;
+    o.n_open_prefixes = 1;
+    o.handshake_timeout_ms = 200;
+    ftc_store_server *srv = ssk_start(&o);
+    int port = ftc_store_server_port(srv);
+    sr_conn silent, slow;
+    sr_connect(&silent, port, SR_V2);
+    sr_connect(&slow, port, SR_V2);
+    ftc__buf b;
+    ftc__buf_init(&b, 1 << 10);
+    sr_u8(&b, (uint8_t)sr_opbyte(SR_V2, FTC__OP_SET));
+    sr_flush(&slow, &b);
+    ftc__buf_free(&b);
+    ftc_store_client *authed = client(port, TOKEN);
+    ftc_store_client *anon = client(port, NULL);
+    TK_OK(ftc_store_client_set(anon, "torch/x", "1", 1, T));
+    sr_expect_closed(&silent, 5000);
+    sr_expect_closed(&slow, 5000);
+    sr_close(&silent);
+    sr_close(&slow);
+    TK_WAIT_UNTIL(ssk_logged("store.handshake", "neither authenticated") >= 1,
+                  5000);
+    /* The two that did something are still the same connections. */
+    uint64_t before = atomic_load(&authed->core->conn.connects);
+    TK_OK(ftc_store_client_set(authed, "k", "v", 1, T));
+    TK_OK(ftc_store_client_set(anon, "torch/y", "2", 1, T));
+    assert_int_equal(atomic_load(&authed->core->conn.connects), before);
+    ftc_store_client_close(anon);
+    ftc_store_client_close(authed);
+    ssk_stop(srv);
+}
+
 /* Options that would open more than they say are refused. */
 static void bad_options(void **state)
 {
@@ -373,6 +464,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(token_client_refuses_open_server),
         cmocka_unit_test(no_token_no_access),
         cmocka_unit_test(open_prefix_only),
+        cmocka_unit_test(strangers_make_room),
+        cmocka_unit_test(handshake_deadline),
         cmocka_unit_test(bad_options),
     };
     return tk_main(argc, argv, NULL, 0, tests);

@@ -130,6 +130,10 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     o.store_prefix = m->store_prefix;
     o.advertise_host = m->host;
     o.token = m->token[0] != '\0' ? m->token : NULL;
+    if (o.token != NULL) {
+        FTC__CHECK(ftc__auth_key(o.token, m->seal_key));
+        m->seal = true;
+    }
     ftc_pg_opts_init(&m->pg_opts);
     FTC__CHECK_ADDERR(
         FTC__OPTS_MERGE(&m->pg_opts, o.pg_opts, ftc_pg_opts, token),
@@ -369,6 +373,7 @@ void ftc_manager_destroy(ftc_manager *m)
     pthread_mutex_destroy(&m->work_mu);
     pthread_mutex_destroy(&m->stats_mu);
     m->magic = 0;
+    ftc__auth_wipe(m->seal_key, sizeof(m->seal_key));
     ftc__free(m);
 }
 
@@ -407,10 +412,54 @@ int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
     FTC__CHECK(ftc_store_client_wait(m->store, kp, n, timeout_ms));
     FTC__CHECK(ftc_store_client_multi_get(m->store, kp, n, vals,
                                           ftc__manager_left_ms(dl)));
+    for (size_t g = 0; g < n; g++) {
+        FTC__CHECK_ADDERR(
+            ftc__manager_unseal(m, keys[g], vals[g].data, &vals[g].len),
+            "group rank %zu's record", g);
+    }
 fail:
     ftc__free(kp);
     ftc__free(keys);
     return rc;
+}
+
+static const char seal_label[] = "ftc manager record v1";
+
+int ftc__manager_put(ftc_manager *m, const char *key, const char *text,
+                     size_t len, int64_t timeout_ms)
+{
+    if (!m->seal) {
+        return ftc_store_client_set(m->store, key, text, len, timeout_ms);
+    }
+    char ctx[sizeof(m->store_prefix) + 80];
+    snprintf(ctx, sizeof(ctx), "%s/%s", m->store_prefix, key);
+    char *sealed = ftc__malloc(len + FTC__AUTH_SEAL_EXTRA);
+    if (sealed == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "group record");
+    }
+    memcpy(sealed, text, len);
+    ftc__auth_seal(m->seal_key, seal_label, ctx, text, len, sealed + len);
+    int rc = ftc_store_client_set(m->store, key, sealed,
+                                  len + FTC__AUTH_SEAL_EXTRA, timeout_ms);
+    ftc__free(sealed);
+    return rc;
+}
+
+int ftc__manager_unseal(const ftc_manager *m, const char *key, const void *rec,
+                        size_t *len)
+{
+    if (!m->seal) {
+        return 0;
+    }
+    char ctx[sizeof(m->store_prefix) + 80];
+    snprintf(ctx, sizeof(ctx), "%s/%s", m->store_prefix, key);
+    int rc = ftc__auth_unseal(m->seal_key, seal_label, ctx, rec, *len, len);
+    return rc == 0 ? 0
+                   : ftc__seterr(FTC_EAUTH,
+                                 "the group store's %s is not sealed with the "
+                                 "job's token (changed in the store, or "
+                                 "another token)",
+                                 key);
 }
 
 /* ------------------------------------------------------- latch, group */

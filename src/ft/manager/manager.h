@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "base/base_int.h"
 #include "ft/heal/heal.h"
 #include "ft/manager/manager_plan.h"
@@ -92,6 +93,9 @@ struct ftc_manager {
     char base_id[FTC__MGR_BASE_ID_MAX + 1];
     char store_addr[FTC_HOST_MAX + 16], store_prefix[FTC__MGR_BASE_ID_MAX + 64];
     char host[FTC_HOST_MAX], token[FTC_HOST_MAX];
+    /* With a token: the group records are sealed with its key. */
+    bool seal;
+    uint8_t seal_key[FTC__AUTH_KEY];
     ftc_pg_opts pg_opts; /* backend points at pg_backend */
     char pg_backend[32]; /* a pg backend name is at most 31 characters */
     bool init_sync;
@@ -249,9 +253,19 @@ void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
 void ftc__manager_key(char *buf, size_t cap, int64_t k, const char *what,
                       int g);
 /* Waits until every rank's "ftc/r/<k>/<what>/<g>" exists and fetches them
- * (vals: group_size entries, release with ftc_store_values_free). */
+ * (vals: group_size entries, release with ftc_store_values_free), each
+ * unsealed (its len the record's text; FTC_EAUTH naming the rank). */
 int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
                         int64_t timeout_ms, ftc_store_value *vals);
+/* Writes a group record under key, sealed with the job's token when there
+ * is one (docs/protocol.md "Signed records"). */
+int ftc__manager_put(ftc_manager *m, const char *key, const char *text,
+                     size_t len, int64_t timeout_ms);
+/* The text of a record read from key: 0 with *len its length, or
+ * FTC_EAUTH when the manager has a token and the record is not sealed
+ * with it for this group and key. */
+int ftc__manager_unseal(const ftc_manager *m, const char *key, const void *rec,
+                        size_t *len);
 /* A group of one rank: its rounds and votes have nobody to tell, so
  * they skip the group store (11 store round trips a step). */
 static inline bool ftc__manager_alone(const ftc_manager *m)

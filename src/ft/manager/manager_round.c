@@ -54,8 +54,7 @@ static int publish_answer(round *r, int rc)
                       : ftc__manager_result_encode_error(rc, ftc_last_error(),
                                                          &text, &len);
     if (wrc == 0) {
-        wrc = ftc_store_client_set(r->m->store, key, text, len,
-                                   r->m->o.timeout_ms);
+        wrc = ftc__manager_put(r->m, key, text, len, r->m->o.timeout_ms);
     }
     ftc__free(text);
     return wrc;
@@ -197,8 +196,7 @@ static int arrive(round *r)
     ftc__manager_key(key, sizeof(key), r->k, "a", r->m->o.group_rank);
     int rc = ftc__manager_arrival_encode(&r->arrival, &text, &len);
     if (rc == 0) {
-        rc = ftc_store_client_set(r->m->store, key, text, len,
-                                  r->m->o.timeout_ms);
+        rc = ftc__manager_put(r->m, key, text, len, r->m->o.timeout_ms);
         ftc__free(text);
     }
     return rc != 0 ? ftc__adderr(rc, "group store %s", r->m->store_addr) : 0;
@@ -220,6 +218,9 @@ static int read_answer(round *r)
     if (rc == FTC_ETIMEDOUT) {
         rc = ftc__seterr(FTC_ETIMEDOUT, "the group's leader (rank 0) did not "
                                         "answer the quorum in time");
+    }
+    if (rc == 0) {
+        rc = ftc__manager_unseal(r->m, key, v, &len);
     }
     if (rc == 0) {
         rc = ftc__manager_result_decode(v, len, &r->q, r->replica_id);

@@ -391,9 +391,9 @@ static int vote(ftc_manager *m, const ftc__manager_vote *mine, ftc__deadline dl,
     size_t len;
     ftc__manager_key(key, sizeof(key), m->round, "v", m->o.group_rank);
     int rc = ftc__manager_vote_encode(mine, &text, &len);
-    rc = rc != 0 ? rc
-                 : ftc_store_client_set(m->store, key, text, len,
-                                        ftc__manager_left_ms(dl));
+    rc = rc != 0
+             ? rc
+             : ftc__manager_put(m, key, text, len, ftc__manager_left_ms(dl));
     ftc__free(text);
     ftc_store_value *vals = ftc__calloc(n, sizeof(*vals));
     ftc__manager_vote *votes = ftc__calloc(n, sizeof(*votes));

@@ -3,6 +3,7 @@
  * batch), published stats, and a stop that closes every handle. */
 #include <limits.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ void ftc_store_server_opts_init(ftc_store_server_opts *o)
     o->max_connections = 100000;
     o->max_output_bytes = 1 * GIB;
     o->max_request_bytes = FTC_SIZE_DEFAULT; /* computed from the others */
+    o->handshake_timeout_ms = 10000;
 }
 
 /* Lays in over the defaults into o; FTC_EINVAL for a bad value. */
@@ -57,6 +59,12 @@ static int settle_opts(ftc_store_server_opts *o,
                                "ftc_store_server_opts: a limit is 0 (each "
                                "max_* field must be >= 1)");
         }
+    }
+    FTC__OPT_DEFAULT(o, &d, handshake_timeout_ms, FTC_TIMEOUT_DEFAULT);
+    rc = ftc__timeout_check(o->handshake_timeout_ms,
+                            "ftc_store_server_opts.handshake_timeout_ms");
+    if (rc != 0) {
+        return rc;
     }
     if (o->backlog < 0) {
         return ftc__seterr(FTC_EINVAL, "backlog %d is negative", o->backlog);
@@ -106,6 +114,37 @@ static void on_kv_watch(void *ctx, ftc__kv_client *kc, int type,
     ftc__out_str(c, new_value.p, new_value.len);
 }
 
+/* How many connections the server can hold: max_connections, within what
+ * the process may open. The soft limit on open files is raised to the
+ * hard one first (a store holds a descriptor per client; 1,024 is a
+ * common default), and some are kept for everything else. */
+static size_t connection_limit(size_t max_connections)
+{
+    enum { KEEP = 64 };
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return max_connections;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            FTC_LOG_INFO("store.nofile",
+                         "open files limit raised from %llu to "
+                         "%llu",
+                         (unsigned long long)was,
+                         (unsigned long long)rl.rlim_max);
+        } else {
+            rl.rlim_cur = was;
+        }
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur <= KEEP) {
+        return max_connections;
+    }
+    size_t fit = (size_t)(rl.rlim_cur - KEEP);
+    return fit < max_connections ? fit : max_connections;
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     ftc_store_server *srv = listener->data;
@@ -124,7 +163,11 @@ static void on_connection(uv_stream_t *listener, int status)
         ftc__conn_close(c, FTC_LOG_WARN, "store.accept", uv_strerror(rc));
         return;
     }
-    if (srv->live.connections >= srv->opts.max_connections) {
+    if (srv->live.connections >= srv->conn_limit &&
+        ftc__store_auth_evict_stranger(srv)) {
+        srv->live.refused++;
+    }
+    if (srv->live.connections >= srv->conn_limit) {
         char why[96];
         snprintf(why, sizeof(why), "%llu connections open = limit",
                  (unsigned long long)srv->live.connections);
@@ -239,6 +282,7 @@ static int init_loop(ftc_store_server *srv)
     uv_check_init(&srv->loop, &srv->check);
     srv->check.data = srv;
     uv_check_start(&srv->check, on_check);
+    ftc__store_auth_start_sweeps(srv);
     return listen_on(srv);
 }
 
@@ -258,6 +302,7 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
     ftc__list_init(&srv->conns);
     ftc__list_init(&srv->ready);
     ftc__list_init(&srv->dirty);
+    ftc__list_init(&srv->strangers);
     int rc = settle_opts(&srv->opts, opts);
     if (rc == 0) {
         rc = ftc__store_auth_init(&srv->auth, &srv->opts);
@@ -291,6 +336,7 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
     /* Every rank but the last of a CONTROL_BARRIER holds a connection
      * while it waits, so a larger world could never complete. */
     srv->limits.max_world = srv->opts.max_connections;
+    srv->conn_limit = connection_limit(srv->opts.max_connections);
     static const ftc__kv_hooks hooks = {on_kv_ready, on_kv_watch};
     srv->kv = ftc__kv_new(&hooks, srv, srv->opts.max_total_bytes);
     srv->rbuf = ftc__malloc(FTC__STORE_RBUF);

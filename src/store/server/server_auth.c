@@ -150,13 +150,14 @@ int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r)
     if (ftc__store_auth_refuse_op(c, r->op)) {
         return 0;
     }
-    if (r->items != NULL) {
-        return items_open(c, r);
-    }
-    if (!ftc__store_auth_key_open(&c->srv->auth, r->key)) {
-        ftc__store_auth_refuse_key(c, r->key);
+    if (r->items != NULL ? !items_open(c, r)
+                         : !ftc__store_auth_key_open(&c->srv->auth, r->key)) {
+        if (r->items == NULL) {
+            ftc__store_auth_refuse_key(c, r->key);
+        }
         return 0;
     }
+    ftc__store_auth_known(c); /* a client of the open prefixes */
     return 1;
 }
 
@@ -205,6 +206,7 @@ void ftc__store_auth_proof(store_conn *c, const ftc__wire_req *r)
         return;
     }
     c->auth = STORE_AUTH_OK;
+    ftc__store_auth_known(c);
     ftc__out_u8(c, 0);
 }
 
@@ -250,4 +252,75 @@ void ftc__store_auth_list_keys(store_conn *c)
     ftc__store_auth_num_keys(c);
     open_keys k = {c, 0, 1};
     ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+}
+
+/* ------------------------------------------------------------ strangers */
+
+void ftc__store_auth_greet(store_conn *c)
+{
+    c->born_ms = ftc__now_ms();
+    ftc__list_push_back(&c->srv->strangers, &c->stranger_node);
+}
+
+void ftc__store_auth_known(store_conn *c)
+{
+    if (ftc__list_linked(&c->stranger_node)) {
+        ftc__list_remove(&c->stranger_node);
+    }
+}
+
+int ftc__store_auth_evict_stranger(struct ftc_store_server *srv)
+{
+    if (ftc__list_empty(&srv->strangers)) {
+        return 0;
+    }
+    store_conn *c =
+        FTC_LIST_ENTRY(srv->strangers.next, store_conn, stranger_node);
+    ftc__conn_close(c, FTC_LOG_DEBUG, "store.evict",
+                    "the connection table is full and it has not "
+                    "authenticated: closed to make room");
+    return 1;
+}
+
+/* Closes the strangers past the handshake timeout (the list is oldest
+ * first), with one warning per sweep that closed any. */
+static void sweep(uv_timer_t *t)
+{
+    struct ftc_store_server *srv = t->data;
+    int64_t cutoff = ftc__now_ms() - srv->opts.handshake_timeout_ms;
+    int closed = 0;
+    char last[64] = "";
+    while (!ftc__list_empty(&srv->strangers)) {
+        store_conn *c =
+            FTC_LIST_ENTRY(srv->strangers.next, store_conn, stranger_node);
+        if (c->born_ms > cutoff) {
+            break;
+        }
+        snprintf(last, sizeof(last), "%s", c->peer);
+        srv->live.protocol_errors++;
+        ftc__conn_close(c, FTC_LOG_DEBUG, "store.handshake",
+                        "neither authenticated nor used an open prefix in "
+                        "time");
+        closed++;
+    }
+    if (closed > 0) {
+        FTC_LOG_WARN("store.handshake",
+                     "closed %d connection%s that neither authenticated nor "
+                     "used an open prefix within %lld ms (the last from %s)",
+                     closed, closed == 1 ? "" : "s",
+                     (long long)srv->opts.handshake_timeout_ms, last);
+    }
+}
+
+void ftc__store_auth_start_sweeps(struct ftc_store_server *srv)
+{
+    int64_t timeout = srv->opts.handshake_timeout_ms;
+    if (!srv->auth.has_token || timeout < 0) {
+        return;
+    }
+    uint64_t every = timeout / 2 < 1000 ? (uint64_t)(timeout / 2) : 1000;
+    every = every < 10 ? 10 : every;
+    uv_timer_init(&srv->loop, &srv->sweep);
+    srv->sweep.data = srv;
+    uv_timer_start(&srv->sweep, sweep, every, every);
 }

@@ -35,6 +35,7 @@ store_conn *ftc__conn_new(struct ftc_store_server *srv)
     ftc__list_init(&c->node);
     ftc__list_init(&c->ready_node);
     ftc__list_init(&c->dirty_node);
+    ftc__list_init(&c->stranger_node);
     ftc__buf_init(&c->in, srv->limits.max_request_bytes + READ_MAX);
     ftc__buf_init(&c->pending.bytes, SIZE_MAX);
     ftc__buf_init(&c->inflight.bytes, SIZE_MAX);
@@ -85,6 +86,9 @@ void ftc__conn_close(store_conn *c, int level, const char *tag,
     }
     if (ftc__list_linked(&c->dirty_node)) {
         ftc__list_remove(&c->dirty_node);
+    }
+    if (ftc__list_linked(&c->stranger_node)) {
+        ftc__list_remove(&c->stranger_node);
     }
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
@@ -416,5 +420,8 @@ void ftc__conn_start(store_conn *c)
     uv_tcp_keepalive(&c->tcp, 1, 60);
     ftc__list_push_back(&c->srv->conns, &c->node);
     c->srv->live.connections++;
+    if (c->auth != STORE_AUTH_OK) {
+        ftc__store_auth_greet(c);
+    }
     set_reading(c, 1);
 }

@@ -42,7 +42,11 @@ typedef struct store_conn {
     ftc__list node;       /* in srv->conns */
     ftc__list ready_node; /* in srv->ready: input to process */
     ftc__list dirty_node; /* in srv->dirty: output to flush */
-    int dialect;          /* -1 until the first bytes tell */
+    /* In srv->strangers while it has neither authenticated nor used an
+     * open prefix (server_auth.c), since born_ms. */
+    ftc__list stranger_node;
+    int64_t born_ms;
+    int dialect; /* -1 until the first bytes tell */
     ftc__wire_decoder dec;
     ftc__buf in; /* received bytes; head = the next request */
     size_t need; /* bytes of the current request needed before decoding */
@@ -96,6 +100,9 @@ struct ftc_store_server {
     ftc__list conns;
     ftc__list ready;
     ftc__list dirty;
+    ftc__list strangers; /* oldest first */
+    uv_timer_t sweep;    /* closes strangers past the handshake timeout */
+    size_t conn_limit;   /* max_connections, within the open files limit */
     uint8_t *rbuf; /* shared read buffer for connections with no backlog */
     uv_buf_t *iov; /* scratch for building writes */
     size_t cap_iov;
@@ -148,6 +155,15 @@ int ftc__store_auth_refuse_op(store_conn *c, ftc__store_op op);
 /* Whether the unauthenticated c may be served r (the handshake's ops,
  * keys under the open prefixes); if not, closes c and returns 0. */
 int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r);
+/* A new connection of a server with a token starts as a stranger. */
+void ftc__store_auth_greet(store_conn *c);
+/* c authenticated or used an open prefix: no longer a stranger. */
+void ftc__store_auth_known(store_conn *c);
+/* Closes the oldest stranger to make room; 1 if there was one. */
+int ftc__store_auth_evict_stranger(struct ftc_store_server *srv);
+/* Starts the timer that closes strangers past the handshake timeout
+ * (a server with a token and a finite timeout). */
+void ftc__store_auth_start_sweeps(struct ftc_store_server *srv);
 /* Closes c for touching key without authenticating. */
 void ftc__store_auth_refuse_key(store_conn *c, ftc__wire_str key);
 /* Serve AUTH_HELLO, AUTH_PROOF, PING (the probe answer says whether the

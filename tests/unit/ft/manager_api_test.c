@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/auth.h"
 #include "ft/manager/manager.h"
 #include "ftc/algo.h"
 #include "manager_kit.h"
@@ -310,6 +311,72 @@ static void group_step_mismatch(void **state)
     mf_env_free(e);
 }
 
+/* With a token the group records are sealed: an arrival planted in the
+ * group store without the seal (as a compromised store could) fails the
+ * round with FTC_EAUTH naming the rank and the key, and the next round,
+ * whose records are sealed, works. */
+static void forged_records_are_refused(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_store_server_destroy(e->store);
+    ftc_store_server_opts so;
+    ftc_store_server_opts_init(&so);
+    so.bind_host = "127.0.0.1";
+    so.token = "mgr-secret";
+    TK_OK(ftc_store_server_create(&so, &e->store));
+    snprintf(e->store_addr, sizeof(e->store_addr), "127.0.0.1:%d",
+             ftc_store_server_port(e->store));
+    ftc_manager_opts o = mf_opts(e, "sealed");
+    o.group_size = 2;
+    o.store_prefix = "sealed/0";
+    o.token = "mgr-secret";
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    ftc_store_client_opts co;
+    ftc_store_client_opts_init(&co);
+    co.token = "mgr-secret";
+    ftc_store_client *c, *v;
+    TK_OK(ftc_store_client_connect(e->store_addr, &co, &c));
+    TK_OK(ftc_store_client_prefix(c, "sealed/0", &v));
+    const char *arrival = "{\"step\":0,\"commit_failures\":0,"
+                          "\"shrink_only\":false,\"heal\":\"127.0.0.1:1\"}";
+    TK_OK(
+        ftc_store_client_set(v, "ftc/r/1/a/1", arrival, strlen(arrival), 1000));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_EXPECT(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT), FTC_EAUTH);
+    assert_non_null(strstr(ftc_last_error(), "group rank 1's record"));
+    assert_non_null(strstr(ftc_last_error(), "ftc/r/1/a/1"));
+    /* Round 2: rank 1's arrival sealed as a rank with the token does. */
+    char sealed[512];
+    size_t n = strlen(arrival);
+    memcpy(sealed, arrival, n);
+    uint8_t key[FTC__AUTH_KEY];
+    TK_OK(ftc__auth_key("mgr-secret", key));
+    ftc__auth_seal(key, "ftc manager record v1", "sealed/0/ftc/r/2/a/1",
+                   arrival, n, sealed + n);
+    TK_OK(ftc_store_client_set(v, "ftc/r/2/a/1", sealed,
+                               n + FTC__AUTH_SEAL_EXTRA, 1000));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    /* The leader's answer is sealed too: bound to its key, so the same
+     * bytes under another round's key would not pass. */
+    void *answer;
+    size_t len;
+    TK_OK(ftc_store_client_get(v, "ftc/r/2/q", &answer, &len, 1000));
+    size_t text_len;
+    TK_OK(ftc__auth_unseal(key, "ftc manager record v1", "sealed/0/ftc/r/2/q",
+                           answer, len, &text_len));
+    TK_EXPECT(ftc__auth_unseal(key, "ftc manager record v1",
+                               "sealed/0/ftc/r/3/q", answer, len, &text_len),
+              FTC_EAUTH);
+    ftc_free(answer);
+    ftc_store_client_close(v);
+    ftc_store_client_close(c);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 static void options_from_env(void **state)
 {
     (void)state;
@@ -447,6 +514,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(quorum_timeout),
         cmocka_unit_test(lone_rank_skips_the_group_store),
         cmocka_unit_test(group_step_mismatch),
+        cmocka_unit_test(forged_records_are_refused),
         cmocka_unit_test(options_from_env),
         cmocka_unit_test(algo_comm_table),
         cmocka_unit_test(abort_runs_outside_the_group_lock),

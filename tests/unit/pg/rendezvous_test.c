@@ -1,6 +1,7 @@
 /* ftc_pg_create through a store: threads meet under a prefix; a missing
  * rank times out naming its key; a malformed address is refused; bad
- * arguments start nothing; a group rebuilt under a new prefix works. */
+ * arguments start nothing; a group rebuilt under a new prefix works; with
+ * a token, records that are not sealed for their place are refused. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,7 @@ typedef struct member {
     pthread_t t;
     int rank, n;
     const char *prefix;
+    const char *token;
     int64_t connect_ms;
     int rc;
     char msg[512];
@@ -24,6 +26,7 @@ static void *member_main(void *p)
     ftc_pg_opts_init(&o);
     o.host = "127.0.0.1";
     o.connect_timeout_ms = m->connect_ms;
+    o.token = m->token;
     ftc_pg *pg = NULL;
     m->rc = pgt_create(pgt_store(), m->prefix, m->rank, m->n, &o, &pg);
     if (m->rc == 0) {
@@ -101,12 +104,84 @@ static void a_malformed_address_is_refused(void **state)
     ftc_store_client_close(c);
 }
 
+static void *member_thread(void *p)
+{
+    return member_main(p);
+}
+
+/* With a token every rank's record is sealed, bound to the prefix, its
+ * rank, the group id and epoch: a record planted or changed in the store,
+ * or a real record copied to another rank's key, is refused with
+ * FTC_EAUTH naming the rank, and so is a sealed record read by a rank
+ * without the token. */
+static void tampered_records_are_refused(void **state)
+{
+    (void)state;
+    ftc_store_client *c;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &c));
+    member ok[2];
+    for (int i = 0; i < 2; i++) {
+        ok[i] = (member){.rank = i,
+                         .n = 2,
+                         .prefix = "job/sealed",
+                         .token = "rdv-secret",
+                         .connect_ms = tk_ms(20000)};
+        pthread_create(&ok[i].t, NULL, member_thread, &ok[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(ok[i].t, NULL);
+        TK_OK(ok[i].rc);
+        assert_int_equal(ok[i].sum, 3);
+    }
+    /* Planted: an address with no seal. */
+    TK_OK(ftc_store_client_set(c, "job/planted/pg/rank/1",
+                               "127.0.0.1:9|0123456789abcdef", 28, 5000));
+    member m = {.rank = 0,
+                .n = 2,
+                .prefix = "job/planted",
+                .token = "rdv-secret",
+                .connect_ms = tk_ms(5000)};
+    member_main(&m);
+    assert_int_equal(m.rc, FTC_EAUTH);
+    assert_non_null(strstr(m.msg, "rank 1's record under 'job/planted' is "
+                                  "not sealed with this group's token"));
+    /* Moved: rank 0's own sealed record, copied as rank 1's. */
+    member mover = {.rank = 0,
+                    .n = 2,
+                    .prefix = "job/moved",
+                    .token = "rdv-secret",
+                    .connect_ms = tk_ms(10000)};
+    pthread_create(&mover.t, NULL, member_thread, &mover);
+    void *v = NULL;
+    size_t len = 0;
+    TK_OK(ftc_store_client_get(c, "job/moved/pg/rank/0", &v, &len, 10000));
+    TK_OK(ftc_store_client_set(c, "job/moved/pg/rank/1", v, len, 5000));
+    pthread_join(mover.t, NULL);
+    assert_int_equal(mover.rc, FTC_EAUTH);
+    assert_non_null(strstr(mover.msg, "rank 1's record"));
+    /* Sealed, read by a rank without the token. */
+    char sealed[256];
+    int n = snprintf(sealed, sizeof(sealed), "%.*s", (int)len, (char *)v);
+    TK_OK(ftc_store_client_set(c, "job/untokened/pg/rank/1", sealed, (size_t)n,
+                               5000));
+    ftc_free(v);
+    member bare = {.rank = 0,
+                   .n = 2,
+                   .prefix = "job/untokened",
+                   .connect_ms = tk_ms(5000)};
+    member_main(&bare);
+    assert_int_equal(bare.rc, FTC_EAUTH);
+    assert_non_null(strstr(bare.msg, "sealed its record"));
+    ftc_store_client_close(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ranks_meet_under_a_prefix),
         cmocka_unit_test(a_missing_rank_times_out_by_key),
         cmocka_unit_test(a_malformed_address_is_refused),
+        cmocka_unit_test(tampered_records_are_refused),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
