@@ -19,6 +19,7 @@ ftc's own backend (tcp, xccl, baby-tcp, baby-xccl)."""
 import collections
 import os
 import threading
+import warnings
 from datetime import timedelta
 
 import torch
@@ -119,16 +120,24 @@ def _token():
 
 def _connect(host, port, timeout):
     """An ftc.Store on the rendezvous's server, authenticated with the
-    job's token when there is one. PyTorch's server cannot authenticate (a
-    rendezvous the user chose): then the store is used as PyTorch's own
-    clients use it; any other refusal (a wrong token, an ftc server without
-    one) is raised."""
+    job's token when there is one. A server that answers as PyTorch's
+    cannot authenticate: outside ftc run (a rendezvous the user chose) the
+    store is then used as PyTorch's own clients use it, with a warning,
+    since an impostor could answer so too; under ftc run (its stores are
+    ftc's) that is refused, as is any other failure (a wrong token, an ftc
+    server without one)."""
     token = _token()
     try:
         return ftc.Store(host, port, timeout=timeout, token=token)
     except ftc.Error as e:
-        if token is None or e.name != "FTC_ENOTSUP":
+        if token is None or e.name != "FTC_ENOTSUP" or \
+                os.environ.get("FTC_RUN_DIR"):
             raise
+    warnings.warn(f"ftc.torch: the store at {host}:{port} answers as "
+                  "PyTorch's TCPStore, which cannot authenticate: using it "
+                  "without the token (its keys are open to whoever reaches "
+                  "it; the process group's own connections still check "
+                  "FTC_TOKEN)", RuntimeWarning, stacklevel=3)
     return ftc.Store(host, port, timeout=timeout)
 
 

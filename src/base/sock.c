@@ -59,8 +59,11 @@ bool ftc__sock_same_host(int fd)
         struct sockaddr_in6 a, b;
         memcpy(&a, &me, sizeof(a));
         memcpy(&b, &peer, sizeof(b));
+        /* A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d. */
+        bool mapped_loopback = IN6_IS_ADDR_V4MAPPED(&b.sin6_addr) &&
+                               b.sin6_addr.s6_addr[12] == 127;
         return memcmp(&a.sin6_addr, &b.sin6_addr, sizeof(a.sin6_addr)) == 0 ||
-               IN6_IS_ADDR_LOOPBACK(&b.sin6_addr);
+               IN6_IS_ADDR_LOOPBACK(&b.sin6_addr) || mapped_loopback;
     }
     return false;
 }

@@ -250,6 +250,24 @@ int ftc__wire_pending_set(const ftc__wire_decoder *d, const uint8_t *buf,
     return 1;
 }
 
+int ftc__wire_pending_key(const ftc__wire_decoder *d, const uint8_t *buf,
+                          ftc__wire_str *key)
+{
+    if (d->op == FTC__OP_INVALID || d->field < 1 ||
+        shapes[d->op].fixed[0] != 'k') {
+        return 0;
+    }
+    key->p = buf + d->off[0];
+    key->len = d->len[0];
+    return 1;
+}
+
+int ftc__wire_has_items(ftc__store_op op)
+{
+    return op > FTC__OP_INVALID && op < FTC__OP_COUNT &&
+           shapes[op].item != NULL;
+}
+
 void ftc__wire_next_str(const uint8_t **cursor, ftc__wire_str *out)
 {
     out->len = (size_t)ftc__get_u64le(*cursor);

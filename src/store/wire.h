@@ -102,6 +102,14 @@ int ftc__wire_pending_set(const ftc__wire_decoder *d, const uint8_t *buf,
                           ftc__wire_str *key, size_t *value_off,
                           uint64_t *value_len);
 
+/* When decoding stopped for more bytes after the first field of an op
+ * whose first field is its key (every one-key op), returns 1 with that key
+ * (a view into buf, as ftc__wire_pending_set). Else 0. */
+int ftc__wire_pending_key(const ftc__wire_decoder *d, const uint8_t *buf,
+                          ftc__wire_str *key);
+/* Whether op carries items (CHECK, WAIT, MULTI_GET, MULTI_SET). */
+int ftc__wire_has_items(ftc__store_op op);
+
 /* Reads the string at *cursor (u64 length, bytes) inside a request that
  * ftc__wire_decode completed, and advances the cursor past it. MULTI_SET
  * items are two strings: key, then value. */

@@ -420,6 +420,39 @@ static void handshake_deadline(void **state)
     ssk_stop(srv);
 }
 
+/* With open prefixes a stranger's request is refused as soon as its key
+ * shows it is outside, or its items grow past 1 MiB: the server never
+ * waits for (nor buffers) a big body it will refuse. */
+static void refused_before_the_body(void **state)
+{
+    (void)state;
+    const char *open[] = {"torch/"};
+    ftc_store_server *srv = start(TOKEN, open, 1);
+    int port = ftc_store_server_port(srv);
+    ftc__buf b;
+    ftc__buf_init(&b, 1 << 10);
+    sr_conn append, multi;
+    sr_connect(&append, port, SR_V2);
+    sr_u8(&b, (uint8_t)sr_opbyte(SR_V2, FTC__OP_APPEND));
+    sr_str(&b, "/secret", 7);
+    sr_u64(&b, 200u << 20); /* a 200 MiB value, never sent */
+    sr_flush(&append, &b);
+    sr_expect_closed(&append, 5000);
+    sr_close(&append);
+    sr_connect(&multi, port, SR_V2);
+    sr_u8(&b, (uint8_t)sr_opbyte(SR_V2, FTC__OP_MULTI_SET));
+    sr_u64(&b, 1);
+    sr_str(&b, "/torch/a", 8);
+    sr_u64(&b, 2u << 20); /* inside the prefix, but 2 MiB of items */
+    sr_flush(&multi, &b);
+    sr_expect_closed(&multi, 5000);
+    sr_close(&multi);
+    ftc__buf_free(&b);
+    assert_int_equal(ssk_logged("store.auth", "'/secret'"), 1);
+    assert_int_equal(ssk_logged("store.auth", "items over 1 MiB"), 1);
+    ssk_stop(srv);
+}
+
 /* Options that would open more than they say are refused. */
 static void bad_options(void **state)
 {
@@ -464,6 +497,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(token_client_refuses_open_server),
         cmocka_unit_test(no_token_no_access),
         cmocka_unit_test(open_prefix_only),
+        cmocka_unit_test(refused_before_the_body),
         cmocka_unit_test(strangers_make_room),
         cmocka_unit_test(handshake_deadline),
         cmocka_unit_test(bad_options),

@@ -5,12 +5,16 @@
 
 #include <stddef.h>
 
-/* Longest token a command reads, with its NUL. */
-#define FTC__CLI_TOKEN_MAX 4097
+/* Longest token a command reads, with its NUL: what every client of a
+ * job (the store client's limit) takes. */
+#define FTC__CLI_TOKEN_MAX 1024
 
 /* Reads path (NULL: none) without its trailing newline into buf, else
  * takes a non-empty $FTC_TOKEN; *token is buf, the variable's value or
- * NULL. 0, or -1 after printing why to stderr as "ftc <cmd>: ...". */
+ * NULL. A token with a NUL byte or longer than FTC__CLI_TOKEN_MAX - 1 is
+ * refused; one shorter than 16 bytes is taken with a warning (anyone who
+ * can connect can test guesses against it offline). 0, or -1 after
+ * printing why to stderr as "ftc <cmd>: ...". */
 int ftc__cli_token(const char *cmd, const char *path, char *buf, size_t cap,
                    const char **token);
 

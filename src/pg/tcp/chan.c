@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/auth.h"
 #include "pg/reduce.h"
 #include "pg/tcp/tcp_int.h"
 
@@ -28,6 +29,10 @@ void ftc__chan_close(ftc__chan *c)
     ftc__free(c->tmp);
     c->tmp = NULL;
     ftc__chan_drop_queue(c);
+    ftc__auth_wipe(c->k_tx, sizeof(c->k_tx));
+    ftc__auth_wipe(c->k_rx, sizeof(c->k_rx));
+    ftc__auth_wipe(&c->tx_mac, sizeof(c->tx_mac));
+    ftc__auth_wipe(&c->rx_mac, sizeof(c->rx_mac));
 }
 
 bool ftc__chan_heard_why(ftc__tcp *g, int peer)
@@ -225,6 +230,9 @@ ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
         }
         if (errno != EINTR) {
             int err = errno;
+            /* Nothing more goes out on it: reading the side channel for
+             * the peer's reason must not try this send again. */
+            c->writable = false;
             if (!ftc__chan_heard_why(g, c->peer)) {
                 ftc__tcp_fail(g, FTC_EPEER, "send to %s failed: %s", c->name,
                               strerror(err));

@@ -22,22 +22,47 @@ static ftc__chan *slot(ftc__tcp *g, int peer, uint32_t channel)
     return &g->coll[ftc__chan_id(g, peer, (int)channel)];
 }
 
+/* seq carries the sender's connection nonce (with a token; else 0). */
 static void hello_header(const ftc__tcp *g, int kind, size_t len, int flags,
-                         int code, uint8_t out[FTC__PGW_HDR])
+                         int code, uint64_t seq, uint8_t out[FTC__PGW_HDR])
 {
     ftc__pgw_hdr h = {.kind = (uint8_t)kind,
                       .op = (uint8_t)(code < 0 ? -code : 0),
                       .flags = (uint8_t)flags,
                       .group = g->group_id,
                       .epoch = g->epoch,
+                      .seq = seq,
                       .src = (uint32_t)g->rank,
                       .len = len};
     ftc__pgw_encode(out, &h);
 }
 
-/* Whether the connection fd carries protected messages: with a token, by
- * the group's choice (AUTO: only between hosts). Both ends decide alike
- * (the same-host test is symmetric) and the handshake checks it. */
+/* A fresh connection nonce (0 without a token: nothing is derived). */
+static int connection_nonce(const ftc__tcp *g, uint64_t *out)
+{
+    uint8_t b[8] = {0};
+    int rc = g->auth ? ftc__auth_random(b, sizeof(b)) : 0;
+    *out = ftc__get_u64le(b);
+    return rc;
+}
+
+/* The connection's message keys, from both sides' nonces (so no two
+ * connections share keys, whatever the group id and epoch). */
+static void derive_keys(const ftc__tcp *g, ftc__chan *c, uint64_t dialer,
+                        uint64_t listener)
+{
+    if (c->protect) {
+        ftc__protect_keys(g->key, g->group_id, g->epoch, g->rank, c->peer,
+                          c->stream >= 0 ? (uint32_t)c->stream : FTC__PGW_SIDE,
+                          dialer, listener, c->k_tx, c->k_rx);
+    }
+}
+
+/* Whether the dialer of connection fd protects its messages: with a
+ * token, by the group's choice (AUTO: only between hosts). The listener
+ * follows the dialer's choice under AUTO (so a same-host test that comes
+ * out differently at the two ends, behind a NAT, cannot fail the group)
+ * and must agree with it under MAC or OFF. */
 static bool protects(const ftc__tcp *g, int fd)
 {
     return g->protect == FTC_PG_PROTECT_MAC ||
@@ -79,10 +104,16 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     }
     ftc__chan *c = slot(g, peer, channel);
     c->protect = protects(g, fd);
+    rc = connection_nonce(g, &c->nonce);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
     /* HELLO: header, body, and with a token the MAC of both. */
     uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
     size_t len = FTC__PGW_HELLO_BODY + (g->auth ? FTC__AUTH_MAC : 0);
-    hello_header(g, FTC__PGW_HELLO, len, hello_flags(g, c->protect), 0, msg);
+    hello_header(g, FTC__PGW_HELLO, len, hello_flags(g, c->protect), 0,
+                 c->nonce, msg);
     ftc__pgw_hello body = {.dst = (uint32_t)peer,
                            .size = (uint32_t)g->size,
                            .channel = channel,
@@ -146,6 +177,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     if (protect_differs(c->protect, h.flags, why, sizeof(why))) {
         return ftc__seterr(FTC_EPROTO, "handshake with %s: %s", c->name, why);
     }
+    derive_keys(g, c, c->nonce, h.seq);
     return 0;
 }
 
@@ -178,7 +210,8 @@ static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap,
                  g->auth ? "authentication failed (FTC_TOKEN differs or is "
                            "not set)"
                          : "this group has no token but the dialer sent one");
-    } else if (protect_differs(protects(g, p->fd), h.flags, why, cap)) {
+    } else if (g->protect != FTC_PG_PROTECT_AUTO &&
+               protect_differs(protects(g, p->fd), h.flags, why, cap)) {
         *code = FTC_EPROTO;
     } else if (h.group != g->group_id) {
         snprintf(why, cap, "group %016llx is not this group (%016llx)",
@@ -215,21 +248,31 @@ static int answer(ftc__tcp *g, pending *p, ftc__deadline dl)
     ftc__chan *c = admit(g, p, why, sizeof(why), &code);
     uint8_t msg[FTC__PGW_HDR + sizeof(why)];
     size_t len;
+    ftc__pgw_hdr hello;
+    ftc__pgw_decode(p->buf, &hello);
+    uint64_t nonce = 0;
+    if (c != NULL && connection_nonce(g, &nonce) != 0) {
+        snprintf(why, sizeof(why), "%s", ftc_last_error());
+        code = FTC_ESYS;
+        c = NULL;
+    }
     if (c == NULL) {
         len = strlen(why);
-        hello_header(g, FTC__PGW_HELLO_ACK, len, FTC__PGW_F_REJECT, code, msg);
+        hello_header(g, FTC__PGW_HELLO_ACK, len, FTC__PGW_F_REJECT, code, 0,
+                     msg);
         memcpy(msg + FTC__PGW_HDR, why, len);
     } else if (g->auth) {
         len = FTC__AUTH_MAC;
-        c->protect = protects(g, p->fd);
+        c->protect = (hello.flags & FTC__PGW_F_PROTECT) != 0;
         hello_header(g, FTC__PGW_HELLO_ACK, len, hello_flags(g, c->protect), 0,
-                     msg);
+                     nonce, msg);
         ftc__auth_mac(g->key, msg, FTC__PGW_HDR,
                       p->buf + FTC__PGW_HDR + FTC__PGW_HELLO_BODY,
                       FTC__AUTH_MAC, msg + FTC__PGW_HDR);
+        derive_keys(g, c, hello.seq, nonce);
     } else {
         len = 0;
-        hello_header(g, FTC__PGW_HELLO_ACK, 0, 0, 0, msg);
+        hello_header(g, FTC__PGW_HELLO_ACK, 0, 0, 0, 0, msg);
     }
     /* A short deadline: a dialer that does not read must not stall us. */
     ftc__deadline short_dl = ftc__deadline_min(dl, ftc__deadline_in_ms(1000));
@@ -371,11 +414,6 @@ int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,
             c->peer = p;
             c->stream = s < g->streams ? s : -1;
             snprintf(c->name, sizeof(c->name), "rank %d (%s)", p, addrs[p]);
-            if (g->auth && p != g->rank) {
-                ftc__protect_keys(g->key, g->group_id, g->epoch, g->rank, p,
-                                  s < g->streams ? (uint32_t)s : FTC__PGW_SIDE,
-                                  c->k_tx, c->k_rx);
-            }
         }
     }
     int rc = 0;

@@ -8,14 +8,17 @@
 
 void ftc__protect_keys(const uint8_t token_key[32], uint64_t group,
                        uint64_t epoch, int self, int peer, uint32_t channel,
+                       uint64_t dialer_nonce, uint64_t listener_nonce,
                        uint8_t tx[FTC__PROTECT_KEY],
                        uint8_t rx[FTC__PROTECT_KEY])
 {
-    static const char label[] = "ftc pg message key v1";
-    uint8_t ctx[28];
+    static const char label[] = "ftc pg message key v2";
+    uint8_t ctx[44];
     ftc__put_u64le(ctx, group);
     ftc__put_u64le(ctx + 8, epoch);
     ftc__put_u32le(ctx + 24, channel);
+    ftc__put_u64le(ctx + 28, dialer_nonce);
+    ftc__put_u64le(ctx + 36, listener_nonce);
     for (int dir = 0; dir < 2; dir++) {
         /* from, to */
         ftc__put_u32le(ctx + 16, (uint32_t)(dir == 0 ? self : peer));

@@ -15,11 +15,13 @@
 #define FTC__PROTECT_TAG 16
 
 /* The keys of one connection: tx for what this rank sends, rx for what it
- * receives, each bound to the group, its epoch, both ranks and the
- * channel (stream index, or the side channel's id), under the token's
- * key. */
+ * receives, each bound to the group, its epoch, both ranks, the channel
+ * (stream index, or the side channel's id) and the random nonces both
+ * ends sent in the handshake (the dialer's, then the listener's), under
+ * the token's key: no two connections share keys. */
 void ftc__protect_keys(const uint8_t token_key[32], uint64_t group,
                        uint64_t epoch, int self, int peer, uint32_t channel,
+                       uint64_t dialer_nonce, uint64_t listener_nonce,
                        uint8_t tx[FTC__PROTECT_KEY],
                        uint8_t rx[FTC__PROTECT_KEY]);
 

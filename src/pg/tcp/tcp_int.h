@@ -134,6 +134,7 @@ typedef struct ftc__chan {
      * messages went each way; the tags being made of the message being
      * sent (tx_open) and of the one being received. */
     bool protect;
+    uint64_t nonce; /* set-up: the nonce of the HELLO we sent */
     uint8_t k_tx[FTC__PROTECT_KEY], k_rx[FTC__PROTECT_KEY];
     uint64_t n_tx, n_rx;
     bool tx_open;

@@ -38,6 +38,13 @@ int ftc__store_client_auth_finish(ftc__store_conn *c, int kind,
     }
     uint8_t answer[FTC__AUTH_NONCE + FTC__AUTH_MAC];
     int rc = ftc__store_conn_recv_raw(c, answer, sizeof(answer), dl);
+    if (rc == FTC_ECLOSED) {
+        return ftc__seterr(FTC_EAUTH,
+                           "the store at %s:%d closed the connection at "
+                           "AUTH_HELLO: an ftc store from before "
+                           "authentication cannot check this client's token",
+                           c->host, c->port);
+    }
     if (rc != 0) {
         return rc;
     }

@@ -115,12 +115,41 @@ int ftc__store_auth_refuse_op(store_conn *c, ftc__store_op op)
 
 void ftc__store_auth_refuse_key(store_conn *c, ftc__wire_str key)
 {
+    /* The key is the peer's: printable ASCII only in the log. */
+    char shown[65];
+    size_t n = key.len < sizeof(shown) - 1 ? key.len : sizeof(shown) - 1;
+    for (size_t i = 0; i < n; i++) {
+        shown[i] = key.p[i] >= 0x20 && key.p[i] < 0x7f ? (char)key.p[i] : '?';
+    }
+    shown[n] = '\0';
     char why[160];
-    int shown = key.len > 64 ? 64 : (int)key.len;
     snprintf(why, sizeof(why),
-             "key '%.*s'%s outside the open prefixes before authenticating",
-             shown, (const char *)key.p, key.len > 64 ? "..." : "");
+             "key '%s'%s outside the open prefixes before authenticating",
+             shown, key.len > n ? "..." : "");
     refuse(c, why);
+}
+
+/* Most bytes of items (CHECK, WAIT, MULTI_*) a stranger may send in one
+ * request: keys are checked once the request is whole. */
+#define STRANGER_ITEMS_MAX (1u << 20)
+
+int ftc__store_auth_refuse_early(store_conn *c, const uint8_t *buf, size_t need)
+{
+    ftc__store_op op = c->dec.op;
+    if (op == FTC__OP_INVALID || ftc__store_auth_refuse_op(c, op)) {
+        return op != FTC__OP_INVALID;
+    }
+    ftc__wire_str key;
+    if (ftc__wire_pending_key(&c->dec, buf, &key) &&
+        !ftc__store_auth_key_open(&c->srv->auth, key)) {
+        ftc__store_auth_refuse_key(c, key);
+        return 1;
+    }
+    if (ftc__wire_has_items(op) && need > STRANGER_ITEMS_MAX) {
+        refuse(c, "a request of items over 1 MiB before authenticating");
+        return 1;
+    }
+    return 0;
 }
 
 /* The key of every item of a CHECK/WAIT/MULTI_GET/MULTI_SET. */
@@ -242,7 +271,9 @@ static void open_key(void *arg, ftc__wire_str key)
 void ftc__store_auth_num_keys(store_conn *c)
 {
     open_keys k = {c, 0, 0};
-    ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+    if (c->srv->auth.n_open > 0) { /* else nothing to see, nothing to scan */
+        ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+    }
     ftc__out_i64(c, k.n);
 }
 
@@ -251,7 +282,9 @@ void ftc__store_auth_list_keys(store_conn *c)
     /* The count goes first on the wire: count, then list. */
     ftc__store_auth_num_keys(c);
     open_keys k = {c, 0, 1};
-    ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+    if (c->srv->auth.n_open > 0) {
+        ftc__kv_foreach_key(c->srv->kv, open_key, &k);
+    }
 }
 
 /* ------------------------------------------------------------ strangers */

@@ -141,9 +141,10 @@ static size_t run(store_conn *c, const uint8_t *p, size_t n)
                                   &need);
         if (rc == FTC__WIRE_MORE) {
             c->need = need;
-            /* Refused at its query byte, not after its body arrived. */
-            if (c->auth != STORE_AUTH_OK && c->dec.op != FTC__OP_INVALID) {
-                ftc__store_auth_refuse_op(c, c->dec.op);
+            /* Refused at its query byte or key, not after its body
+             * arrived. */
+            if (c->auth != STORE_AUTH_OK) {
+                ftc__store_auth_refuse_early(c, p + off, need);
             }
             break;
         }

@@ -152,6 +152,12 @@ int ftc__store_auth_key_open(const store_auth *a, ftc__wire_str key);
  * arguments arrive): 1 if op can never be served to it (no prefix is
  * open and the op is not part of the handshake), after closing it. */
 int ftc__store_auth_refuse_op(store_conn *c, ftc__store_op op);
+/* Called for an unauthenticated connection while a request is still
+ * arriving (buf: its start, need: the bytes it needs so far): closes it
+ * as soon as the request is sure to be refused (its op, its key) or its
+ * items grow past what a stranger may send. 1 if it did. */
+int ftc__store_auth_refuse_early(store_conn *c, const uint8_t *buf,
+                                 size_t need);
 /* Whether the unauthenticated c may be served r (the handshake's ops,
  * keys under the open prefixes); if not, closes c and returns 0. */
 int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r);

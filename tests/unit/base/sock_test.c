@@ -1,6 +1,7 @@
 /* Socket helpers: connect/listen, deadline-bounded I/O, cancellation. */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -190,6 +191,27 @@ static void expect_congestion(int fd, const char *want)
     assert_string_equal(cc, want);
 }
 
+/* A dual-stack listener sees an IPv4 loopback peer as ::ffff:127.x; both
+ * ends must still call the connection same-host (pg's message protection
+ * decides on it), also between two different loopback addresses. */
+static void same_host_through_dual_stack(void **state)
+{
+    (void)state;
+    int lfd, port, cfd, sfd;
+    TK_OK(ftc__sock_listen(NULL, 0, 4, &lfd, &port));
+    TK_OK(ftc__sock_connect("127.0.0.2", port, ftc__deadline_in_ms(5000), NULL,
+                            &cfd));
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, (int)tk_ms(5000)), 1);
+    sfd = accept(lfd, NULL, NULL);
+    assert_true(sfd >= 0);
+    assert_true(ftc__sock_same_host(cfd));
+    assert_true(ftc__sock_same_host(sfd));
+    close(sfd);
+    close(cfd);
+    close(lfd);
+}
+
 /* Both ends of a loopback connection are same-host and get reno; a socket
  * with no peer is not, and keeps its algorithm. */
 static void same_host_gets_reno(void **state)
@@ -241,6 +263,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(connect_send_recv),
         cmocka_unit_test(same_host_gets_reno),
+        cmocka_unit_test(same_host_through_dual_stack),
         cmocka_unit_test(recv_times_out),
         cmocka_unit_test(cancel_unblocks_recv),
         cmocka_unit_test(connect_to_nothing_times_out_with_reason),

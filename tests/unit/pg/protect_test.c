@@ -24,18 +24,25 @@ static void tags_bind_everything(void **state)
     (void)state;
     uint8_t token_key[32] = {7};
     uint8_t tx[32], rx[32], tx_peer[32], rx_peer[32], other[32], unused[32];
-    ftc__protect_keys(token_key, 11, 3, 0, 1, 0, tx, rx);
-    ftc__protect_keys(token_key, 11, 3, 1, 0, 0, tx_peer, rx_peer);
+    ftc__protect_keys(token_key, 11, 3, 0, 1, 0, 5, 6, tx, rx);
+    ftc__protect_keys(token_key, 11, 3, 1, 0, 0, 5, 6, tx_peer, rx_peer);
     /* What one side sends, the other receives with the same key. */
     assert_memory_equal(tx, rx_peer, 32);
     assert_memory_equal(rx, tx_peer, 32);
     assert_memory_not_equal(tx, rx, 32);
     /* Another channel, group or epoch: another key. */
-    ftc__protect_keys(token_key, 11, 3, 0, 1, FTC__PGW_SIDE, other, unused);
+    ftc__protect_keys(token_key, 11, 3, 0, 1, FTC__PGW_SIDE, 5, 6, other,
+                      unused);
     assert_memory_not_equal(tx, other, 32);
-    ftc__protect_keys(token_key, 12, 3, 0, 1, 0, other, unused);
+    ftc__protect_keys(token_key, 12, 3, 0, 1, 0, 5, 6, other, unused);
     assert_memory_not_equal(tx, other, 32);
-    ftc__protect_keys(token_key, 11, 4, 0, 1, 0, other, unused);
+    ftc__protect_keys(token_key, 11, 4, 0, 1, 0, 5, 6, other, unused);
+    assert_memory_not_equal(tx, other, 32);
+    /* Another connection of the same group, epoch and ranks: other nonces,
+     * other keys. */
+    ftc__protect_keys(token_key, 11, 3, 0, 1, 0, 7, 6, other, unused);
+    assert_memory_not_equal(tx, other, 32);
+    ftc__protect_keys(token_key, 11, 3, 0, 1, 0, 5, 8, other, unused);
     assert_memory_not_equal(tx, other, 32);
 
     uint8_t hdr[FTC__PGW_HDR] = {1, 2, 3};

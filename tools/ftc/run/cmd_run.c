@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/auth.h"
 #include "base/base_int.h"
 #include "cmd.h"
 #include "run/run_lighthouse.h"
@@ -162,6 +163,7 @@ static int run(const run_opts *o, const char *path)
     }
     ftc__free(job);
     run_lighthouse_stop(lh);
+    ftc__auth_wipe(token_buf, sizeof(token_buf));
     if (temporary) {
         ftc__cmd_remove_tree(run_dir);
     }
