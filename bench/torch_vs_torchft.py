@@ -64,9 +64,9 @@ WAIT_S = 120  # the longest any phase may take before the run fails
 
 CONFIGS = {
     "ftc": dict(impl="ftc", profile="defaults",
-                lighthouse=[FTC, "lighthouse"]),
+                lighthouse=[FTC, "lighthouse", "--insecure"]),
     "ftc aggressive": dict(impl="ftc", profile="aggressive", heartbeat_ms=20,
-                           lighthouse=[FTC, "lighthouse",
+                           lighthouse=[FTC, "lighthouse", "--insecure",
                                        "--heartbeat-timeout-ms", "100"]),
     "torchft defaults": dict(
         impl="torchft", profile="defaults",

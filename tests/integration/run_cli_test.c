@@ -40,6 +40,9 @@ static void usage_errors(void **state)
         {{"--env", "FTC_JOB=x", "--", "true"}, 2, "the launcher sets"},
         {{"--env", "1A=x", "--", "true"}, 2, "bad value for --env"},
         {{"--kill-mode", "maim", "--", "true"}, 2, "kill, stop or mixed"},
+        {{"--lighthouse", "127.0.0.1:1", "--host", "10.254.0.1", "--", "true"},
+         1,
+         "refusing to serve on '10.254.0.1' without a token"},
         {{"--job", "a b", "--", "true"}, 2, "bad value for --job"},
         {{"--frobnicate", "1", "--", "true"}, 2, "unknown option"},
         {{"--replicas", "2"}, 2, "no COMMAND"},
@@ -290,6 +293,9 @@ static void embedded_lighthouse(void **state)
          * group's store refuses a tokenless client's write. */
         rk_seen(dir, i, 0, 0, "store", v, sizeof(v));
         assert_string_equal(v, "ftc-locked/refused");
+        /* A would-be member without the token cannot join the job. */
+        rk_seen(dir, i, 0, 0, "lighthouse_write", v, sizeof(v));
+        assert_string_equal(v, "401");
         rk_seen(dir, i, 0, 0, "FTC_TOKEN", v, sizeof(v));
         assert_int_equal(strlen(v), 64);
         if (i == 0) {

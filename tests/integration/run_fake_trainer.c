@@ -6,7 +6,8 @@
  * ("K=V" lines: every FTC_* and RUNTEST_* variable, pid, pgid, child (the
  * pid of the helper it started, 0 if none), store (how its group's store
  * answered a tokenless ftc PING and write: probe_store), lighthouse
- * ("http" if FTC_LIGHTHOUSE answered HTTP)) before its first step. */
+ * ("http" if FTC_LIGHTHOUSE answered HTTP), lighthouse_write (the status
+ * of a tokenless heartbeat)) before its first step. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -187,6 +188,28 @@ static const char *probe_lighthouse(void)
     return ok && memcmp(rep, "HTTP/", 5) == 0 ? "http" : "down";
 }
 
+/* The status a tokenless heartbeat (a would-be member joining the job)
+ * gets from FTC_LIGHTHOUSE: "401" when the lighthouse wants a token,
+ * "down" when nothing answers. */
+static void probe_lighthouse_write(char *out, size_t cap)
+{
+    int fd = connect_to("FTC_LIGHTHOUSE");
+    char req[512];
+    int n = snprintf(req, sizeof(req),
+                     "POST /v1/jobs/%s/heartbeat HTTP/1.0\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: 21\r\n\r\n"
+                     "{\"replica_id\":\"fake\"}",
+                     getenv("FTC_JOB") != NULL ? getenv("FTC_JOB") : "ftc");
+    char rep[13] = {0};
+    int ok = fd >= 0 && write(fd, req, (size_t)n) == (ssize_t)n &&
+             recv(fd, rep, 12, MSG_WAITALL) == 12;
+    if (fd >= 0) {
+        close(fd);
+    }
+    snprintf(out, cap, "%s", ok ? rep + 9 : "down"); /* "HTTP/1.x NNN" */
+}
+
 static void record(long replica, long rank, long incarnation, pid_t child)
 {
     const char *dir = getenv("FTC_RUN_DIR");
@@ -204,11 +227,14 @@ static void record(long replica, long rank, long incarnation, pid_t child)
             fprintf(f, "%s\n", *e);
         }
     }
-    char store[64];
+    char store[64], lh_write[16];
     probe_store(store, sizeof(store));
-    fprintf(f, "pid=%d\npgid=%d\nchild=%d\nstore=%s\nlighthouse=%s\n",
+    probe_lighthouse_write(lh_write, sizeof(lh_write));
+    fprintf(f,
+            "pid=%d\npgid=%d\nchild=%d\nstore=%s\nlighthouse=%s\n"
+            "lighthouse_write=%s\n",
             (int)getpid(), (int)getpgrp(), (int)child, store,
-            probe_lighthouse());
+            probe_lighthouse(), lh_write);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         exit(92);
     }

@@ -262,6 +262,33 @@ static void self_check_passes(void **state)
     assert_null(strstr(p.text, "FAILED"));
 }
 
+/* Closed by default: a store or lighthouse asked to serve an address
+ * other hosts reach, without a token, refuses to start unless told
+ * --insecure. */
+static void open_address_needs_a_token(void **state)
+{
+    (void)state;
+    unsetenv("FTC_TOKEN");
+    proc p;
+    char *store[] = {(char *)ftc__bin, "store",   "--port", "0",
+                     "--bind",         "0.0.0.0", NULL};
+    start(&p, store);
+    assert_int_equal(finish(&p, 10000), 2);
+    assert_non_null(strstr(p.text, "refusing to serve on '0.0.0.0' without "
+                                   "a token"));
+    char *lighthouse[] = {(char *)ftc__bin, "lighthouse", "--bind", "0.0.0.0:0",
+                          NULL};
+    start(&p, lighthouse);
+    assert_int_equal(finish(&p, 10000), 2);
+    assert_non_null(strstr(p.text, "refusing to serve on '0.0.0.0'"));
+    char *insecure[] = {(char *)ftc__bin, "store",   "--port",     "0",
+                        "--bind",         "0.0.0.0", "--insecure", NULL};
+    start(&p, insecure);
+    assert_true(listening_port(&p) > 0);
+    kill(p.pid, SIGTERM);
+    assert_int_equal(finish(&p, 10000), 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--tk-role") != 0) {
@@ -274,6 +301,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(port_in_use),
         cmocka_unit_test(usage_and_bad_options),
         cmocka_unit_test(self_check_passes),
+        cmocka_unit_test(open_address_needs_a_token),
         cmocka_unit_test(idle_connections_do_not_lock_clients_out),
     };
     if (ftc__bin == NULL) {

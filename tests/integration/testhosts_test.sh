@@ -41,7 +41,8 @@ if "$hosts" up "$name" 3 2>/dev/null; then
   fail "a second 'up' of the same name was accepted"
 fi
 lh="$("$hosts" addr "$name" 0):$port"
-"$hosts" exec "$name" 0 "$ftc" lighthouse --bind "$lh" >/dev/null 2>&1 &
+"$hosts" exec "$name" 0 "$ftc" lighthouse --bind "$lh" --insecure \
+  >/dev/null 2>&1 &
 lighthouse=$!
 
 eventually status 1 || fail "host 1 never read the lighthouse on host 0"

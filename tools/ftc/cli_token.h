@@ -18,4 +18,11 @@
 int ftc__cli_token(const char *cmd, const char *path, char *buf, size_t cap,
                    const char **token);
 
+/* A server about to listen on host without a token: 0 when that is safe
+ * (host NULL, meaning the command's loopback default, or an address only
+ * this host reaches) or the operator said --insecure; else -1 after
+ * printing why to stderr. With a token, always 0. */
+int ftc__cli_open_bind(const char *cmd, const char *host, const char *token,
+                       int insecure);
+
 #endif

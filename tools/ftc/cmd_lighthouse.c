@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base_int.h"
 #include "cli_args.h"
 #include "cli_token.h"
 #include "cmd.h"
@@ -21,6 +22,7 @@ typedef struct lh_args {
     const char *jobs[MAX_JOBS_ARGS];
     int n_jobs;
     const char *token_file;
+    int insecure;
 } lh_args;
 
 static const char *const on_off[] = {"on", "off", NULL};
@@ -66,6 +68,9 @@ static const ftc__cli_option options[] = {
      .metavar = "PATH",
      .help = "shared secret (else $FTC_TOKEN): required for writes, enables "
              "kill"},
+    {"insecure", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, insecure),
+     .help = "serve a non-loopback address without a token (anyone who "
+             "reaches it can join a job's quorum as a member)"},
     {"auth-reads", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, o.auth_reads),
      .help = "status, metrics and page need the token too"},
     {"drop-is-death", FTC__CLI_ENUM, FTC__CLI_FIELD(lh_args, o.keep_dropped),
@@ -109,6 +114,18 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     static char token[FTC__CLI_TOKEN_MAX];
     if (ftc__cli_token("lighthouse", a.token_file, token, sizeof(token),
                        &a.o.token) != 0) {
+        return 2;
+    }
+    char host[FTC_HOST_MAX];
+    int port;
+    const char *bind = a.o.bind != NULL ? a.o.bind : "[::]:29510";
+    if (ftc__addr_split(bind, 29510, host, sizeof(host), &port) != 0) {
+        fprintf(stderr, "ftc lighthouse: --bind %s: %s\n", bind,
+                ftc_last_error());
+        return 2;
+    }
+    if (ftc__cli_open_bind("lighthouse", strcmp(host, "::") == 0 ? "" : host,
+                           a.o.token, a.insecure) != 0) {
         return 2;
     }
     /* Blocked before any thread starts, so every thread inherits the mask

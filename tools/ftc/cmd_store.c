@@ -21,6 +21,7 @@ typedef struct store_args {
     const char *token_file;
     const char *open[MAX_OPEN_PREFIXES];
     int n_open;
+    int insecure;
     int self_check;
 } store_args;
 
@@ -45,6 +46,9 @@ static const ftc__cli_option options[] = {
      .metavar = "PREFIX",
      .help = "keys that clients without the token (PyTorch's) may use, "
              "e.g. torch/ (repeat; needs a token)"},
+    {"insecure", FTC__CLI_FLAG, FTC__CLI_FIELD(store_args, insecure),
+     .help = "serve a non-loopback address without a token (anyone who "
+             "reaches it can read and write every key)"},
     {"backlog", FTC__CLI_INT, FTC__CLI_FIELD(store_args, server.backlog),
      .min = 1, .max = 1 << 30, .metavar = "N", .help = "listen backlog",
      .default_text = "the kernel's maximum"},
@@ -283,6 +287,9 @@ int ftc__cmd_store(int argc, char **argv)
     static char token[FTC__CLI_TOKEN_MAX];
     if (ftc__cli_token("store", a.token_file, token, sizeof(token), &o.token) !=
         0) {
+        return 2;
+    }
+    if (ftc__cli_open_bind("store", o.bind_host, o.token, a.insecure) != 0) {
         return 2;
     }
     o.open_prefixes = a.open;

@@ -72,6 +72,9 @@ static const ftc__cli_option options[] = {
      .help = "the job's shared secret (else $FTC_TOKEN); without either, a "
              "job with its own lighthouse makes a random one",
      .default_text = "$FTC_TOKEN, or a random one"},
+    {"insecure", FTC__CLI_FLAG, FTC__CLI_FIELD(run_opts, insecure),
+     .help = "with --lighthouse and no token: serve the groups' stores on a "
+             "non-loopback --host anyway (the job is open to its network)"},
     {"host", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, host),
      .check = check_host, .metavar = "ADDR",
      .help = "the address of this machine that the groups' stores, the "

@@ -46,6 +46,7 @@ typedef struct run_opts {
     const char *env[RUN_MAX_ENV]; /* "K=V", borrowed from argv */
     int n_env;
     int quiet;
+    int insecure; /* --insecure: serve a non-loopback --host without token */
     int show_events;
     int help;       /* --help or -h came before the command (printed) */
     char **command; /* borrowed from argv, NULL-terminated */

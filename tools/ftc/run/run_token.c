@@ -33,6 +33,9 @@ int run_token_resolve(const run_opts *o, char *buf, size_t cap,
         *token = buf;
         *source = RUN_TOKEN_GENERATED;
     }
+    if (ftc__cli_open_bind("run", o->host, *token, o->insecure) != 0) {
+        return -1;
+    }
     if (*token != NULL && setenv("FTC_TOKEN", *token, 1) != 0) {
         fprintf(stderr, "ftc run: cannot export FTC_TOKEN\n");
         return -1;

@@ -17,8 +17,9 @@ typedef enum run_token_source {
 } run_token_source;
 
 /* Resolves the token into buf (cap >= 65) and exports it. Call before any
- * thread starts (it sets the environment). *token: buf or NULL. Returns 0,
- * or -1 after printing why. */
+ * thread starts (it sets the environment). *token: buf or NULL. Without
+ * one, a non-loopback --host is refused unless --insecure. Returns 0, or
+ * -1 after printing why. */
 int run_token_resolve(const run_opts *o, char *buf, size_t cap,
                       const char **token, run_token_source *source);
 
