@@ -193,13 +193,20 @@ static void baby_destroy(void *impl)
     /* A healthy child is asked to leave its group, as a destroy on the
      * inner backend would (its peers must not see a crash), and gets
      * QUIT_MS to exit before it is killed. */
+    char msg[FTC__PG_MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s: the group was destroyed", b->name);
     pthread_mutex_lock(&b->mu);
     ftc__baby_req quit = {.id = UINT64_MAX, .coll = FTC__BABY_QUIT};
     bool leave =
         b->failed == 0 && b->pid > 0 && ftc__baby_push(&b->req_end, &quit) == 0;
+    if (leave) {
+        /* Latched with the push: the child may leave before ftc__baby_fail
+         * below runs, and its exit must not read as a failure to tell the
+         * other members of. */
+        b->failed = FTC_ECANCELED;
+        snprintf(b->msg, sizeof(b->msg), "%s", msg);
+    }
     pthread_mutex_unlock(&b->mu);
-    char msg[FTC__PG_MSG_MAX];
-    snprintf(msg, sizeof(msg), "%s: the group was destroyed", b->name);
     ftc__baby_fail(b, FTC_ECANCELED, msg,
                    leave ? FTC__BABY_KEEP_CHILD : FTC__BABY_SILENT);
     pthread_mutex_lock(&b->mu);
