@@ -8,6 +8,8 @@ packages=(
   clang-format
   libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
   libxxhash-dev libsodium-dev libcmocka-dev
+  libgnutls28-dev  # TLS of the healing client's chunk connections
+  openssl          # test certificates (TLS tests)
   libjs-chart.js  # the dashboard's plots (embedded at build time)
   chromium        # the dashboard's test in a real browser
   libze1 libze-dev

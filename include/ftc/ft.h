@@ -66,15 +66,21 @@ typedef struct ftc_lighthouse_opts {
     int64_t max_join_wait_ms; /* cap on a join's timeout_ms; 3600000 */
     uint32_t event_ring;      /* events kept per job; 256, at most 65536 */
     int64_t job_idle_ms;      /* an unused job is deleted after; 600000 */
-    /* Shared secret; NULL: none. With a token every request that changes
-     * state must carry "Authorization: Bearer <token>" and the kill action
-     * exists. Copied. */
+    /* Shared secret; NULL: none. With a token every request must carry
+     * "Authorization: Bearer <token>" (a browser: Basic, the token as the
+     * password) and the kill action exists. Copied. */
     const char *token;
-    bool auth_reads; /* reads (status, metrics, page) need the token too */
+    /* With a token: reads (status, metrics, the page) stay open to
+     * anyone; what changes state still needs the token. */
+    bool public_reads;
     /* false (default): a long-poll whose connection drops is the death of
      * its replica (--drop-is-death on). true: it only withdraws the
      * request; death is then found by the heartbeat timeout alone. */
     bool keep_dropped;
+    /* TLS (docs/security.md): PEM files of the certificate (its chain) and
+     * its key, both or neither, read at create; clients then reach it at
+     * https://. NULL: plain HTTP. */
+    const char *tls_cert, *tls_key;
 } ftc_lighthouse_opts;
 
 /* Fills the defaults above. */
@@ -127,13 +133,20 @@ typedef struct ftc_lighthouse_client_opts {
     int64_t retry_initial_ms;
     int64_t retry_max_ms;
     size_t max_response_bytes; /* 64 MiB; FTC_SIZE_DEFAULT; 0: EINVAL */
+    /* With an https:// address: a PEM file of the CA (or the lighthouse's
+     * own self-signed certificate: pinning it) the lighthouse's
+     * certificate must chain to; NULL: the system's CAs. Copied. */
+    const char *tls_ca;
+    /* Allows sending the token in clear text (http://) to a host that is
+     * not this one; otherwise create fails with FTC_EINVAL. */
+    bool insecure;
 } ftc_lighthouse_client_opts;
 
 FTC_API void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *opts);
 
 /* A client of the lighthouse at addr ("host:port", "[v6]:port", or an
- * "http://host:port" URL). Connects lazily: creating one never blocks.
- * Errors: FTC_EINVAL (bad address or job name), FTC_ENOMEM.
+ * "http://host:port" or "https://host:port" URL). Connects lazily: creating one
+ * never blocks. Errors: FTC_EINVAL (bad address or job name), FTC_ENOMEM.
  *
  * Thread-safety: one client may be used by many threads at once; each call
  * runs on its own connection (kept alive and reused by later calls), so a
@@ -455,6 +468,19 @@ typedef struct ftc_manager_opts {
      * work and goes on; answers still sending from the buffers get as
      * long again, then are cut. 2000. */
     int64_t heal_lend_ms;
+    /* TLS of the healing server (docs/security.md): PEM files of this
+     * host's certificate and its key, both or neither; the server then
+     * speaks https and advertises so. NULL: FTC_TLS_CERT / FTC_TLS_KEY,
+     * else plain HTTP. */
+    const char *tls_cert, *tls_key;
+    /* What the lighthouse's and the healing sources' certificates must
+     * chain to (a CA, or the one self-signed certificate of the job:
+     * pinning it). NULL: FTC_TLS_CA, else the system's CAs. */
+    const char *tls_ca;
+    /* Lets the token go in clear text (http://) to the lighthouse or a
+     * healing source on another host; otherwise such a call fails with
+     * FTC_EINVAL. false: FTC_INSECURE=1 sets it. */
+    bool insecure;
 } ftc_manager_opts;
 
 FTC_API void ftc_manager_opts_init(ftc_manager_opts *opts);

@@ -2,6 +2,8 @@
 #include "base/addr.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,4 +118,79 @@ void ftc__addr_format(const struct sockaddr *sa, char *out, size_t cap)
     } else {
         snprintf(out, cap, "?");
     }
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)sa;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)sa;
+        return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+               (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) &&
+                a->sin6_addr.s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* Whether sa is an address of one of this host's interfaces. */
+static bool is_local(const struct sockaddr *sa, const struct ifaddrs *ifs)
+{
+    for (const struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+        const struct sockaddr *a = i->ifa_addr;
+        if (a == NULL || a->sa_family != sa->sa_family) {
+            continue;
+        }
+        if (sa->sa_family == AF_INET &&
+            ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+                ((const struct sockaddr_in *)(const void *)sa)
+                    ->sin_addr.s_addr) {
+            return true;
+        }
+        if (sa->sa_family == AF_INET6 &&
+            memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+                   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                   sizeof(struct in6_addr)) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether every address host resolves to is loopback, or with ifs, an
+ * address of this host. */
+static bool all_addresses(const char *host, const struct ifaddrs *ifs,
+                          bool with_ifs)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (host[0] == '\0' || strcmp(host, "*") == 0 ||
+        getaddrinfo(host, NULL, &hints, &res) != 0) {
+        return false;
+    }
+    bool all = res != NULL;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        all = all && (is_loopback(ai->ai_addr) ||
+                      (with_ifs && is_local(ai->ai_addr, ifs)));
+    }
+    freeaddrinfo(res);
+    return all;
+}
+
+bool ftc__addr_loopback_only(const char *host)
+{
+    return all_addresses(host, NULL, false);
+}
+
+bool ftc__addr_this_host(const char *host)
+{
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        return ftc__addr_loopback_only(host);
+    }
+    bool all = all_addresses(host, ifs, true);
+    freeifaddrs(ifs);
+    return all;
 }

@@ -2,6 +2,7 @@
 #ifndef FTC_BASE_ADDR_H
 #define FTC_BASE_ADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -19,5 +20,13 @@ void ftc__addr_join(const char *host, int port, char *out, size_t cap);
 
 /* Formats a socket address as "1.2.3.4:80" or "[::1]:80". */
 void ftc__addr_format(const struct sockaddr *sa, char *out, size_t cap);
+
+/* Whether every address host resolves to is a loopback one (127/8, ::1,
+ * IPv4-mapped 127/8): traffic to it never leaves this host. false for an
+ * empty host, "*" and a name that does not resolve. */
+bool ftc__addr_loopback_only(const char *host);
+/* The same, counting the addresses of this host's interfaces too: what is
+ * sent to them stays inside this host (in its network namespace). */
+bool ftc__addr_this_host(const char *host);
 
 #endif

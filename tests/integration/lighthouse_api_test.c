@@ -662,6 +662,7 @@ static void kill_needs_a_token(void **state)
     stop(&f);
 
     o.token = "s3cret";
+    o.public_reads = true;
     start(&f, &o);
     assert_int_equal(lt_http(f.addr, "POST", "/v1/jobs/default/heartbeat",
                              "{\"replica_id\": \"a\"}", NULL, &out),
@@ -675,7 +676,7 @@ static void kill_needs_a_token(void **state)
     TK_EXPECT(ftc_lighthouse_client_heartbeat(anon, "a", tk_ms(5000), NULL),
               FTC_EAUTH);
     ftc_lighthouse_client_destroy(anon);
-    /* Reads stay open. */
+    /* With public_reads, reads stay open. */
     json_t *jobs = lt_get_json(f.addr, "/v1/jobs");
     json_decref(jobs);
     ftc_lighthouse_member a = lt_member("a", 1);
@@ -704,11 +705,47 @@ static void kill_needs_a_token(void **state)
     ftc_lighthouse_join_result_fini(&jr);
     stop(&f);
 
-    o.auth_reads = true;
+    /* By default the token guards reads too (they hand out addresses). */
+    o.public_reads = false;
     start(&f, &o);
     assert_int_equal(lt_http(f.addr, "GET", "/v1/jobs", NULL, NULL, NULL), 401);
+    assert_int_equal(lt_http(f.addr, "GET", "/metrics", NULL, "wrong", NULL),
+                     403);
     assert_int_equal(lt_http(f.addr, "GET", "/metrics", NULL, "s3cret", NULL),
                      200);
+    /* The page's 401 asks a browser for the token, which it then sends as
+     * a Basic password (any user name). */
+    static const struct {
+        const char *authorization; /* NULL: none */
+        const char *status_line;
+    } reads[] = {
+        {NULL, "HTTP/1.1 401"},
+        {"Basic bWU6czNjcmV0", "HTTP/1.1 200"},     /* me:s3cret */
+        {"Basic OnMzY3JldA==", "HTTP/1.1 200"},     /* :s3cret */
+        {"Basic bWU6d3Jvbmc=", "HTTP/1.1 403"},     /* me:wrong */
+        {"Basic bWU6czNjcmV0AHg=", "HTTP/1.1 403"}, /* me:s3cret\0x */
+        {"Basic not base64!", "HTTP/1.1 403"},
+    };
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        char req[256], reply[4096];
+        int n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: x\r\n");
+        if (reads[i].authorization != NULL) {
+            n += snprintf(req + n, sizeof(req) - (size_t)n,
+                          "Authorization: %s\r\n", reads[i].authorization);
+        }
+        snprintf(req + n, sizeof(req) - (size_t)n, "Connection: close\r\n\r\n");
+        bool closed;
+        lt_raw(f.addr, req, strlen(req), reply, sizeof(reply), 5000, &closed);
+        print_message("%s -> %.12s\n",
+                      reads[i].authorization ? reads[i].authorization : "-",
+                      reply);
+        assert_int_equal(
+            strncmp(reply, reads[i].status_line, strlen(reads[i].status_line)),
+            0);
+        if (reads[i].authorization == NULL) {
+            assert_non_null(strstr(reply, "WWW-Authenticate: Basic realm="));
+        }
+    }
     stop(&f);
 }
 

@@ -41,8 +41,23 @@ trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
 
 "$hosts" up "$name" 3
 lh="$("$hosts" addr "$name" 0):$port"
+
+# TLS on every HTTP plane (the lighthouse, each rank's healing server): one
+# certificate naming the three hosts' addresses, trusted by every client
+# (on real machines: each host's own certificate from the cluster's CA).
+# The token may not cross hosts in clear text, so the job trains only if
+# TLS works end to end.
+sans=$(for i in 0 1 2; do printf 'IP:%s,' "$("$hosts" addr "$name" $i)"; done)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -days 2 -subj /CN=run-hosts -addext "subjectAltName=${sans%,}" \
+  -keyout "$work/tls.key" -out "$work/tls.pem" 2>/dev/null ||
+  fail "openssl could not make the test certificate"
+export FTC_TLS_CERT="$work/tls.pem" FTC_TLS_KEY="$work/tls.key"
+export FTC_TLS_CA="$work/tls.pem"
+
 "$hosts" exec "$name" 0 "$ftc" lighthouse --bind "$lh" \
   >"$work/lighthouse.out" 2>&1 &
+lh="https://$lh"
 
 # One ftc run per training host; replica group I on host I+1.
 for i in 0 1; do
@@ -116,6 +131,8 @@ peers)
 *) fail "mode lighthouse or peers, not '$mode'" ;;
 esac
 
+grep -q "^dashboard: https://" "$work/lighthouse.out" ||
+  fail "the lighthouse did not serve https"
 wait "$run0" || fail "the run on host 1 failed"
 wait "$run1" || fail "the run on host 2 failed"
 python3 - "$work/summary0.json" "$work/summary1.json" "$steps" "$mode" <<'EOF' ||

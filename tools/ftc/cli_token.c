@@ -2,12 +2,12 @@
 #include "cli_token.h"
 
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/addr.h"
 
 static int read_token(const char *cmd, const char *path, char *out, size_t cap)
 {
@@ -71,37 +71,11 @@ int ftc__cli_token(const char *cmd, const char *path, char *buf, size_t cap,
     return 0;
 }
 
-/* Whether every address host resolves to is a loopback one. */
-static bool loopback_only(const char *host)
-{
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    if (host[0] == '\0' || strcmp(host, "*") == 0 ||
-        getaddrinfo(host, NULL, &hints, &res) != 0) {
-        return false;
-    }
-    bool all = res != NULL;
-    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        if (ai->ai_family == AF_INET) {
-            const struct sockaddr_in *a = (const void *)ai->ai_addr;
-            all = all && (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-        } else if (ai->ai_family == AF_INET6) {
-            const struct sockaddr_in6 *a = (const void *)ai->ai_addr;
-            all = all && (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
-                          (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) &&
-                           a->sin6_addr.s6_addr[12] == 127));
-        } else {
-            all = false;
-        }
-    }
-    freeaddrinfo(res);
-    return all;
-}
-
 int ftc__cli_open_bind(const char *cmd, const char *host, const char *token,
                        int insecure)
 {
-    if (token != NULL || insecure || host == NULL || loopback_only(host)) {
+    if (token != NULL || insecure || host == NULL ||
+        ftc__addr_loopback_only(host)) {
         return 0;
     }
     fprintf(stderr,

@@ -66,13 +66,19 @@ static const ftc__cli_option options[] = {
              "train:min_replicas=2,join_timeout_ms=60000"},
     {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, token_file),
      .metavar = "PATH",
-     .help = "shared secret (else $FTC_TOKEN): required for writes, enables "
-             "kill"},
+     .help = "shared secret (else $FTC_TOKEN): required for every request, "
+             "enables kill"},
+    {"tls-cert", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, o.tls_cert),
+     .env = "FTC_TLS_CERT", .metavar = "PEM",
+     .help = "serve https with this certificate (chain)"},
+    {"tls-key", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, o.tls_key),
+     .env = "FTC_TLS_KEY", .metavar = "PEM", .help = "its private key"},
     {"insecure", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, insecure),
      .help = "serve a non-loopback address without a token (anyone who "
              "reaches it can join a job's quorum as a member)"},
-    {"auth-reads", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, o.auth_reads),
-     .help = "status, metrics and page need the token too"},
+    {"public-reads", FTC__CLI_FLAG, FTC__CLI_FIELD(lh_args, o.public_reads),
+     .help = "with a token: status, metrics and the page stay open to "
+             "anyone (they hand out store and heal addresses)"},
     {"drop-is-death", FTC__CLI_ENUM, FTC__CLI_FIELD(lh_args, o.keep_dropped),
      .names = on_off, .metavar = "on|off",
      .help = "a dropped long-poll is a death"},
@@ -90,7 +96,8 @@ static const ftc__cli_command command = {
 
 /* "http://HOST:PORT/" for people: the machine's name when bound to every
  * interface. */
-static void dashboard_url(const char *addr, int port, char *out, size_t cap)
+static void dashboard_url(const char *addr, int port, bool tls, char *out,
+                          size_t cap)
 {
     char host[256] = "localhost";
     if (strncmp(addr, "[::]", 4) != 0 && strncmp(addr, "0.0.0.0", 7) != 0) {
@@ -99,7 +106,7 @@ static void dashboard_url(const char *addr, int port, char *out, size_t cap)
     } else if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "localhost");
     }
-    snprintf(out, cap, "http://%s:%d/", host, port);
+    snprintf(out, cap, "%s://%s:%d/", tls ? "https" : "http", host, port);
 }
 
 int ftc__cmd_lighthouse(int argc, char **argv)
@@ -153,9 +160,13 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     }
     char addr[300], url[300];
     ftc_lighthouse_address(lh, addr, sizeof(addr));
-    dashboard_url(addr, ftc_lighthouse_port(lh), url, sizeof(url));
+    dashboard_url(addr, ftc_lighthouse_port(lh), a.o.tls_cert != NULL, url,
+                  sizeof(url));
     printf("ftc lighthouse: serving on %s%s\n", addr,
-           a.o.token != NULL ? " (token required for writes)" : "");
+           a.o.token == NULL  ? ""
+           : a.o.public_reads ? " (token required for writes)"
+                              : " (token required; a browser asks for it as "
+                                "the password)");
     printf("dashboard: %s\n", url);
     fflush(stdout);
     int sig = 0;

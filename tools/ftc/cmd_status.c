@@ -11,12 +11,16 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "cli_token.h"
 #include "cmd.h"
 #include "ftc/ftc.h"
 
 typedef struct status_args {
     const char *addr;
     const char *job;
+    const char *token_file;
+    const char *tls_ca;
+    int insecure;
     int json;
     int64_t timeout_ms;
     int watch;
@@ -29,6 +33,14 @@ static const ftc__cli_option options[] = {
      .env = "FTC_LIGHTHOUSE", .metavar = "HOST:PORT", .help = "the lighthouse"},
     {"job", FTC__CLI_STRING, FTC__CLI_FIELD(status_args, job),
      .metavar = "NAME", .help = "one job in detail"},
+    {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(status_args, token_file),
+     .metavar = "PATH", .help = "the lighthouse's token (else $FTC_TOKEN)"},
+    {"tls-ca", FTC__CLI_STRING, FTC__CLI_FIELD(status_args, tls_ca),
+     .env = "FTC_TLS_CA", .metavar = "PEM",
+     .help = "with an https:// address: the CA (or the lighthouse's own "
+             "certificate) to trust"},
+    {"insecure", FTC__CLI_FLAG, FTC__CLI_FIELD(status_args, insecure),
+     .help = "send the token in clear text (http://) to another host"},
     {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(status_args, json),
      .help = "the status API's JSON as is"},
     {"timeout-ms", FTC__CLI_INT, FTC__CLI_FIELD(status_args, timeout_ms),
@@ -48,8 +60,9 @@ static const ftc__cli_command command = {
     .about = "Prints the jobs of a lighthouse, or with --job one job's "
              "quorum,\nmembers, waiting replicas and recent quorum "
              "changes.\n",
-    .notes = "$FTC_TOKEN is sent when set (lighthouses run with "
-             "--auth-reads).\nWith --watch a failed read is shown and "
+    .notes = "A lighthouse with a token answers only a client that sends "
+             "it (unless it\nruns with --public-reads).\nWith --watch a failed "
+             "read is shown and "
              "retried at the next view; the exit\ncode is that of the "
              "last view.\n",
     FTC__CLI_OPTIONS(options),
@@ -251,7 +264,13 @@ int ftc__cmd_status(int argc, char **argv)
     }
     ftc_lighthouse_client_opts o;
     ftc_lighthouse_client_opts_init(&o);
-    o.token = getenv("FTC_TOKEN");
+    static char token[FTC__CLI_TOKEN_MAX];
+    if (ftc__cli_token("status", a.token_file, token, sizeof(token),
+                       &o.token) != 0) {
+        return 2;
+    }
+    o.tls_ca = a.tls_ca;
+    o.insecure = a.insecure != 0;
     ftc_lighthouse_client *c = NULL;
     rc = ftc_lighthouse_client_create(a.addr, &o, &c);
     if (rc != 0) {

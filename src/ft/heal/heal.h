@@ -122,12 +122,19 @@ typedef struct ftc__heal_server_opts {
     unsigned max_connections; /* 0: 256 */
     int64_t idle_timeout_ms;  /* a stalled reader is cut; 0: 30000 */
     const char *token;        /* NULL: none; else Bearer required */
+    /* PEM files of a TLS certificate and its key (both or neither): the
+     * server then speaks https and its address says so. */
+    const char *tls_cert, *tls_key;
 } ftc__heal_server_opts;
+
+/* A server's address: "host:port" ("[v6]:port"), or with TLS
+ * "https://host:port". */
+#define FTC__HEAL_ADDR_MAX (FTC_HOST_MAX + 24)
 
 /* Starts serving on its own threads. FTC_EINVAL, FTC_ESYS, FTC_ENOMEM. */
 int ftc__heal_server_start(ftc__heal_server **out,
                            const ftc__heal_server_opts *opts);
-/* "host:port" as the other replicas reach it ("[v6]:port" for IPv6). */
+/* The address the other replicas reach it at (FTC__HEAL_ADDR_MAX). */
 const char *ftc__heal_server_address(const ftc__heal_server *s);
 /* Serves snap (one reference taken) from now on, replacing the previous
  * one; readers of the previous keep it alive until they finish. NULL
@@ -271,6 +278,15 @@ int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
  * is NULL), freed with curl_slist_free_all. FTC_EINVAL, FTC_ENOMEM. */
 struct curl_slist;
 int ftc__heal_auth_header(const char *token, struct curl_slist **out);
+/* TLS of c's requests: https sources must chain to ca_file (NULL: the
+ * system's CAs); insecure lets the token go in clear text (http://) to a
+ * source on another host, which a fetch or release otherwise refuses
+ * (FTC_EINVAL). FTC_ENOMEM. */
+int ftc__heal_client_tls(ftc__heal_client *c, const char *ca_file,
+                         bool insecure);
+/* 0 when a request with the token may go to source under c's rule, else
+ * FTC_EINVAL saying why. */
+int ftc__heal_token_may_go(const ftc__heal_client *c, const char *source);
 /* Whether c was aborted (ftc__heal_client_abort, not cleared since). */
 bool ftc__heal_client_aborted(ftc__heal_client *c);
 

@@ -112,6 +112,8 @@ static void source_failed(fetch *ft, const xfer *x)
 /* Closes x's connection. */
 static void disconnect(xfer *x)
 {
+    ftc__heal_tls_close(x->tls);
+    x->tls = NULL;
     if (x->fd >= 0) {
         close(x->fd);
         x->fd = -1;
@@ -169,27 +171,58 @@ static int finish_chunk(fetch *ft, xfer *x, bool io)
 /* Sends x's request ("GET .../chunk/<i>", keep-alive), connecting first
  * when x has no connection to its source. False with x->error set when
  * the source cannot be reached. */
+/* Connects x to its source (with TLS for an https one). False with
+ * x->error set when it cannot. */
+static bool connect_source(fetch *ft, xfer *x, ftc__deadline dl)
+{
+    bool tls;
+    const char *src = ftc__heal_source_hostport(ft->f->sources[x->src], &tls);
+    char host[FTC_HOST_MAX];
+    int port = 0;
+    ftc__deadline cdl =
+        ftc__deadline_min(dl, ftc__deadline_in_ms(FTC__HEAL_CONNECT_MS));
+    int rc = ftc__addr_split(src, 0, host, sizeof(host), &port);
+    rc = rc != 0 ? rc
+                 : ftc__sock_connect(host, port, cdl, &ft->c->abort_ev, &x->fd);
+    if (rc == 0 && tls) {
+        rc = ftc__heal_tls_open(
+            x->fd, host, ft->trust,
+            ftc__deadline_min(dl, ftc__deadline_in_ms(FTC__HEAL_STALL_MS)),
+            &ft->c->abort_ev, &x->tls);
+    }
+    if (rc != 0) {
+        snprintf(x->error, sizeof(x->error), "%s", ftc_last_error());
+        disconnect(x);
+        return false;
+    }
+    x->fd_src = x->src;
+    return true;
+}
+
+static int send_all(fetch *ft, xfer *x, const char *p, size_t n,
+                    ftc__deadline dl)
+{
+    return x->tls != NULL
+               ? ftc__heal_tls_send_all(x->tls, p, n, dl, &ft->c->abort_ev)
+               : ftc__sock_send_all(x->fd, p, n, dl, &ft->c->abort_ev);
+}
+
+static ssize_t recv_some(xfer *x, void *p, size_t n)
+{
+    return x->tls != NULL ? ftc__heal_tls_recv(x->tls, p, n)
+                          : recv(x->fd, p, n, 0);
+}
+
 static bool send_request(fetch *ft, xfer *x, ftc__deadline dl)
 {
-    const char *src = ft->f->sources[x->src];
+    bool tls;
+    const char *src = ftc__heal_source_hostport(ft->f->sources[x->src], &tls);
     if (x->fd >= 0 && x->fd_src != x->src) {
         disconnect(x);
     }
     x->reused = x->fd >= 0;
-    if (x->fd < 0) {
-        char host[FTC_HOST_MAX];
-        int port = 0;
-        ftc__deadline cdl =
-            ftc__deadline_min(dl, ftc__deadline_in_ms(FTC__HEAL_CONNECT_MS));
-        int rc = ftc__addr_split(src, 0, host, sizeof(host), &port);
-        rc = rc != 0
-                 ? rc
-                 : ftc__sock_connect(host, port, cdl, &ft->c->abort_ev, &x->fd);
-        if (rc != 0) {
-            snprintf(x->error, sizeof(x->error), "%s", ftc_last_error());
-            return false;
-        }
-        x->fd_src = x->src;
+    if (x->fd < 0 && !connect_source(ft, x, dl)) {
+        return false;
     }
     char req[FTC_HOST_MAX * 2 + 256];
     const char *tok = ft->f->token;
@@ -204,7 +237,7 @@ static bool send_request(fetch *ft, xfer *x, ftc__deadline dl)
     x->head_len = 0;
     x->last_ns = ftc__now_ns();
     if (n < 0 || (size_t)n >= sizeof(req) ||
-        ftc__sock_send_all(x->fd, req, (size_t)n, dl, &ft->c->abort_ev) != 0) {
+        send_all(ft, x, req, (size_t)n, dl) != 0) {
         snprintf(x->error, sizeof(x->error), "request to %s: %s", src,
                  n < 0 || (size_t)n >= sizeof(req) ? "too long"
                                                    : ftc_last_error());
@@ -304,15 +337,15 @@ static int on_readable(fetch *ft, xfer *x, bool *io)
     for (;;) {
         ssize_t k;
         if (!x->in_body) {
-            k = recv(x->fd, x->head + x->head_len,
-                     sizeof(x->head) - 1 - x->head_len, 0);
+            k = recv_some(x, x->head + x->head_len,
+                          sizeof(x->head) - 1 - x->head_len);
         } else if (x->got == x->len) {
             *io = true;
             return 1;
         } else {
             size_t room;
             uint8_t *dst = next_place(ft, x, &room);
-            k = recv(x->fd, dst, room, 0);
+            k = recv_some(x, dst, room);
             if (k > 0) {
                 took(x, dst, (size_t)k);
             }
@@ -427,17 +460,25 @@ static int lane_wait(lane *l, struct pollfd *pf, xfer **who, unsigned *n)
     unsigned k = 0;
     pf[k++] = (struct pollfd){ft->wake[l->index].fd, POLLIN, 0};
     pf[k++] = (struct pollfd){ft->c->abort_ev.fd, POLLIN, 0};
+    bool pending = false; /* decrypted bytes poll(2) cannot see */
     for (unsigned i = 0; i < l->nx; i++) {
         if (l->xs[i].busy) {
             who[k] = &l->xs[i];
+            pending |=
+                l->xs[i].tls != NULL && ftc__heal_tls_pending(l->xs[i].tls);
             pf[k++] = (struct pollfd){l->xs[i].fd, POLLIN, 0};
         }
     }
     int ms = ftc__deadline_poll_ms(l->dl);
-    ms = ms < 0 || ms > 1000 ? 1000 : ms;
+    ms = pending ? 0 : ms < 0 || ms > 1000 ? 1000 : ms;
     int r = poll(pf, k, ms);
     for (unsigned i = 0; r < 0 && i < k; i++) {
         pf[i].revents = 0; /* interrupted: look again */
+    }
+    for (unsigned i = 2; pending && i < k; i++) {
+        if (who[i]->tls != NULL && ftc__heal_tls_pending(who[i]->tls)) {
+            pf[i].revents |= POLLIN;
+        }
     }
     if (pf[0].revents != 0) {
         ftc__event_clear(&ft->wake[l->index]);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ft/heal/heal_client_int.h"
+#include "ft/http_tls.h"
 
 typedef ftc__heal_fetch_state fetch;
 typedef ftc__heal_xfer xfer;
@@ -45,6 +46,7 @@ void ftc__heal_client_destroy(ftc__heal_client *c)
             curl_multi_cleanup(c->multi[i]);
         }
         ftc__event_close(&c->abort_ev);
+        ftc__free(c->tls_ca);
         ftc__free(c);
         curl_global_cleanup();
     }
@@ -70,11 +72,42 @@ bool ftc__heal_client_aborted(ftc__heal_client *c)
 
 /* ------------------------------------------------------------ requests */
 
+const char *ftc__heal_source_hostport(const char *source, bool *tls)
+{
+    *tls = strncmp(source, "https://", 8) == 0;
+    if (*tls) {
+        return source + 8;
+    }
+    return strncmp(source, "http://", 7) == 0 ? source + 7 : source;
+}
+
 void ftc__heal_url(const char *source, int64_t step, const char *what,
                    char *out, size_t cap)
 {
-    snprintf(out, cap, "http://%s/v1/heal/%lld/%s", source, (long long)step,
-             what);
+    bool tls;
+    const char *hostport = ftc__heal_source_hostport(source, &tls);
+    snprintf(out, cap, "%s://%s/v1/heal/%lld/%s", tls ? "https" : "http",
+             hostport, (long long)step, what);
+}
+
+int ftc__heal_client_tls(ftc__heal_client *c, const char *ca_file,
+                         bool insecure)
+{
+    char *ca = ca_file != NULL ? ftc__strdup(ca_file) : NULL;
+    if (ca_file != NULL && ca == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "heal client");
+    }
+    ftc__free(c->tls_ca);
+    c->tls_ca = ca;
+    c->insecure = insecure;
+    return 0;
+}
+
+int ftc__heal_token_may_go(const ftc__heal_client *c, const char *source)
+{
+    char url[FTC__HEAL_ADDR_MAX + 16];
+    ftc__heal_url(source, 0, "", url, sizeof(url));
+    return ftc__http_token_may_go(url, c->insecure);
 }
 
 void ftc__heal_request(fetch *ft, CURL *e, const char *url, char *errbuf,
@@ -85,6 +118,7 @@ void ftc__heal_request(fetch *ft, CURL *e, const char *url, char *errbuf,
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
+    ftc__http_tls_curl(e, ft->c->tls_ca);
     errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     if (ft->headers != NULL) {
@@ -177,7 +211,9 @@ static int get_meta_once(fetch *ft, xfer *x, size_t s, ftc__buf *body,
                            src, body->max);
     }
     if (res != CURLE_OK) {
-        return ftc__seterr(FTC_EPEER, "heal metadata from %s: %s", src,
+        /* A certificate refused is a refusal, as a 401 is: not retried. */
+        return ftc__seterr(ftc__http_tls_refused(res) ? FTC_EAUTH : FTC_EPEER,
+                           "heal metadata from %s: %s", src,
                            x->error[0] != '\0' ? x->error
                                                : curl_easy_strerror(res));
     }
@@ -340,6 +376,7 @@ static int peer_metas(fetch *ft, xfer *x, ftc__buf *body, ftc__deadline dl)
 static void fetch_free(fetch *ft, xfer *xs, unsigned nx)
 {
     for (unsigned i = 0; i < nx; i++) {
+        ftc__heal_tls_close(xs[i].tls);
         if (xs[i].fd >= 0) {
             close(xs[i].fd);
         }
@@ -354,6 +391,7 @@ static void fetch_free(fetch *ft, xfer *xs, unsigned nx)
     }
     ftc__free(ft->hashes);
     curl_slist_free_all(ft->headers);
+    ftc__heal_trust_free(ft->trust);
     ftc__heal_meta_fini(&ft->meta);
     pthread_mutex_destroy(&ft->mu);
 }
@@ -406,6 +444,18 @@ int ftc__heal_client_fetch(ftc__heal_client *c, const ftc__heal_fetch *f,
     ftc__buf_init(&body,
                   f->max_meta_bytes > 0 ? f->max_meta_bytes : (size_t)64 << 20);
     int rc = 0;
+    bool any_tls = false;
+    for (size_t s = 0; s < f->n_sources; s++) {
+        bool tls;
+        ftc__heal_source_hostport(f->sources[s], &tls);
+        any_tls |= tls;
+        if (f->token != NULL) {
+            FTC__CHECK(ftc__heal_token_may_go(c, f->sources[s]));
+        }
+    }
+    if (any_tls) {
+        FTC__CHECK(ftc__heal_trust_load(c->tls_ca, &ft.trust));
+    }
     FTC__CHECK(ftc__heal_auth_header(f->token, &ft.headers));
     for (unsigned i = 0; i < nx; i++) {
         xs[i].ctx = &ft;

@@ -10,6 +10,7 @@
 
 #include "base/xxh.h"
 #include "ft/heal/heal.h"
+#include "ft/heal/heal_tls.h"
 
 #define FTC__HEAL_MAX_STREAMS 64
 /* Receiving threads of one fetch, each with its own multi handle. */
@@ -20,6 +21,8 @@ struct ftc__heal_client {
     CURLM *multi[FTC__HEAL_MAX_LANES];
     atomic_bool aborted;
     ftc__event abort_ev; /* set while aborted: wakes the chunk lanes */
+    char *tls_ca;        /* what https sources must chain to (NULL: system) */
+    bool insecure;       /* the token may go in clear text to other hosts */
 };
 
 /* Bytes of a chunk answer's status line and headers. */
@@ -37,9 +40,10 @@ typedef struct ftc__heal_xfer {
     uint32_t chunk;
     size_t src;
     uint64_t off, len, got;
-    uint64_t incident; /* its source's failures when it started */
-    size_t cursor;     /* buffer holding stream position off + got */
-    int fd;            /* its connection (-1: none), to source fd_src */
+    uint64_t incident;  /* its source's failures when it started */
+    size_t cursor;      /* buffer holding stream position off + got */
+    int fd;             /* its connection (-1: none), to source fd_src */
+    ftc__heal_tls *tls; /* on fd, for an https source; NULL: plain */
     size_t fd_src;
     bool reused;  /* the request went on a kept-alive connection */
     bool in_body; /* the answer's head is in */
@@ -60,6 +64,7 @@ typedef struct ftc__heal_fetch_state {
     const ftc__heal_fetch *f;
     ftc__heal_meta meta;
     struct curl_slist *headers;
+    ftc__heal_trust *trust; /* for https sources; NULL when none is */
     /* Per source, the chunk checksums of its own metadata (NULL: it has
      * none of this step). A chunk is asked only of sources whose checksum
      * for it equals the reference's: replicas may legitimately differ in
@@ -92,7 +97,10 @@ typedef struct ftc__heal_fetch_state {
     ftc__heal_fetch_result *out;
 } ftc__heal_fetch_state;
 
-/* "http://<source>/v1/heal/<step>/<what>" into out. */
+/* A source's "host:port" (past any "https://" or "http://"); *tls says
+ * whether it speaks https. */
+const char *ftc__heal_source_hostport(const char *source, bool *tls);
+/* "http[s]://<host:port>/v1/heal/<step>/<what>" into out. */
 void ftc__heal_url(const char *source, int64_t step, const char *what,
                    char *out, size_t cap);
 /* Resets e for one request: URL, headers, stall and deadline limits. */

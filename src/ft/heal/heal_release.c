@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ft/heal/heal.h"
+#include "ft/heal/heal_client_int.h"
+#include "ft/http_tls.h"
 
 /* The answer's text is not needed. */
 static size_t discard(char *p, size_t size, size_t n, void *arg)
@@ -16,9 +17,9 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
 }
 
 /* One POST .../release; NULL if out of memory. */
-static CURL *release_request(const char *server, int64_t step,
-                             const char *replica_id, struct curl_slist *hdrs,
-                             ftc__deadline dl)
+static CURL *release_request(const ftc__heal_client *c, const char *server,
+                             int64_t step, const char *replica_id,
+                             struct curl_slist *hdrs, ftc__deadline dl)
 {
     CURL *e = curl_easy_init();
     char *id = e != NULL ? curl_easy_escape(e, replica_id, 0) : NULL;
@@ -26,11 +27,13 @@ static CURL *release_request(const char *server, int64_t step,
         curl_easy_cleanup(e);
         return NULL;
     }
-    char url[FTC_HOST_MAX + FTC__HEAL_ID_MAX * 3 + 64];
-    snprintf(url, sizeof(url), "http://%s/v1/heal/%lld/release?replica=%s",
-             server, (long long)step, id);
+    char url[FTC__HEAL_ADDR_MAX + FTC__HEAL_ID_MAX * 3 + 64];
+    char what[FTC__HEAL_ID_MAX * 3 + 32];
+    snprintf(what, sizeof(what), "release?replica=%s", id);
     curl_free(id);
+    ftc__heal_url(server, step, what, url, sizeof(url));
     curl_easy_setopt(e, CURLOPT_URL, url);
+    ftc__http_tls_curl(e, c->tls_ca);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
@@ -55,7 +58,12 @@ size_t ftc__heal_client_release(ftc__heal_client *c, const char *const *servers,
         n = 0;
     }
     for (size_t i = 0; i < n; i++) {
-        easy[i] = release_request(servers[i], step, replica_id, hdrs, dl);
+        /* A server the token may not go to is not told (its lending
+         * ends by its bound); the fetch refused it already. */
+        easy[i] =
+            token != NULL && ftc__heal_token_may_go(c, servers[i]) != 0
+                ? NULL
+                : release_request(c, servers[i], step, replica_id, hdrs, dl);
         if (easy[i] != NULL) {
             curl_multi_add_handle(multi, easy[i]);
         }

@@ -43,6 +43,10 @@ static enum MHD_Result refuse(ftc__heal_server *s, struct MHD_Connection *c,
         strlen(text), text, MHD_RESPMEM_MUST_COPY);
     if (r != NULL) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+        if (status == MHD_HTTP_UNAUTHORIZED) {
+            MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                    FTC__HTTP_CHALLENGE);
+        }
     }
     return answer(c, status, r);
 }
@@ -331,7 +335,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     if (!post && strcmp(method, "GET") != 0) {
         return refuse(s, c, 405, "only GET and POST");
     }
-    if (s->has_token && !ftc__http_bearer_ok(c, s->token_hash)) {
+    if (s->has_token && !ftc__http_token_ok(c, s->token_hash)) {
         return refuse(s, c, 401, "token required");
     }
     uint64_t step, chunk = 0;
@@ -379,13 +383,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
  * this fails). */
 static struct MHD_Daemon *start_daemon(ftc__heal_server *s, int fd)
 {
+    struct MHD_OptionItem tls[3];
+    unsigned tls_flag = ftc__http_tls_mhd(&s->tls, tls);
     return MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+            tls_flag,
+        0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_THREAD_POOL_SIZE, s->threads, MHD_OPTION_CONNECTION_LIMIT,
         s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, s->idle_s,
         MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log, (void *)"heal.http",
-        MHD_OPTION_END);
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 int ftc__heal_server_start(ftc__heal_server **out,
@@ -428,10 +435,13 @@ int ftc__heal_server_start(ftc__heal_server **out,
         1000;
     int rc = 0;
     int fd, port;
+    FTC__CHECK(
+        ftc__http_tls_load(o->tls_cert, o->tls_key, "healing TLS", &s->tls));
     FTC__CHECK_ADDERR(ftc__sock_listen(host, o->port, 1024, &fd, &port),
                       "heal server on %s", host);
     bool v6 = strchr(host, ':') != NULL;
-    snprintf(s->address, sizeof(s->address), "%s%s%s:%d", v6 ? "[" : "", host,
+    snprintf(s->address, sizeof(s->address), "%s%s%s%s:%d",
+             s->tls.cert != NULL ? "https://" : "", v6 ? "[" : "", host,
              v6 ? "]" : "", port);
     s->mhd = start_daemon(s, fd);
     if (s->mhd == NULL) {
@@ -514,6 +524,7 @@ void ftc__heal_server_stop(ftc__heal_server *s)
     }
     ftc__heal_lend_clear(s);
     ftc__free(s->early);
+    ftc__http_tls_free(&s->tls);
     ftc__heal_snapshot_unref(s->current);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);

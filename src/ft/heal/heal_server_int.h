@@ -8,12 +8,14 @@
 #include <pthread.h>
 
 #include "ft/heal/heal.h"
+#include "ft/http_tls.h"
 #include "ft/http_util.h"
 
 struct ftc__heal_server {
     struct MHD_Daemon *mhd;
     unsigned threads, max_connections, idle_s; /* to restart it */
-    char address[FTC_HOST_MAX + 16];
+    ftc__http_tls tls;                         /* likewise */
+    char address[FTC__HEAL_ADDR_MAX];
     bool has_token;
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
     /* mu guards everything below but the counters (atomics); the only

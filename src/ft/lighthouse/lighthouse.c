@@ -183,6 +183,10 @@ static enum MHD_Result queue_response(ftc__lighthouse_req *r, unsigned status,
     observe_latency(r);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (status == MHD_HTTP_UNAUTHORIZED) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                FTC__HTTP_CHALLENGE);
+    }
     if (strncmp(content_type, "text/html", 9) == 0) {
         /* The page may talk to this lighthouse only; no other origin. */
         MHD_add_response_header(resp, "Content-Security-Policy",
@@ -274,7 +278,7 @@ enum MHD_Result ftc__lighthouse_queue_ftc_error(ftc__lighthouse_req *r, int rc)
 bool ftc__lighthouse_has_token(const ftc_lighthouse *lh,
                                struct MHD_Connection *c)
 {
-    return lh->has_token && ftc__http_bearer_ok(c, lh->token_hash);
+    return lh->has_token && ftc__http_token_ok(c, lh->token_hash);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -464,15 +468,17 @@ static int bind_socket(ftc_lighthouse *lh, const char *bind, int *fd)
 static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
 {
     unsigned idle_s = (unsigned)((o->idle_connection_timeout_ms + 999) / 1000);
+    struct MHD_OptionItem tls[3];
+    unsigned tls_flag = ftc__http_tls_mhd(&lh->tls, tls);
     lh->mhd = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-            MHD_USE_ERROR_LOG,
+            MHD_USE_ERROR_LOG | tls_flag,
         0, NULL, NULL, on_request, lh, MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, lh, MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log,
-        (void *)"lighthouse.http", MHD_OPTION_END);
+        (void *)"lighthouse.http", MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (lh->mhd == NULL) {
         /* MHD owns the listening socket from here on, even on failure. */
         return ftc__seterr(FTC_ESYS, "lighthouse: libmicrohttpd did not start "
@@ -511,7 +517,7 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
     lh->max_join_wait_ms = o.max_join_wait_ms;
     lh->event_ring = o.event_ring;
     lh->job_idle_ms = o.job_idle_ms;
-    lh->auth_reads = o.auth_reads;
+    lh->public_reads = o.public_reads;
     lh->keep_dropped = o.keep_dropped;
     lh->has_token = o.token != NULL;
     if (lh->has_token) {
@@ -522,7 +528,8 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
     lh->epfd = -1;
     lh->wake.fd = -1;
     int fd = -1;
-    rc = bind_socket(lh, o.bind, &fd);
+    rc = ftc__http_tls_load(o.tls_cert, o.tls_key, "lighthouse TLS", &lh->tls);
+    rc = rc != 0 ? rc : bind_socket(lh, o.bind, &fd);
     if (rc == 0) {
         rc = ftc__lighthouse_clock_start(lh);
         if (rc != 0) {
@@ -536,7 +543,8 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
         ftc_lighthouse_destroy(lh);
         return rc;
     }
-    FTC_LOG_INFO("lighthouse.start", "serving on %s", lh->address);
+    FTC_LOG_INFO("lighthouse.start", "serving on %s://%s",
+                 ftc__http_tls_scheme(&lh->tls), lh->address);
     *out = lh;
     return 0;
 }
@@ -638,6 +646,7 @@ void ftc_lighthouse_destroy(ftc_lighthouse *lh)
         lh->jobs = j->next;
         ftc__lighthouse_job_destroy(j);
     }
+    ftc__http_tls_free(&lh->tls);
     pthread_cond_destroy(&lh->cv);
     pthread_mutex_destroy(&lh->mu);
     ftc__free(lh);

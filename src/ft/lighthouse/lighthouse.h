@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/base_int.h"
+#include "ft/http_tls.h"
 #include "ft/http_util.h"
 #include "ft/lighthouse/lighthouse_history.h"
 #include "ft/lighthouse/lighthouse_replicas.h"
@@ -169,8 +170,9 @@ struct ftc_lighthouse {
     int64_t max_join_wait_ms;
     uint32_t event_ring;
     int64_t job_idle_ms;
-    bool has_token, auth_reads, keep_dropped;
+    bool has_token, public_reads, keep_dropped;
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
+    ftc__http_tls tls; /* none: plain HTTP */
     char address[FTC_HOST_MAX + 16];
     int port;
     struct MHD_Daemon *mhd;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ft/http_tls.h"
 #include "ft/lighthouse/lighthouse_client.h"
 #include "ft/lighthouse/lighthouse_json.h"
 
@@ -16,11 +17,13 @@
 typedef struct lhc_conn {
     CURL *easy;
     CURLM *multi;
+    char error[CURL_ERROR_SIZE]; /* libcurl's detail of a failure */
     struct lhc_conn *next, *prev;
 } lhc_conn;
 
 struct ftc_lighthouse_client {
-    char base[FTC_HOST_MAX + 32]; /* "http://host:port" */
+    char base[FTC_HOST_MAX + 32]; /* "http://host:port", "https://..." */
+    char *tls_ca;                 /* NULL: the system's CAs */
     char job[FTC_LIGHTHOUSE_JOB_MAX];
     struct curl_slist *headers;
     int64_t timeout_ms, retry_initial_ms, retry_max_ms;
@@ -41,11 +44,15 @@ void ftc_lighthouse_client_opts_init(ftc_lighthouse_client_opts *o)
     o->max_response_bytes = 64u << 20;
 }
 
-/* "host:port", "[v6]:port" or "http://host:port[/]" as a base URL. */
+/* "host:port", "[v6]:port" or "http[s]://host:port[/]" as a base URL. */
 static int base_url(const char *addr, char *out, size_t cap)
 {
+    const char *scheme = "http";
     if (strncmp(addr, "http://", 7) == 0) {
         addr += 7;
+    } else if (strncmp(addr, "https://", 8) == 0) {
+        addr += 8;
+        scheme = "https";
     }
     char text[FTC_HOST_MAX + 16];
     size_t n = strlen(addr);
@@ -64,8 +71,8 @@ static int base_url(const char *addr, char *out, size_t cap)
         return rc;
     }
     bool v6 = strchr(host, ':') != NULL;
-    snprintf(out, cap, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "",
-             port);
+    snprintf(out, cap, "%s://%s%s%s:%d", scheme, v6 ? "[" : "", host,
+             v6 ? "]" : "", port);
     return 0;
 }
 
@@ -142,11 +149,19 @@ int ftc_lighthouse_client_create(const char *addr,
         return ftc__seterr(FTC_ENOMEM, "lighthouse client");
     }
     rc = base_url(addr, c->base, sizeof(c->base));
+    if (rc == 0 && o.token != NULL) {
+        rc = ftc__http_token_may_go(c->base, o.insecure);
+    }
+    if (rc == 0 && o.tls_ca != NULL) {
+        c->tls_ca = ftc__strdup(o.tls_ca);
+        rc = c->tls_ca == NULL ? ftc__seterr(FTC_ENOMEM, "tls_ca") : 0;
+    }
     if (rc == 0) {
         c->headers = make_headers(o.token);
         rc = c->headers == NULL ? ftc__seterr(FTC_ENOMEM, "headers") : 0;
     }
     if (rc != 0) {
+        ftc__free(c->tls_ca);
         ftc__free(c);
         curl_global_cleanup();
         return rc;
@@ -180,6 +195,7 @@ void ftc_lighthouse_client_destroy(ftc_lighthouse_client *c)
         conn_free(k);
     }
     curl_slist_free_all(c->headers);
+    ftc__free(c->tls_ca);
     pthread_mutex_destroy(&c->mu);
     for (unsigned i = 0; i < FTC__LH_ROSTERS; i++) {
         ftc__quorum_fini(&c->roster.q[i]);
@@ -307,6 +323,9 @@ static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    ftc__http_tls_curl(e, c->tls_ca);
+    k->error[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, k->error);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, reply);
     if (body != NULL) {
@@ -435,11 +454,14 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                              c->base, c->max_response_bytes);
             break;
         } else if (!retryable(res)) {
-            rc = ftc__seterr(FTC_EPROTO, "lighthouse %s: %s %s: %s", c->base,
-                             method, path, curl_easy_strerror(res));
+            rc = ftc__seterr(
+                ftc__http_tls_refused(res) ? FTC_EAUTH : FTC_EPROTO,
+                "lighthouse %s: %s %s: %s", c->base, method, path,
+                k->error[0] != '\0' ? k->error : curl_easy_strerror(res));
             break;
         } else {
-            snprintf(last, sizeof(last), "%s", curl_easy_strerror(res));
+            snprintf(last, sizeof(last), "%s",
+                     k->error[0] != '\0' ? k->error : curl_easy_strerror(res));
         }
         /* Unreachable (restarting?): back off, never past the deadline. */
         int64_t wait = ftc__backoff_next_ms(&bo);

@@ -115,9 +115,9 @@ bool ftc__lighthouse_route_needs_token(const ftc_lighthouse *lh,
     route rt;
     parse(url, &rt);
     if (rt.id == R_NONE) {
-        return lh->auth_reads;
+        return !lh->public_reads;
     }
-    return is_write(rt.id, method) || lh->auth_reads;
+    return is_write(rt.id, method) || !lh->public_reads;
 }
 
 static const char *method_of(route_id id)

@@ -116,6 +116,19 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
                         host != NULL && host[0] != '\0' ? host : "127.0.0.1",
                         "advertise_host", true));
     FTC__CHECK(copy_str(m->token, sizeof(m->token), token, "token", false));
+    const char *tls_cert =
+        o.tls_cert != NULL ? o.tls_cert : env[FTC__MANAGER_ENV_TLS_CERT];
+    const char *tls_key =
+        o.tls_key != NULL ? o.tls_key : env[FTC__MANAGER_ENV_TLS_KEY];
+    const char *tls_ca =
+        o.tls_ca != NULL ? o.tls_ca : env[FTC__MANAGER_ENV_TLS_CA];
+    FTC__CHECK(copy_str(m->tls_cert, sizeof(m->tls_cert), tls_cert, "tls_cert",
+                        false));
+    FTC__CHECK(
+        copy_str(m->tls_key, sizeof(m->tls_key), tls_key, "tls_key", false));
+    FTC__CHECK(copy_str(m->tls_ca, sizeof(m->tls_ca), tls_ca, "tls_ca", false));
+    const char *insecure = env[FTC__MANAGER_ENV_INSECURE];
+    o.insecure = o.insecure || (insecure != NULL && strcmp(insecure, "1") == 0);
     if (strchr(m->base_id, ':') != NULL) {
         FTC__FAIL(FTC_EINVAL,
                   "manager: replica_id '%s' contains ':' "
@@ -130,6 +143,9 @@ static int resolve_opts(ftc_manager *m, const ftc_manager_opts *in)
     o.store_prefix = m->store_prefix;
     o.advertise_host = m->host;
     o.token = m->token[0] != '\0' ? m->token : NULL;
+    o.tls_cert = m->tls_cert[0] != '\0' ? m->tls_cert : NULL;
+    o.tls_key = m->tls_key[0] != '\0' ? m->tls_key : NULL;
+    o.tls_ca = m->tls_ca[0] != '\0' ? m->tls_ca : NULL;
     if (o.token != NULL) {
         FTC__CHECK(ftc__auth_key(o.token, m->seal_key));
         m->seal = true;
@@ -186,14 +202,19 @@ static int open_endpoints(ftc_manager *m)
     lo.job = m->o.job;
     lo.token = m->o.token;
     lo.timeout_ms = m->o.quorum_timeout_ms;
+    lo.tls_ca = m->o.tls_ca;
+    lo.insecure = m->o.insecure;
     FTC__CHECK(ftc_lighthouse_client_create(m->lighthouse, &lo, &m->lh));
     ftc__heal_server_opts ho = {0};
     ho.host = m->host;
     ho.port = m->o.heal_port;
     ho.threads = (unsigned)m->o.heal_threads;
     ho.token = m->o.token;
+    ho.tls_cert = m->o.tls_cert;
+    ho.tls_key = m->o.tls_key;
     FTC__CHECK(ftc__heal_server_start(&m->heal_srv, &ho));
     FTC__CHECK(ftc__heal_client_create(&m->heal_cli));
+    FTC__CHECK(ftc__heal_client_tls(m->heal_cli, m->o.tls_ca, m->o.insecure));
 fail:
     return rc;
 }

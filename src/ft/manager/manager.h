@@ -31,6 +31,8 @@
 #define FTC__MGR_MSG_MAX 512
 /* Bytes of the base replica_id; the leader appends ":" and 8 hex. */
 #define FTC__MGR_BASE_ID_MAX 200
+/* A TLS file path the manager keeps. */
+#define FTC__MGR_PATH_MAX 1024
 #define FTC__MGR_LOST_MAX 32
 
 /* Where the round stands. */
@@ -93,6 +95,8 @@ struct ftc_manager {
     char base_id[FTC__MGR_BASE_ID_MAX + 1];
     char store_addr[FTC_HOST_MAX + 16], store_prefix[FTC__MGR_BASE_ID_MAX + 64];
     char host[FTC_HOST_MAX], token[FTC_HOST_MAX];
+    char tls_cert[FTC__MGR_PATH_MAX], tls_key[FTC__MGR_PATH_MAX];
+    char tls_ca[FTC__MGR_PATH_MAX];
     /* With a token: the group records are sealed with its key. */
     bool seal;
     uint8_t seal_key[FTC__AUTH_KEY];
@@ -221,7 +225,8 @@ struct ftc_manager {
  * (manager_env.c) fills. That function is the manager's only getenv: it
  * reads them all when called, NULL for those unset, and names them (in
  * this order) in one table. ftc_manager_opts_from_env parses them;
- * resolve_opts (manager.c) falls back to ADVERTISE_HOST and TOKEN. */
+ * resolve_opts (manager.c) falls back to ADVERTISE_HOST, TOKEN and the
+ * TLS ones. */
 enum {
     FTC__MANAGER_ENV_LIGHTHOUSE,
     FTC__MANAGER_ENV_REPLICA_ID,
@@ -236,6 +241,10 @@ enum {
     FTC__MANAGER_ENV_ADVERTISE_HOST,
     FTC__MANAGER_ENV_TOKEN,
     FTC__MANAGER_ENV_EVENT_FD,
+    FTC__MANAGER_ENV_TLS_CERT,
+    FTC__MANAGER_ENV_TLS_KEY,
+    FTC__MANAGER_ENV_TLS_CA,
+    FTC__MANAGER_ENV_INSECURE,
     FTC__MANAGER_ENV_COUNT
 };
 void ftc__manager_env_read(const char *values[FTC__MANAGER_ENV_COUNT]);

@@ -12,7 +12,8 @@ static const char *const names[] = {
     "FTC_GROUP_SIZE",   "FTC_GROUP_RANK",       "FTC_JOB",
     "FTC_STORE_PREFIX", "FTC_MIN_REPLICA_SIZE", "FTC_QUORUM_TIMEOUT_MS",
     "FTC_TIMEOUT_MS",   "FTC_ADVERTISE_HOST",   "FTC_TOKEN",
-    "FTC_EVENT_FD",
+    "FTC_EVENT_FD",     "FTC_TLS_CERT",         "FTC_TLS_KEY",
+    "FTC_TLS_CA",       "FTC_INSECURE",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == FTC__MANAGER_ENV_COUNT,
                "one name per FTC__MANAGER_ENV_*");

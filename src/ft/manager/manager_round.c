@@ -99,7 +99,9 @@ static int make_member(round *r, const ftc__manager_arrival *a,
     ftc_manager *m = r->m;
     memset(mem, 0, sizeof(*mem));
     snprintf(mem->replica_id, sizeof(mem->replica_id), "%s", r->replica_id);
-    snprintf(mem->address, sizeof(mem->address), "http://%s",
+    /* torchft's replica address: the healing server's URL. */
+    snprintf(mem->address, sizeof(mem->address), "%s%s",
+             strstr(a[0].heal_address, "://") != NULL ? "" : "http://",
              a[0].heal_address);
     snprintf(mem->store_address, sizeof(mem->store_address), "%s",
              m->store_addr);

@@ -63,8 +63,9 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
     run_out_note(&job->out, "job %s: %d replica groups x %d ranks of %s",
                  o->job, o->replicas, o->ranks, job->launch.path);
     if (embedded) {
-        run_out_note(&job->out, "lighthouse %s (dashboard http://%s/)",
-                     job->launch.lighthouse, job->launch.lighthouse);
+        const char *at = job->launch.lighthouse;
+        run_out_note(&job->out, "lighthouse %s (dashboard %s%s/)", at,
+                     strstr(at, "://") != NULL ? "" : "http://", at);
     } else {
         run_out_note(&job->out, "lighthouse %s", job->launch.lighthouse);
     }
@@ -91,7 +92,8 @@ static void print_plan(run_job *job, int embedded, const char *run_dir)
     }
 }
 
-static void print_token(run_job *job, run_token_source source)
+static void print_token(run_job *job, run_token_source source,
+                        const char *run_dir)
 {
     static const char *const says[] = {
         [RUN_TOKEN_NONE] = "no token: the job is open to anyone who reaches "
@@ -102,6 +104,12 @@ static void print_token(run_job *job, run_token_source source)
                                 "groups (FTC_TOKEN in every rank)",
     };
     run_out_note(&job->out, "%s", says[source]);
+    if (source == RUN_TOKEN_GENERATED) {
+        run_out_note(&job->out,
+                     "the token is in %s/token (ftc status --token-file; "
+                     "the dashboard's password)",
+                     run_dir);
+    }
 }
 
 /* Everything after the options are known. Returns the exit code. */
@@ -121,7 +129,9 @@ static int run(const run_opts *o, const char *path)
     const char *token = NULL;
     run_token_source source;
     if (run_token_resolve(o, token_buf, sizeof(token_buf), &token, &source) !=
-        0) {
+            0 ||
+        (source == RUN_TOKEN_GENERATED &&
+         run_token_save(run_dir, token) != 0)) {
         if (temporary) {
             ftc__cmd_remove_tree(run_dir);
         }
@@ -149,7 +159,7 @@ static int run(const run_opts *o, const char *path)
         };
         if (run_job_init(job, o, &l) == 0) {
             print_plan(job, lh != NULL, run_dir);
-            print_token(job, source);
+            print_token(job, source, run_dir);
             if (run_loop(job) == 0) {
                 code = run_job_exit_code(job);
                 run_summary_print(job);

@@ -142,7 +142,8 @@ char **run_env_build(char *const base[], const run_env_rank *r,
     const char *master_port;
     run_env_replica_id(r->replica_index, id, sizeof(id));
     split_addr(r->store_addr, master, sizeof(master), &master_port);
-    snprintf(lighthouse_url, sizeof(lighthouse_url), "http://%s",
+    snprintf(lighthouse_url, sizeof(lighthouse_url), "%s%s",
+             strstr(r->lighthouse, "://") != NULL ? "" : "http://",
              r->lighthouse);
     run_env_store_prefix(r->replica_index, r->incarnation, prefix,
                          sizeof(prefix));

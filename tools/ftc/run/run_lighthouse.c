@@ -4,6 +4,7 @@
 #include "run/run_lighthouse.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ftc/ftc.h"
 
@@ -32,6 +33,9 @@ static int start_embedded(run_lighthouse **out, const char *host,
     o.bind = bind;
     o.min_replicas = (uint64_t)min_replicas;
     o.token = token;
+    /* The job's TLS certificate serves the lighthouse too. */
+    o.tls_cert = getenv("FTC_TLS_CERT");
+    o.tls_key = getenv("FTC_TLS_KEY");
     ftc_lighthouse *lh = NULL;
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:min_replicas=%d", job, min_replicas);
@@ -40,7 +44,11 @@ static int start_embedded(run_lighthouse **out, const char *host,
         rc = ftc_lighthouse_configure_job(lh, spec);
     }
     if (rc == 0) {
-        rc = ftc_lighthouse_address(lh, addr, cap);
+        size_t n = 0;
+        if (o.tls_cert != NULL) {
+            n = (size_t)snprintf(addr, cap, "https://");
+        }
+        rc = ftc_lighthouse_address(lh, addr + n, cap - n);
     }
     run_lighthouse *w = rc == 0 ? ftc__malloc(sizeof(*w)) : NULL;
     if (w == NULL) {

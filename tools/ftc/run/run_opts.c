@@ -37,8 +37,13 @@ static const char *check_lighthouse(const char *v)
 {
     char host[FTC_HOST_MAX];
     int port;
+    if (strncmp(v, "https://", 8) == 0) {
+        v += 8;
+    } else if (strncmp(v, "http://", 7) == 0) {
+        v += 7;
+    }
     return ftc__addr_split(v, -1, host, sizeof(host), &port) != 0 || port == 0
-               ? "host:port"
+               ? "[http[s]://]host:port"
                : NULL;
 }
 
@@ -65,8 +70,9 @@ static const ftc__cli_option options[] = {
      .metavar = "NAME", .help = "job name"},
     {"lighthouse", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, lighthouse),
      .check = check_lighthouse, .metavar = "ADDR",
-     .help = "use this lighthouse (host:port) instead of starting one in "
-             "this process"},
+     .help =
+         "use this lighthouse ([https://]host:port) instead of starting one in "
+         "this process"},
     {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, token_file),
      .metavar = "PATH",
      .help = "the job's shared secret (else $FTC_TOKEN); without either, a "

@@ -1,8 +1,12 @@
 /* The job's token (see run_token.h). */
 #include "run/run_token.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "base/auth.h"
 #include "cli_token.h"
@@ -36,9 +40,32 @@ int run_token_resolve(const run_opts *o, char *buf, size_t cap,
     if (ftc__cli_open_bind("run", o->host, *token, o->insecure) != 0) {
         return -1;
     }
-    if (*token != NULL && setenv("FTC_TOKEN", *token, 1) != 0) {
-        fprintf(stderr, "ftc run: cannot export FTC_TOKEN\n");
+    if ((*token != NULL && setenv("FTC_TOKEN", *token, 1) != 0) ||
+        (o->insecure && setenv("FTC_INSECURE", "1", 1) != 0)) {
+        fprintf(stderr, "ftc run: cannot export FTC_TOKEN or FTC_INSECURE\n");
         return -1;
     }
+    return 0;
+}
+
+int run_token_save(const char *run_dir, const char *token)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/token", run_dir);
+    /* A --run-dir kept from an earlier job may hold its token: replaced,
+     * never reused with whatever mode that file has. */
+    (void)unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    size_t n = strlen(token);
+    if (fd < 0 || write(fd, token, n) != (ssize_t)n ||
+        write(fd, "\n", 1) != 1) {
+        fprintf(stderr, "ftc run: cannot write %s: %s\n", path,
+                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
     return 0;
 }
