@@ -3,12 +3,17 @@
  * the middle of a request line), garbage bytes, and requests announcing a
  * terabyte body (answered 413 at once, the body never read). Fetches run
  * back to back on their own thread for the whole attack and every one
- * must land bit-exact. */
+ * must land bit-exact. And a flood of connections from addresses that do
+ * not heal leaves the healer its reserved room. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
@@ -66,6 +71,65 @@ static void *heal_loop(void *arg)
     return NULL;
 }
 
+/* A healing server publishing a 4 MiB state at step 7. */
+typedef struct source {
+    float *want;
+    ftc__heal_state st;
+    ftc__heal_buf buf;
+    ftc__heal_snapshot *snap;
+    ftc__heal_server *srv;
+    const char *addr;
+    char host[64];
+    int port;
+} source;
+
+static void source_start(source *s, const ftc__heal_server_opts *o, float base)
+{
+    s->want = malloc(NX * sizeof(float));
+    for (size_t i = 0; i < NX; i++) {
+        s->want[i] = (float)i * 0.5f + base;
+    }
+    ftc__heal_state_init(&s->st);
+    int64_t dims[] = {(int64_t)NX};
+    TK_OK(ftc__heal_buf_set(&s->buf, "x", FTC_DTYPE_F32, dims, 1, 4));
+    TK_OK(ftc__heal_state_add(&s->st, &s->buf, s->want));
+    TK_OK(ftc__heal_snapshot_take(&s->st, 7, 3, CHUNK, 1, &s->snap));
+    TK_OK(ftc__heal_server_start(&s->srv, o));
+    ftc__heal_server_publish(s->srv, s->snap);
+    s->addr = ftc__heal_server_address(s->srv);
+    TK_OK(ftc__addr_split(s->addr, -1, s->host, sizeof(s->host), &s->port));
+}
+
+static void source_stop(source *s)
+{
+    ftc__heal_server_stop(s->srv);
+    ftc__heal_snapshot_unref(s->snap);
+    ftc__heal_state_fini(&s->st);
+    free(s->want);
+}
+
+/* Starts h fetching from s on thread t. */
+static void healer_start(healer *h, const source *s, pthread_t *t)
+{
+    *h = (healer){.addr = s->addr, .want = s->want};
+    h->x = malloc(NX * sizeof(float));
+    ftc__heal_state_init(&h->layout);
+    TK_OK(ftc__heal_state_add(&h->layout, &s->buf, h->x));
+    assert_int_equal(pthread_create(t, NULL, heal_loop, h), 0);
+}
+
+/* Stops h, failing the test if a fetch of its failed. */
+static void healer_stop(healer *h, pthread_t t)
+{
+    atomic_store(&h->stop, true);
+    pthread_join(t, NULL);
+    if (atomic_load(&h->rc) != 0) {
+        fail_msg("fetch %d failed: %s", atomic_load(&h->fetched), h->why);
+    }
+    ftc__heal_state_fini(&h->layout);
+    free(h->x);
+}
+
 /* Sends a raw request and expects the answer `status` (or, NULL, no
  * answer or a 4xx), then the server closing the connection, well before
  * its idle timeout (30 s). */
@@ -88,36 +152,17 @@ static void expect_refused(const char *addr, const char *req, size_t len,
 static void hostile_streams_during_a_fetch(void **state)
 {
     (void)state;
-    float *want = malloc(NX * sizeof(float));
-    for (size_t i = 0; i < NX; i++) {
-        want[i] = (float)i * 0.5f - 3.0f;
-    }
-    ftc__heal_state st;
-    ftc__heal_state_init(&st);
-    ftc__heal_buf buf;
-    int64_t dims[] = {(int64_t)NX};
-    TK_OK(ftc__heal_buf_set(&buf, "x", FTC_DTYPE_F32, dims, 1, 4));
-    TK_OK(ftc__heal_state_add(&st, &buf, want));
-    ftc__heal_snapshot *snap;
-    TK_OK(ftc__heal_snapshot_take(&st, 7, 3, CHUNK, 1, &snap));
     /* Room for the held connections next to the healer's: what is under
      * test is that they disturb nobody, not the connection limit. */
-    ftc__heal_server_opts o = {0};
-    o.max_connections = 1024;
-    ftc__heal_server *srv;
-    TK_OK(ftc__heal_server_start(&srv, &o));
-    ftc__heal_server_publish(srv, snap);
-    const char *addr = ftc__heal_server_address(srv);
-    char host[64];
-    int port;
-    TK_OK(ftc__addr_split(addr, -1, host, sizeof(host), &port));
-
-    healer h = {.addr = addr, .want = want};
-    h.x = malloc(NX * sizeof(float));
-    ftc__heal_state_init(&h.layout);
-    TK_OK(ftc__heal_state_add(&h.layout, &buf, h.x));
+    ftc__heal_server_opts o = {.max_connections = 1024,
+                               .max_connections_per_address = 1024};
+    source src;
+    source_start(&src, &o, -3.0f);
+    const char *addr = src.addr, *host = src.host;
+    int port = src.port;
+    healer h;
     pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, heal_loop, &h), 0);
+    healer_start(&h, &src, &t);
     TK_WAIT_UNTIL(atomic_load(&h.fetched) >= 1 || atomic_load(&h.rc) != 0,
                   20000);
 
@@ -160,29 +205,117 @@ static void hostile_streams_during_a_fetch(void **state)
     for (int i = 0; i < HELD; i++) {
         close(fds[i]);
     }
-    atomic_store(&h.stop, true);
-    pthread_join(t, NULL);
-    if (atomic_load(&h.rc) != 0) {
-        fail_msg("fetch %d failed: %s", atomic_load(&h.fetched), h.why);
-    }
+    healer_stop(&h, t);
     ftc__heal_server_stats hs;
-    ftc__heal_server_stats_get(srv, &hs);
+    ftc__heal_server_stats_get(src.srv, &hs);
     assert_int_equal(hs.refused, 3); /* the three bodies */
     printf("%d fetches of %zu B bit-exact, %d of them with %d hostile "
            "connections held\n",
            atomic_load(&h.fetched), NX * sizeof(float),
            atomic_load(&h.fetched) - before, HELD);
-    ftc__heal_server_stop(srv);
-    ftc__heal_snapshot_unref(snap);
-    ftc__heal_state_fini(&st);
-    ftc__heal_state_fini(&h.layout);
-    free(h.x);
-    free(want);
+    source_stop(&src);
+}
+
+/* Connects from source address `from` (127.0.0.x) to host:port and sends
+ * half a request line, as slowloris does. */
+static int connect_from(const char *from, const char *host, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    struct sockaddr_in dst = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)port)};
+    assert_int_equal(inet_pton(AF_INET, host, &dst.sin_addr), 1);
+    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+    static const char half[] = "GET /v1/heal/7/me";
+    (void)!send(fd, half, sizeof(half) - 1, MSG_NOSIGNAL);
+    return fd;
+}
+
+static ftc__heal_server_stats stats_of(ftc__heal_server *s)
+{
+    ftc__heal_server_stats st;
+    ftc__heal_server_stats_get(s, &st);
+    return st;
+}
+
+/* n connections from `from`; returns when the server has admitted or
+ * refused each of them (it decides at accept, in order). */
+static void flood_from(ftc__heal_server *srv, const char *from,
+                       const char *host, int port, int n, int *fds, int *k)
+{
+    ftc__heal_server_stats before = stats_of(srv);
+    for (int i = 0; i < n; i++) {
+        fds[(*k)++] = connect_from(from, host, port);
+    }
+    TK_WAIT_UNTIL(stats_of(srv).connections_refused +
+                          stats_of(srv).stranger_connections ==
+                      before.connections_refused + before.stranger_connections +
+                          (uint64_t)n,
+                  20000);
+}
+
+/* A flood of held-open connections from addresses that are not healing
+ * (slowloris, from several addresses) takes only the strangers' share of
+ * the table and a few per address: the healer the manager vouched for
+ * still gets its connections at once and its state lands bit-exact. */
+static void flood_leaves_room_for_the_healers(void **state)
+{
+    (void)state;
+    enum { MAX = 64, PER_ADDRESS = 8, FROM = 10 };
+    ftc__heal_server_opts o = {.max_connections = MAX,
+                               .max_connections_per_address = PER_ADDRESS};
+    source src;
+    source_start(&src, &o, 1.0f);
+    ftc__heal_server *srv = src.srv;
+    const char *host = src.host;
+    int port = src.port;
+    /* The healer is on 127.0.0.1; the lighthouse named it. */
+    const char *healer_addr = "127.0.0.1:1";
+    ftc__heal_server_vouch(srv, &healer_addr, 1);
+
+    /* One address gets PER_ADDRESS connections. */
+    int fds[FROM * 2 * PER_ADDRESS + 1];
+    int k = 0;
+    flood_from(srv, "127.0.0.2", host, port, 2 * PER_ADDRESS, fds, &k);
+    assert_int_equal(stats_of(srv).stranger_connections, PER_ADDRESS);
+    assert_int_equal(stats_of(srv).connections_refused, PER_ADDRESS);
+    /* All addresses together get the table less its reserve (MAX / 4). */
+    for (int a = 1; a < FROM; a++) {
+        char from[32];
+        snprintf(from, sizeof(from), "127.0.0.%d", 2 + a);
+        flood_from(srv, from, host, port, 2 * PER_ADDRESS, fds, &k);
+    }
+    ftc__heal_server_stats flooded = stats_of(srv);
+    print_message("held %llu, refused %llu\n",
+                  (unsigned long long)flooded.stranger_connections,
+                  (unsigned long long)flooded.connections_refused);
+    assert_int_equal(flooded.stranger_connections, MAX - MAX / 4);
+    /* A fresh address too is refused now. */
+    flood_from(srv, "127.0.0.99", host, port, 1, fds, &k);
+    assert_int_equal(stats_of(srv).connections_refused,
+                     flooded.connections_refused + 1);
+
+    /* The healer: every fetch lands, while the flood is held. */
+    healer h;
+    pthread_t t;
+    healer_start(&h, &src, &t);
+    TK_WAIT_UNTIL(atomic_load(&h.fetched) >= 3 || atomic_load(&h.rc) != 0,
+                  20000);
+    healer_stop(&h, t);
+    assert_int_equal(stats_of(srv).stranger_connections, MAX - MAX / 4);
+    for (int i = 0; i < k; i++) {
+        close(fds[i]);
+    }
+    source_stop(&src);
 }
 
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(flood_leaves_room_for_the_healers),
         cmocka_unit_test(hostile_streams_during_a_fetch),
     };
     return tk_main(argc, argv, NULL, 0, tests);

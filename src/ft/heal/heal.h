@@ -117,11 +117,15 @@ typedef struct ftc__heal_server_opts {
      * other replicas reach (never guessed from the hostname: torchft
      * #329). NULL or "": 127.0.0.1. */
     const char *host;
-    int port;                 /* 0: ephemeral */
-    unsigned threads;         /* serving threads; 0: 2 */
-    unsigned max_connections; /* 0: 256 */
-    int64_t idle_timeout_ms;  /* a stalled reader is cut; 0: 30000 */
-    const char *token;        /* NULL: none; else Bearer required */
+    int port;         /* 0: ephemeral */
+    unsigned threads; /* serving threads; 0: 2 */
+    /* Open connections at most; a quarter of them is kept for the
+     * healers vouched for (ftc__heal_server_vouch). 0: 256. */
+    unsigned max_connections;
+    /* Connections from one address not vouched for; 0: 16. */
+    unsigned max_connections_per_address;
+    int64_t idle_timeout_ms; /* a stalled reader is cut; 0: 30000 */
+    const char *token;       /* NULL: none; else Bearer required */
     /* PEM files of a TLS certificate and its key (both or neither): the
      * server then speaks https and its address says so. */
     const char *tls_cert, *tls_key;
@@ -130,6 +134,9 @@ typedef struct ftc__heal_server_opts {
 /* A server's address: "host:port" ("[v6]:port"), or with TLS
  * "https://host:port". */
 #define FTC__HEAL_ADDR_MAX (FTC_HOST_MAX + 24)
+/* An address's "host:port" (past any "https://" or "http://"); *tls says
+ * whether it speaks https. */
+const char *ftc__heal_source_hostport(const char *source, bool *tls);
 
 /* Starts serving on its own threads. FTC_EINVAL, FTC_ESYS, FTC_ENOMEM. */
 int ftc__heal_server_start(ftc__heal_server **out,
@@ -140,6 +147,12 @@ const char *ftc__heal_server_address(const ftc__heal_server *s);
  * one; readers of the previous keep it alive until they finish. NULL
  * stops serving. Never blocks on readers. Thread-safe. */
 void ftc__heal_server_publish(ftc__heal_server *s, ftc__heal_snapshot *snap);
+/* The healers of this round, by their healing addresses (their hosts
+ * are what counts): their connections are admitted ahead of anyone
+ * else's, into the slots kept for them. Replaces the previous set.
+ * Thread-safe. */
+void ftc__heal_server_vouch(ftc__heal_server *s, const char *const *addrs,
+                            size_t n);
 /* Stops serving (as publish(NULL)) and answers requests for the state of
  * step with 410 Gone from now on, until the next publish or lend: this
  * rank cannot serve it (a save callback failed), so a healer turns to
@@ -182,6 +195,9 @@ typedef struct ftc__heal_server_stats {
     uint64_t meta_served, chunks_served, bytes_served, refused;
     uint64_t releases; /* healers that released a lent state */
     uint64_t cuts;     /* restarts that cut answers from lent buffers */
+    /* Connections refused by admission, and those of addresses not
+     * vouched for open now. */
+    uint64_t connections_refused, stranger_connections;
 } ftc__heal_server_stats;
 void ftc__heal_server_stats_get(ftc__heal_server *s,
                                 ftc__heal_server_stats *out);

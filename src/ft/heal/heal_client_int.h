@@ -97,9 +97,6 @@ typedef struct ftc__heal_fetch_state {
     ftc__heal_fetch_result *out;
 } ftc__heal_fetch_state;
 
-/* A source's "host:port" (past any "https://" or "http://"); *tls says
- * whether it speaks https. */
-const char *ftc__heal_source_hostport(const char *source, bool *tls);
 /* "http[s]://<host:port>/v1/heal/<step>/<what>" into out. */
 void ftc__heal_url(const char *source, int64_t step, const char *what,
                    char *out, size_t cap);

@@ -379,6 +379,8 @@ static void serve(round *r)
     size_t k = healers != NULL && buf != NULL
                    ? members(r, false, healers, healers + n, buf)
                    : 0;
+    /* The lighthouse named them: their connections come first. */
+    ftc__heal_server_vouch(m->heal_srv, healers + n, k);
     ftc__heal_snapshot *snap = NULL;
     int rc = 0;
     if (k > 0) {

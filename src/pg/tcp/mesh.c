@@ -183,6 +183,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
 
 typedef struct pending {
     int fd;
+    uint64_t order; /* accepted as the order-th connection */
     size_t got;
     size_t need; /* the header, then header + its length */
     uint8_t buf[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
@@ -311,10 +312,62 @@ static int missing(ftc__tcp *g)
                        list);
 }
 
+/* Reads what p's dialer sent: -1 when it is gone (closed, or not one of
+ * this group's dialers: closed here), 1 when its HELLO is complete and
+ * answered (counted in *expected), 0 when more is to come. */
+static int progress(ftc__tcp *g, pending *p, int *expected, ftc__deadline dl)
+{
+    bool gone = false;
+    ssize_t k = 1;
+    while (!gone && k > 0 && p->got < p->need) {
+        k = recv(p->fd, p->buf + p->got, p->need - p->got, MSG_DONTWAIT);
+        if (k > 0) {
+            p->got += (size_t)k;
+        }
+        gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR);
+        if (!gone && p->got == FTC__PGW_HDR && p->need == FTC__PGW_HDR) {
+            /* The header says how much follows: a HELLO body, with or
+             * without a MAC; anything else is not our dialer. */
+            ftc__pgw_hdr h;
+            gone = ftc__pgw_decode(p->buf, &h) != 0 ||
+                   h.kind != FTC__PGW_HELLO ||
+                   (h.len != FTC__PGW_HELLO_BODY &&
+                    h.len != FTC__PGW_HELLO_BODY + FTC__AUTH_MAC);
+            p->need += gone ? 0 : (size_t)h.len;
+        }
+    }
+    if (gone) {
+        close(p->fd);
+        return -1;
+    }
+    if (p->got == p->need && p->need > FTC__PGW_HDR) {
+        *expected -= answer(g, p, dl);
+        return 1;
+    }
+    return 0;
+}
+
+/* The pending connection that gives way to a new one when the table is
+ * full: the oldest of those that sent nothing yet (else the oldest). A
+ * dialer of this group sends its HELLO as it connects, and that is read
+ * at once when accepted, so what lingers here without a byte is an idle
+ * stranger. */
+static int oldest(const pending *pend, int npend)
+{
+    int o = 0;
+    for (int i = 1; i < npend; i++) {
+        bool quieter = pend[i].got == 0 && pend[o].got > 0;
+        bool as_quiet = (pend[i].got == 0) == (pend[o].got == 0);
+        o = quieter || (as_quiet && pend[i].order < pend[o].order) ? i : o;
+    }
+    return o;
+}
+
 static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
 {
     int expected = (g->size - 1 - g->rank) * (g->streams + 1);
     int cap = expected + 16, npend = 0, rc = 0;
+    uint64_t accepted = 0, evicted = 0;
     pending *pend = ftc__calloc((size_t)cap, sizeof(*pend));
     struct pollfd *pfd = ftc__calloc((size_t)cap + 1, sizeof(*pfd));
     if (pend == NULL || pfd == NULL) {
@@ -335,47 +388,33 @@ static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
             break;
         }
         for (int i = npend - 1; i >= 0; i--) {
-            if (pfd[i + 1].revents == 0) {
-                continue;
-            }
-            pending *p = &pend[i];
-            ssize_t k =
-                recv(p->fd, p->buf + p->got, p->need - p->got, MSG_DONTWAIT);
-            if (k > 0) {
-                p->got += (size_t)k;
-            }
-            bool gone = k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR);
-            if (!gone && p->got == FTC__PGW_HDR && p->need == FTC__PGW_HDR) {
-                /* The header says how much follows: a HELLO body, with or
-                 * without a MAC; anything else is not our dialer. */
-                ftc__pgw_hdr h;
-                gone = ftc__pgw_decode(p->buf, &h) != 0 ||
-                       h.kind != FTC__PGW_HELLO ||
-                       (h.len != FTC__PGW_HELLO_BODY &&
-                        h.len != FTC__PGW_HELLO_BODY + FTC__AUTH_MAC);
-                p->need += gone ? 0 : (size_t)h.len;
-            }
-            bool full = !gone && p->got == p->need && p->need > FTC__PGW_HDR;
-            if (gone) {
-                close(p->fd);
-            } else if (full) {
-                expected -= answer(g, p, dl);
-            }
-            if (gone || full) {
+            if (pfd[i + 1].revents != 0 &&
+                progress(g, &pend[i], &expected, dl) != 0) {
                 pend[i] = pend[--npend];
             }
         }
-        if (pfd[0].revents & POLLIN) {
-            int fd;
-            while ((fd = accept4(lfd, NULL, NULL,
-                                 SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-                if (npend == cap) {
-                    close(fd); /* more dialers than this group has */
-                    continue;
-                }
-                pend[npend++] = (pending){.fd = fd, .need = FTC__PGW_HDR};
+        int fd;
+        while ((pfd[0].revents & POLLIN) && expected > 0 &&
+               (fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
+                   0) {
+            if (npend == cap) {
+                int o = oldest(pend, npend);
+                close(pend[o].fd);
+                pend[o] = pend[--npend];
+                evicted++;
+            }
+            pend[npend] =
+                (pending){.fd = fd, .order = accepted++, .need = FTC__PGW_HDR};
+            if (progress(g, &pend[npend], &expected, dl) == 0) {
+                npend++;
             }
         }
+    }
+    if (evicted > 0) {
+        FTC_LOG_WARN("pg.rendezvous",
+                     "rank %d: %llu connections that sent no HELLO were "
+                     "closed to make room for the group's dialers",
+                     g->rank, (unsigned long long)evicted);
     }
     for (int i = 0; i < npend; i++) {
         close(pend[i].fd);

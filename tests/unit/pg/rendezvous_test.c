@@ -1,11 +1,14 @@
 /* ftc_pg_create through a store: threads meet under a prefix; a missing
  * rank times out naming its key; a malformed address is refused; bad
  * arguments start nothing; a group rebuilt under a new prefix works; with
- * a token, records that are not sealed for their place are refused. */
+ * a token, records that are not sealed for their place are refused; idle
+ * strangers connected to a rank do not keep the group from forming. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/sock.h"
 #include "pg_kit.h"
 
 typedef struct member {
@@ -175,9 +178,58 @@ static void tampered_records_are_refused(void **state)
     ftc_store_client_close(c);
 }
 
+/* Idle connections to a rank's listening address while the group forms
+ * (strangers who connect and send nothing) do not crowd out the group's
+ * dialers: the group forms and computes, with the token on. */
+static void idle_strangers_do_not_stop_the_group(void **state)
+{
+    (void)state;
+    enum { N = 4, IDLE = 40 };
+    ftc_store_client *c;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &c));
+    member ms[N];
+    for (int i = 0; i < N; i++) {
+        ms[i] = (member){.rank = i,
+                         .n = N,
+                         .prefix = "job/idle",
+                         .token = "rdv-secret",
+                         .connect_ms = tk_ms(20000)};
+    }
+    /* Rank 0 accepts every other rank's connections: it goes first, and
+     * the strangers connect to it once its address is published. */
+    pthread_create(&ms[0].t, NULL, member_thread, &ms[0]);
+    void *v = NULL;
+    size_t len = 0;
+    TK_OK(ftc_store_client_get(c, "job/idle/pg/rank/0", &v, &len, 10000));
+    char host[64];
+    int port = 0;
+    assert_int_equal(sscanf(v, "%63[^:]:%d|", host, &port), 2);
+    ftc_free(v);
+    int idle[IDLE];
+    for (int i = 0; i < IDLE; i++) {
+        TK_OK(ftc__sock_connect(host, port, ftc__deadline_in_ms(tk_ms(5000)),
+                                NULL, &idle[i]));
+    }
+    for (int i = 1; i < N; i++) {
+        pthread_create(&ms[i].t, NULL, member_thread, &ms[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(ms[i].t, NULL);
+        if (ms[i].rc != 0) {
+            fail_msg("rank %d: %s", i, ms[i].msg);
+        }
+        assert_int_equal(ms[i].sum, N * (N + 1) / 2);
+    }
+    for (int i = 0; i < IDLE; i++) {
+        close(idle[i]);
+    }
+    ftc_store_client_close(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(idle_strangers_do_not_stop_the_group),
         cmocka_unit_test(ranks_meet_under_a_prefix),
         cmocka_unit_test(a_missing_rank_times_out_by_key),
         cmocka_unit_test(a_malformed_address_is_refused),
