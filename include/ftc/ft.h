@@ -50,16 +50,18 @@ typedef struct ftc_lighthouse_opts {
     /* "host:port" to listen on; NULL: "[::]:29510" (every interface, IPv6
      * dual-stack). Port 0 picks a free port (ftc_lighthouse_address). */
     const char *bind;
-    uint64_t min_replicas;           /* 1 */
-    int64_t join_timeout_ms;         /* 10000 (torchft CLI: 60000) */
-    int64_t heartbeat_timeout_ms;    /* 500 (torchft: 5000) */
-    bool strict_shrink_only;         /* false (see docs/decisions.md) */
-    uint32_t max_jobs;               /* 64, at most 4096 */
-    uint32_t max_replicas;           /* 4096 per job, at most 65536 */
-    uint32_t max_data_bytes;         /* 65536 per member, at most 1 MiB */
-    size_t max_body_bytes;           /* 131072 per request, at most 2 MiB */
-    uint32_t max_connections;        /* 8192 */
-    uint32_t max_connections_per_ip; /* 256 */
+    uint64_t min_replicas;        /* 1 */
+    int64_t join_timeout_ms;      /* 10000 (torchft CLI: 60000) */
+    int64_t heartbeat_timeout_ms; /* 500 (torchft: 5000) */
+    bool strict_shrink_only;      /* false (see docs/decisions.md) */
+    uint32_t max_jobs;            /* 64, at most 4096 */
+    uint32_t max_replicas;        /* 4096 per job, at most 65536 */
+    uint32_t max_data_bytes;      /* 65536 per member, at most 1 MiB */
+    size_t max_body_bytes;        /* 131072 per request, at most 2 MiB */
+    uint32_t max_connections;     /* 8192 */
+    /* From one address that never sent the token; 256. With a token, a
+     * quarter of max_connections is kept for the addresses that did. */
+    uint32_t max_connections_per_ip;
     /* Closes a connection idle this long (not one waiting in a long-poll);
      * rounded up to whole seconds. 30000. */
     int64_t idle_connection_timeout_ms;

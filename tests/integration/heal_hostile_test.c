@@ -5,15 +5,11 @@
  * back to back on their own thread for the whole attack and every one
  * must land bit-exact. And a flood of connections from addresses that do
  * not heal leaves the healer its reserved room. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
@@ -216,24 +212,6 @@ static void hostile_streams_during_a_fetch(void **state)
     source_stop(&src);
 }
 
-/* Connects from source address `from` (127.0.0.x) to host:port and sends
- * half a request line, as slowloris does. */
-static int connect_from(const char *from, const char *host, int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in src = {.sin_family = AF_INET};
-    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
-    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
-    struct sockaddr_in dst = {.sin_family = AF_INET,
-                              .sin_port = htons((uint16_t)port)};
-    assert_int_equal(inet_pton(AF_INET, host, &dst.sin_addr), 1);
-    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
-    static const char half[] = "GET /v1/heal/7/me";
-    (void)!send(fd, half, sizeof(half) - 1, MSG_NOSIGNAL);
-    return fd;
-}
-
 static ftc__heal_server_stats stats_of(ftc__heal_server *s)
 {
     ftc__heal_server_stats st;
@@ -247,8 +225,10 @@ static void flood_from(ftc__heal_server *srv, const char *from,
                        const char *host, int port, int n, int *fds, int *k)
 {
     ftc__heal_server_stats before = stats_of(srv);
+    char addr[96];
+    snprintf(addr, sizeof(addr), "%s:%d", host, port);
     for (int i = 0; i < n; i++) {
-        fds[(*k)++] = connect_from(from, host, port);
+        fds[(*k)++] = lt_connect_from(from, addr, "GET /v1/heal/7/me");
     }
     TK_WAIT_UNTIL(stats_of(srv).connections_refused +
                           stats_of(srv).stranger_connections ==

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lighthouse_kit.h"
 #include "testkit.h"
@@ -749,6 +750,71 @@ static void kill_needs_a_token(void **state)
     stop(&f);
 }
 
+/* A value of the lighthouse's /metrics, read with the token. */
+static unsigned long long metric(const char *addr, const char *name)
+{
+    char *text = NULL;
+    assert_int_equal(lt_http(addr, "GET", "/metrics", NULL, "s3cret", &text),
+                     200);
+    char line[128];
+    snprintf(line, sizeof(line), "\n%s ", name);
+    const char *at = strstr(text, line);
+    assert_non_null(at);
+    unsigned long long v = strtoull(at + strlen(line), NULL, 10);
+    free(text);
+    return v;
+}
+
+/* A flood of held-open connections from addresses that never sent the
+ * token (slowloris, as from ten other hosts) takes only their share of
+ * the table: the job's member still gets new connections and is served. */
+static void flood_leaves_room_for_members(void **state)
+{
+    (void)state;
+    enum { MAX = 64, PER_ADDRESS = 8, FROM = 10, EACH = 16 };
+    fixture f;
+    ftc_lighthouse_opts o = rules_opts(1, 1000);
+    o.token = "s3cret";
+    o.max_connections = MAX;
+    o.max_connections_per_ip = PER_ADDRESS;
+    start(&f, &o);
+    /* The member (127.0.0.1) has sent the token (its first connection
+     * was a stranger's when it came, and counts as one while it lasts). */
+    TK_OK(ftc_lighthouse_client_heartbeat(f.c, "a", tk_ms(5000), NULL));
+    unsigned long long before =
+        metric(f.addr, "ftc_lighthouse_connections_refused_total") +
+        metric(f.addr, "ftc_lighthouse_stranger_connections");
+    int fds[FROM * EACH];
+    for (int a = 0; a < FROM; a++) {
+        char from[32];
+        snprintf(from, sizeof(from), "127.0.0.%d", 2 + a);
+        for (int i = 0; i < EACH; i++) {
+            fds[a * EACH + i] =
+                lt_connect_from(from, f.addr, "POST /v1/jobs/default/heart");
+        }
+    }
+    /* Each was admitted or refused as it came. */
+    TK_WAIT_UNTIL(
+        metric(f.addr, "ftc_lighthouse_connections_refused_total") +
+                metric(f.addr, "ftc_lighthouse_stranger_connections") ==
+            before + FROM * EACH,
+        20000);
+    assert_int_equal(metric(f.addr, "ftc_lighthouse_stranger_connections"),
+                     MAX - MAX / 4);
+    /* New connections of the member: a fresh client is served. */
+    ftc_lighthouse_client *again = client(f.addr, NULL, "s3cret");
+    TK_OK(ftc_lighthouse_client_heartbeat(again, "a", tk_ms(5000), NULL));
+    char *json = NULL;
+    TK_OK(ftc_lighthouse_client_status(again, "default", tk_ms(5000), &json));
+    assert_non_null(strstr(json, "\"a\""));
+    ftc_free(json);
+    ftc_lighthouse_client_destroy(again);
+    for (int i = 0; i < FROM * EACH; i++) {
+        close(fds[i]);
+    }
+    stop(&f);
+}
+
 /* -------------------------------------------------- hostile requests */
 
 static bool starts(const char *s, const char *prefix)
@@ -1140,6 +1206,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(destroy_with_pending_requests),
         cmocka_unit_test(kill_needs_a_token),
         cmocka_unit_test(hostile_requests),
+        cmocka_unit_test(flood_leaves_room_for_members),
         cmocka_unit_test(status_metrics_and_page),
         cmocka_unit_test(status_follows_a_failure),
     };

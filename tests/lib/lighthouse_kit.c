@@ -1,12 +1,15 @@
 /* Helpers of the lighthouse integration tests (see lighthouse_kit.h). */
 #include "lighthouse_kit.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
@@ -117,6 +120,25 @@ size_t lt_raw(const char *addr, const char *bytes, size_t len, char *reply,
     reply[n] = '\0';
     close(fd);
     return n;
+}
+
+int lt_connect_from(const char *from, const char *addr, const char *bytes)
+{
+    char host[256];
+    int port;
+    TK_OK(ftc__addr_split(addr, -1, host, sizeof(host), &port));
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    struct sockaddr_in dst = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)port)};
+    assert_int_equal(inet_pton(AF_INET, host, &dst.sin_addr), 1);
+    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+    /* A refused connection may be closed already: what is sent is lost. */
+    (void)!send(fd, bytes, strlen(bytes), MSG_NOSIGNAL);
+    return fd;
 }
 
 bool lt_is_participant(const char *addr, const char *job, const char *id)

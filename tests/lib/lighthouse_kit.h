@@ -26,6 +26,11 @@ json_t *lt_get_json(const char *addr, const char *path);
 size_t lt_raw(const char *addr, const char *bytes, size_t len, char *reply,
               size_t cap, int64_t timeout_ms, bool *closed);
 
+/* A connection from source address `from` (a 127/8 address other than
+ * the server's clients', standing for another host) to addr ("host:port",
+ * IPv4) that sends bytes and stays open: a slowloris. Returns the fd. */
+int lt_connect_from(const char *from, const char *addr, const char *bytes);
+
 /* Whether replica_id is a participant (waiting join) of job. */
 bool lt_is_participant(const char *addr, const char *job, const char *id);
 /* An integer field of the job's status ("counter", "watches_waiting"). */

@@ -388,8 +388,8 @@ static struct MHD_Daemon *start_daemon(ftc__heal_server *s, int fd)
     return MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
             tls_flag,
-        0, ftc__heal_admit_accept, &s->admit, on_request, s,
-        MHD_OPTION_NOTIFY_CONNECTION, ftc__heal_admit_notify, &s->admit,
+        0, ftc__http_admit_accept, &s->admit, on_request, s,
+        MHD_OPTION_NOTIFY_CONNECTION, ftc__http_admit_notify, &s->admit,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, s->threads,
         MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, s->idle_s, MHD_OPTION_EXTERNAL_LOGGER,
@@ -431,10 +431,11 @@ int ftc__heal_server_start(ftc__heal_server **out,
     }
     s->threads = o->threads > 0 ? o->threads : 2u;
     s->max_connections = o->max_connections > 0 ? o->max_connections : 256u;
-    ftc__heal_admit_init(&s->admit, s->max_connections, s->max_connections / 4,
-                         o->max_connections_per_address > 0
-                             ? o->max_connections_per_address
-                             : 16u);
+    ftc__http_admit_init(
+        &s->admit, s->max_connections, s->max_connections / 4,
+        o->max_connections_per_address > 0 ? o->max_connections_per_address
+                                           : 16u,
+        "heal.refused_connections", "addresses not healing from this rank");
     s->idle_s =
         (unsigned)((o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 30000) +
                    999) /
@@ -518,16 +519,14 @@ void ftc__heal_server_stats_get(ftc__heal_server *s,
     out->refused = atomic_load(&s->refused);
     out->releases = atomic_load(&s->releases);
     out->cuts = atomic_load(&s->cuts);
-    out->connections_refused = atomic_load(&s->admit.refused);
-    pthread_mutex_lock(&s->admit.mu);
-    out->stranger_connections = s->admit.strangers;
-    pthread_mutex_unlock(&s->admit.mu);
+    ftc__http_admit_counts(&s->admit, &out->connections_refused,
+                           &out->stranger_connections);
 }
 
 void ftc__heal_server_vouch(ftc__heal_server *s, const char *const *addrs,
                             size_t n)
 {
-    ftc__heal_admit_vouch(&s->admit, addrs, n);
+    ftc__http_admit_vouch(&s->admit, addrs, n);
 }
 
 void ftc__heal_server_stop(ftc__heal_server *s)
@@ -541,7 +540,7 @@ void ftc__heal_server_stop(ftc__heal_server *s)
     ftc__heal_lend_clear(s);
     ftc__free(s->early);
     ftc__http_tls_free(&s->tls);
-    ftc__heal_admit_fini(&s->admit);
+    ftc__http_admit_fini(&s->admit);
     ftc__heal_snapshot_unref(s->current);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);

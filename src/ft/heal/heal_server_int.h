@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 #include "ft/heal/heal.h"
-#include "ft/heal/heal_admit.h"
+#include "ft/http_admit.h"
 #include "ft/http_tls.h"
 #include "ft/http_util.h"
 
@@ -16,7 +16,7 @@ struct ftc__heal_server {
     struct MHD_Daemon *mhd;
     unsigned threads, max_connections, idle_s; /* to restart it */
     ftc__http_tls tls;                         /* likewise */
-    ftc__heal_admit admit; /* who gets a connection (its own lock) */
+    ftc__http_admit admit; /* who gets a connection (its own lock) */
     char address[FTC__HEAL_ADDR_MAX];
     bool has_token;
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];

@@ -318,8 +318,13 @@ static enum MHD_Result on_headers(ftc__lighthouse_req *r, const char *method,
                                   const char *url)
 {
     ftc_lighthouse *lh = r->lh;
+    bool token = ftc__lighthouse_has_token(lh, r->conn);
+    if (token) {
+        /* A member of the job: its address keeps a place in a full table. */
+        ftc__http_admit_vouch_client(&lh->admit, r->conn);
+    }
     if (lh->has_token && ftc__lighthouse_route_needs_token(lh, method, url) &&
-        !ftc__lighthouse_has_token(lh, r->conn)) {
+        !token) {
         r->refused = true;
         bool sent = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                 "Authorization") != NULL;
@@ -473,11 +478,12 @@ static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
     lh->mhd = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
             MHD_USE_ERROR_LOG | tls_flag,
-        0, NULL, NULL, on_request, lh, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_connections_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, lh, MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log,
+        0, ftc__http_admit_accept, &lh->admit, on_request, lh,
+        MHD_OPTION_NOTIFY_CONNECTION, ftc__http_admit_notify, &lh->admit,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, lh,
+        MHD_OPTION_EXTERNAL_LOGGER, ftc__http_mhd_log,
         (void *)"lighthouse.http", MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (lh->mhd == NULL) {
         /* MHD owns the listening socket from here on, even on failure. */
@@ -528,6 +534,14 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
     lh->epfd = -1;
     lh->wake.fd = -1;
     int fd = -1;
+    /* With a token, a quarter of the table is kept for the addresses
+     * that sent it, which the per-address cap does not bind (a member is
+     * trusted); the others share the rest, max_connections_per_ip each. */
+    ftc__http_admit_init(&lh->admit, o.max_connections,
+                         lh->has_token ? o.max_connections / 4 : 0,
+                         o.max_connections_per_ip,
+                         "lighthouse.refused_connections",
+                         "addresses that never sent the token");
     rc = ftc__http_tls_load(o.tls_cert, o.tls_key, "lighthouse TLS", &lh->tls);
     rc = rc != 0 ? rc : bind_socket(lh, o.bind, &fd);
     if (rc == 0) {
@@ -647,6 +661,7 @@ void ftc_lighthouse_destroy(ftc_lighthouse *lh)
         ftc__lighthouse_job_destroy(j);
     }
     ftc__http_tls_free(&lh->tls);
+    ftc__http_admit_fini(&lh->admit);
     pthread_cond_destroy(&lh->cv);
     pthread_mutex_destroy(&lh->mu);
     ftc__free(lh);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/base_int.h"
+#include "ft/http_admit.h"
 #include "ft/http_tls.h"
 #include "ft/http_util.h"
 #include "ft/lighthouse/lighthouse_history.h"
@@ -172,7 +173,8 @@ struct ftc_lighthouse {
     int64_t job_idle_ms;
     bool has_token, public_reads, keep_dropped;
     unsigned char token_hash[FTC__TOKEN_HASH_BYTES];
-    ftc__http_tls tls; /* none: plain HTTP */
+    ftc__http_tls tls;     /* none: plain HTTP */
+    ftc__http_admit admit; /* who gets a connection (its own lock) */
     char address[FTC_HOST_MAX + 16];
     int port;
     struct MHD_Daemon *mhd;

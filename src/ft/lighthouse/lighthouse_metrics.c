@@ -183,6 +183,28 @@ static int server_metrics(ftc__buf *b, ftc_lighthouse *lh, size_t jobs)
         rc = ftc__buf_printf(b, "ftc_lighthouse_connections %u\n",
                              di != NULL ? di->num_connections : 0);
     }
+    uint64_t refused, strangers;
+    ftc__http_admit_counts(&lh->admit, &refused, &strangers);
+    if (rc == 0) {
+        rc = family(b, "ftc_lighthouse_connections_refused_total", "counter",
+                    "Connections refused at accept: from addresses that "
+                    "never sent the token, past their share of the table.");
+    }
+    if (rc == 0) {
+        rc = ftc__buf_printf(b,
+                             "ftc_lighthouse_connections_refused_total "
+                             "%" PRIu64 "\n",
+                             refused);
+    }
+    if (rc == 0) {
+        rc = family(b, "ftc_lighthouse_stranger_connections", "gauge",
+                    "Open connections from addresses that never sent the "
+                    "token.");
+    }
+    if (rc == 0) {
+        rc = ftc__buf_printf(
+            b, "ftc_lighthouse_stranger_connections %" PRIu64 "\n", strangers);
+    }
     static const char *const kinds[FTC__LH_REQ_KINDS] = {"short", "join",
                                                          "watch"};
     const char *lat = "ftc_lighthouse_request_seconds";
