@@ -5,8 +5,11 @@
  * Each ends with every replica's state bit-identical and every step
  * committed exactly once per replica line (ft_kit.c). */
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ft_kit.h"
 #include "lighthouse_kit.h"
@@ -251,13 +254,13 @@ static void spares(void **state)
     ftk_stop(&j);
 }
 
-/* What rank r of group g logged after `prefix` (its first such line),
- * waited for up to 10 s. */
-static void logged(const ftk_job *j, int g, int r, const char *prefix,
-                   char *buf, size_t cap)
+/* What rank r of incarnation i of group g logged after `prefix` (its
+ * first such line), waited for up to 10 s. */
+static void logged_in(const ftk_job *j, int g, int i, int r, const char *prefix,
+                      char *buf, size_t cap)
 {
     char path[256], line[512];
-    ftk_log_path(j, g, 0, r, path, sizeof(path));
+    ftk_log_path(j, g, i, r, path, sizeof(path));
     buf[0] = '\0';
     int64_t end = tk_now_ms() + tk_ms(10000);
     while (buf[0] == '\0' && tk_now_ms() < end) {
@@ -276,8 +279,17 @@ static void logged(const ftk_job *j, int g, int r, const char *prefix,
         tk_pause_ms(10);
     }
     if (buf[0] == '\0') {
-        fail_msg("group %d rank %d logged no '%s' line", g, r, prefix);
+        fail_msg("group %d incarnation %d rank %d logged no '%s' line", g, i, r,
+                 prefix);
     }
+}
+
+/* The rest of the first line of group g's first incarnation's rank r
+ * that starts with prefix, waited for. */
+static void logged(const ftk_job *j, int g, int r, const char *prefix,
+                   char *buf, size_t cap)
+{
+    logged_in(j, g, 0, r, prefix, buf, cap);
 }
 
 /* Replica group 0 advertises 127.0.0.2 (FTC_ADVERTISE_HOST), another
@@ -365,6 +377,66 @@ static void operator_kill_with_token(void **state)
     ftk_stop(&j);
 }
 
+/* Whether a connection from `from` to addr is closed by the server before
+ * it says a word (refused at accept) rather than answered. */
+static bool refused_at_once(const char *from, const char *addr)
+{
+    int fd = lt_connect_from(from, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    bool refused = poll(&p, 1, (int)tk_ms(5000)) == 1 &&
+                   recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+    close(fd);
+    return refused;
+}
+
+/* Slowloris on the surviving replica's healing server while the other is
+ * killed and comes back: 320 held-open connections from 20 addresses (as
+ * from other hosts) fill every slot those may take, yet the victim, which
+ * the lighthouse's quorum names as healing from it, is admitted, heals
+ * and trains on, and the job ends bit-identical. (Before admission it
+ * waited out the flood's idle timeout, 30 s.) */
+static void slowloris_on_a_heal_server_during_a_kill(void **state)
+{
+    (void)state;
+    enum { FROM = 20, EACH = 16 };
+    ftk_job j;
+    ftk_start(&j, 2, 1, 30, 2);
+    ftk_set_token(&j, "s3cret-token");
+    char *gated[] = {"FTC_TOKEN=s3cret-token", "FTK_GATE_AT=10", NULL};
+    ftk_spawn(&j, 0, gated);
+    ftk_spawn(&j, 1, gated);
+    ftk_wait_commit(&j, 0, 9, 60000);
+    ftk_wait_commit(&j, 1, 9, 60000);
+    ftk_kill(&j, 1);
+    char heal[128];
+    logged(&j, 0, 0, "healing ", heal, sizeof(heal));
+    int fds[FROM * EACH];
+    for (int a = 0; a < FROM; a++) {
+        char from[32];
+        snprintf(from, sizeof(from), "127.0.0.%d", 2 + a);
+        for (int i = 0; i < EACH; i++) {
+            fds[a * EACH + i] = lt_connect_from(from, heal, "GET /v1/heal/1");
+        }
+    }
+    /* The flood holds every slot a stranger may take. */
+    TK_WAIT_UNTIL(refused_at_once("127.0.0.250", heal), 20000);
+    char *tok[] = {"FTC_TOKEN=s3cret-token", NULL};
+    ftk_spawn(&j, 1, tok);
+    ftk_wait_participant(&j, 1, 60000);
+    ftk_open_gate(&j);
+    /* Healed well inside the flood's 30 s idle timeout. */
+    TK_WAIT_UNTIL(ftk_count(&j, 1, 1, 0, "heal ") == 1, 15000);
+    char healed[256];
+    logged_in(&j, 1, 1, 0, "heal ", healed, sizeof(healed));
+    print_message("the victim healed (step, source, seconds): %s\n", healed);
+    for (int i = 0; i < FROM * EACH; i++) {
+        close(fds[i]);
+    }
+    ftk_finish(&j, 120000);
+    ftk_stop(&j);
+}
+
 /* The launcher and the manager together: `ftc run` starts 3 groups of 2
  * ranks of this test's trainer (it takes everything from the launcher's
  * environment), kills a group at two committed steps and restarts it; the
@@ -426,6 +498,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(spares),
         cmocka_unit_test(advertised_address_heals),
         cmocka_unit_test(operator_kill_with_token),
+        cmocka_unit_test(slowloris_on_a_heal_server_during_a_kill),
         cmocka_unit_test(launched_by_ftc_run),
     };
     return tk_main(argc, argv, roles, 1, tests);

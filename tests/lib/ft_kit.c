@@ -537,6 +537,7 @@ static bool is_participant(ftk_job *j, int g)
     ftc_lighthouse_client_opts o;
     ftc_lighthouse_client_opts_init(&o);
     o.job = "ftk";
+    o.token = j->token; /* with a token, the status needs it */
     ftc_lighthouse_client *c;
     TK_OK(ftc_lighthouse_client_create(j->lh_addr, &o, &c));
     char *text = NULL;

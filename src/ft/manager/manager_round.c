@@ -357,6 +357,24 @@ static size_t members(const round *r, bool up, const char **ids,
     return n;
 }
 
+/* Tells the healing server the hosts of this quorum's members (their
+ * healing addresses for this group rank): the lighthouse named them, so
+ * their connections come first. A killed replica comes back from its
+ * host, already named, before its own round says it heals from here. */
+static void vouch(round *r)
+{
+    size_t n = r->q.n > 0 ? r->q.n : 1;
+    const char **p = ftc__calloc(2 * n, sizeof(*p));
+    char(*buf)[FTC__QUORUM_STR_MAX] = ftc__calloc(n, sizeof(*buf));
+    if (p != NULL && buf != NULL) {
+        size_t k = members(r, true, p, p + n, buf);
+        k += members(r, false, p + k, p + n + k, buf + k);
+        ftc__heal_server_vouch(r->m->heal_srv, p + n, k);
+    }
+    ftc__free(p);
+    ftc__free(buf);
+}
+
 /* Serves this rank's state to the replicas that heal in this round, or
  * stops serving. Borrowed buffers are lent (the caller does not write them
  * before wait_quorum returns; the round ends by giving them back,
@@ -369,6 +387,7 @@ static size_t members(const round *r, bool up, const char **ids,
 static void serve(round *r)
 {
     ftc_manager *m = r->m;
+    vouch(r);
     if (!r->out->plan.serve) {
         ftc__heal_server_publish(m->heal_srv, NULL);
         return;
@@ -379,8 +398,6 @@ static void serve(round *r)
     size_t k = healers != NULL && buf != NULL
                    ? members(r, false, healers, healers + n, buf)
                    : 0;
-    /* The lighthouse named them: their connections come first. */
-    ftc__heal_server_vouch(m->heal_srv, healers + n, k);
     ftc__heal_snapshot *snap = NULL;
     int rc = 0;
     if (k > 0) {
