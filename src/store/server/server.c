@@ -180,19 +180,24 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* Runs once per loop iteration, after the I/O callbacks: connections whose
  * wait ended serve their held input, then each connection's replies of
- * this iteration go out in one write. */
+ * this iteration go out in one write; a write that drains a connection
+ * held back for its unsent replies lets it serve its input again. */
 static void on_check(uv_check_t *h)
 {
     ftc_store_server *srv = h->data;
-    while (!ftc__list_empty(&srv->ready)) {
-        store_conn *c = FTC_LIST_ENTRY(srv->ready.next, store_conn, ready_node);
-        ftc__list_remove(&c->ready_node);
-        ftc__conn_process(c);
-    }
-    while (!ftc__list_empty(&srv->dirty)) {
-        store_conn *c = FTC_LIST_ENTRY(srv->dirty.next, store_conn, dirty_node);
-        ftc__list_remove(&c->dirty_node);
-        ftc__out_flush(c);
+    while (!ftc__list_empty(&srv->ready) || !ftc__list_empty(&srv->dirty)) {
+        while (!ftc__list_empty(&srv->ready)) {
+            store_conn *c =
+                FTC_LIST_ENTRY(srv->ready.next, store_conn, ready_node);
+            ftc__list_remove(&c->ready_node);
+            ftc__conn_process(c);
+        }
+        while (!ftc__list_empty(&srv->dirty)) {
+            store_conn *c =
+                FTC_LIST_ENTRY(srv->dirty.next, store_conn, dirty_node);
+            ftc__list_remove(&c->dirty_node);
+            ftc__out_flush(c);
+        }
     }
     srv->live.keys = ftc__kv_num_keys(srv->kv);
     srv->live.bytes = ftc__kv_bytes(srv->kv);
