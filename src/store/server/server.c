@@ -199,11 +199,22 @@ static void on_check(uv_check_t *h)
             ftc__out_flush(c);
         }
     }
+    uv_idle_stop(&srv->kick);
     srv->live.keys = ftc__kv_num_keys(srv->kv);
     srv->live.bytes = ftc__kv_bytes(srv->kv);
     pthread_mutex_lock(&srv->stats_lock);
     srv->shared = srv->live;
     pthread_mutex_unlock(&srv->stats_lock);
+}
+
+static void on_kick(uv_idle_t *h)
+{
+    (void)h; /* its being active is the point: see ftc__server_kick */
+}
+
+void ftc__server_kick(ftc_store_server *srv)
+{
+    uv_idle_start(&srv->kick, on_kick);
 }
 
 static void close_handle(uv_handle_t *h, void *arg)
@@ -287,6 +298,7 @@ static int init_loop(ftc_store_server *srv)
     uv_check_init(&srv->loop, &srv->check);
     srv->check.data = srv;
     uv_check_start(&srv->check, on_check);
+    uv_idle_init(&srv->loop, &srv->kick);
     ftc__store_auth_start_sweeps(srv);
     return listen_on(srv);
 }

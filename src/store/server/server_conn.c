@@ -118,6 +118,7 @@ static void resume(store_conn *c)
     }
     if (!ftc__list_linked(&c->ready_node)) {
         ftc__list_push_back(&c->srv->ready, &c->ready_node);
+        ftc__server_kick(c->srv);
     }
     set_reading(c, 1);
 }

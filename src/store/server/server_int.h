@@ -97,6 +97,11 @@ struct ftc_store_server {
     uv_tcp_t listener;
     uv_async_t stop_async;
     uv_check_t check;
+    /* Active while connections wait in ready from outside on_check: an
+     * active idle handle keeps the loop from blocking in poll before
+     * on_check has served them (a write completed in the pending phase
+     * can release a held-back connection). */
+    uv_idle_t kick;
     pthread_t thread;
     int port;
     ftc__kv *kv;
@@ -125,6 +130,10 @@ struct ftc_store_server {
 /* Buffers a connection may hold even when the store is full, so that a
  * full store still answers reads; they are counted all the same. */
 #define FTC__STORE_CONN_FREE 65536
+
+/* server.c: makes this loop iteration reach on_check without waiting for
+ * I/O. */
+void ftc__server_kick(struct ftc_store_server *srv);
 
 /* conn.c */
 store_conn *ftc__conn_new(struct ftc_store_server *srv);
