@@ -38,8 +38,10 @@ typedef struct ftc_store_server_opts {
     size_t max_value_bytes;      /* default 256 MiB */
     size_t max_keys_per_request; /* CHECK/WAIT/MULTI_*; default 128 Ki */
     /* All keys, values and queued items plus the server's bookkeeping for
-     * them and for pending waits and watches (about 100 B each); default
-     * 4 GiB. */
+     * them and for pending waits and watches (about 100 B each), plus
+     * every connection's requests (from the header that announces their
+     * size) and queued replies; a request or reply that would pass it is
+     * refused before its bytes arrive or it is built. Default 4 GiB. */
     size_t max_total_bytes;
     size_t max_connections;  /* default 100000 */
     size_t max_output_bytes; /* unsent replies per connection; 1 GiB */

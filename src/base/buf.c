@@ -29,7 +29,7 @@ void ftc__buf_reset(ftc__buf *b)
     b->len = 0;
 }
 
-int ftc__buf_reserve(ftc__buf *b, size_t extra)
+static int reserve(ftc__buf *b, size_t extra, int exact)
 {
     size_t live = b->len - b->head;
     if (extra > b->max || live > b->max - extra) {
@@ -48,9 +48,12 @@ int ftc__buf_reserve(ftc__buf *b, size_t extra)
             return 0;
         }
     }
-    size_t want = b->cap < 256 ? 256 : b->cap;
-    while (want < live + extra) {
-        want = want > SIZE_MAX / 2 ? live + extra : want * 2;
+    size_t want = live + extra;
+    if (!exact) {
+        want = b->cap < 256 ? 256 : b->cap;
+        while (want < live + extra) {
+            want = want > SIZE_MAX / 2 ? live + extra : want * 2;
+        }
     }
     if (want > b->max) {
         want = b->max;
@@ -62,6 +65,16 @@ int ftc__buf_reserve(ftc__buf *b, size_t extra)
     b->data = p;
     b->cap = want;
     return 0;
+}
+
+int ftc__buf_reserve(ftc__buf *b, size_t extra)
+{
+    return reserve(b, extra, 0);
+}
+
+int ftc__buf_reserve_exact(ftc__buf *b, size_t extra)
+{
+    return reserve(b, extra, 1);
 }
 
 int ftc__buf_append(ftc__buf *b, const void *p, size_t n)

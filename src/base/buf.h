@@ -31,6 +31,9 @@ static inline uint8_t *ftc__buf_begin(const ftc__buf *b)
 /* Makes room for extra more bytes after len (compacting first). Returns 0,
  * FTC_EMSGSIZE (with a message) past max, or FTC_ENOMEM. */
 int ftc__buf_reserve(ftc__buf *b, size_t extra);
+/* Like ftc__buf_reserve, but a buffer that must grow gets exactly room for
+ * extra more bytes, not double (memory the caller has accounted for). */
+int ftc__buf_reserve_exact(ftc__buf *b, size_t extra);
 int ftc__buf_append(ftc__buf *b, const void *p, size_t n);
 int ftc__buf_append_u8(ftc__buf *b, uint8_t v);
 int ftc__buf_append_u32le(ftc__buf *b, uint32_t v);

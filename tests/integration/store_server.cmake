@@ -24,3 +24,7 @@ ftc_add_test(store_auth_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_auth_test.c
              KITS store store_server
              LABELS integration threaded TIMEOUT 120)
+ftc_add_test(store_server_memory_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/store_server_memory_test.c
+             KITS store
+             LABELS integration threaded TIMEOUT 300)

@@ -357,6 +357,42 @@ static void *send_all(void *arg)
     return NULL;
 }
 
+/* A client that pipelines more requests than its unsent replies may hold
+ * (FTC__STORE_OUTPUT_PAUSE) is held back, not dropped, and served in full
+ * once it reads: the server reads it again as its replies drain. */
+static void held_back_then_resumed(void **state)
+{
+    (void)state;
+    ftc_store_server *srv = ssk_start(NULL);
+    int port = ftc_store_server_port(srv);
+    ftc__buf b;
+    ftc__buf_init(&b, SIZE_MAX);
+    static char val[4096];
+    memset(val, 'p', sizeof(val));
+    sr_conn c;
+    sr_connect(&c, port, SR_V2);
+    sr_kv(&b, SR_V2, FTC__OP_SET, "/p", val, sizeof(val));
+    enum { N = 8192 }; /* 32 MiB of replies: more than sockets buffer */
+    for (int i = 0; i < N; i++) {
+        sr_key(&b, SR_V2, FTC__OP_GET, "/p");
+    }
+    pthread_t t;
+    struct sender s = {&c, &b};
+    assert_int_equal(pthread_create(&t, NULL, send_all, &s), 0);
+    for (int i = 0; i < N; i++) {
+        size_t len;
+        char *got = sr_read_str(&c, &len);
+        assert_int_equal(len, sizeof(val));
+        assert_memory_equal(got, val, len);
+        free(got);
+    }
+    pthread_join(t, NULL);
+    assert_int_equal(ssk_stats(srv).slow_drops, 0);
+    sr_close(&c);
+    ftc__buf_free(&b);
+    ssk_stop(srv);
+}
+
 /* A parked connection that keeps sending is throttled (the server stops
  * reading it), never dropped; once released everything is served. */
 static void parked_sender_is_throttled(void **state)
@@ -515,6 +551,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(dies_mid_value),
         cmocka_unit_test(half_sent_request_delays_nobody),
         cmocka_unit_test(non_reading_client_dropped),
+        cmocka_unit_test(held_back_then_resumed),
         cmocka_unit_test(parked_sender_is_throttled),
         cmocka_unit_test(connection_limit),
         cmocka_unit_test(clients_vanish_mid_request),

@@ -20,6 +20,7 @@ struct ftc__kv {
     uint64_t overhead; /* slots, headers, registrations, other keys */
     uint64_t nkeys;    /* slots with a map value */
     uint64_t reserved; /* room held for values still arriving */
+    uint64_t charged;  /* connections' buffers, orphaned values */
 };
 
 typedef ftc__kv_reg kv_reg;
@@ -54,6 +55,7 @@ ftc__kv_value *ftc__kv_value_alloc(size_t len)
     v->refs = 1;
     v->len = len;
     v->cap = len;
+    v->orphan_of = NULL;
     return v;
 }
 
@@ -79,11 +81,32 @@ ftc__kv_value *ftc__kv_value_ref(ftc__kv_value *v)
     return v;
 }
 
+/* What a value's memory costs. */
+static uint64_t value_footprint(const ftc__kv_value *v)
+{
+    return (uint64_t)v->cap + sizeof(*v);
+}
+
 void ftc__kv_value_unref(ftc__kv_value *v)
 {
     if (v != NULL && --v->refs == 0) {
+        if (v->orphan_of != NULL) {
+            v->orphan_of->charged -= value_footprint(v);
+        }
         ftc__free(v);
     }
+}
+
+/* The map drops its reference to v: a value that lives on in replies
+ * stays charged until they release it, so unread replies cannot pin
+ * memory the limit does not see. */
+static void let_go(ftc__kv *kv, ftc__kv_value *v)
+{
+    if (v != NULL && v->refs > 1 && v->orphan_of == NULL) {
+        v->orphan_of = kv;
+        kv->charged += value_footprint(v);
+    }
+    ftc__kv_value_unref(v);
 }
 
 /* A value's bytes; an absent value is empty (never a NULL pointer, so
@@ -169,6 +192,11 @@ uint64_t ftc__kv_reserved(const ftc__kv *kv)
     return kv->reserved;
 }
 
+uint64_t ftc__kv_charged(const ftc__kv *kv)
+{
+    return kv->charged;
+}
+
 void ftc__kv_client_init(ftc__kv_client *c)
 {
     c->awaited = 0;
@@ -189,14 +217,31 @@ static int holds_data(const ftc__kv_slot *s)
  * (after dropping sub) past the total limit. */
 static int afford(const ftc__kv *kv, uint64_t add, uint64_t sub)
 {
-    uint64_t held = kv->bytes + kv->overhead + kv->reserved - sub;
+    uint64_t all = kv->bytes + kv->overhead + kv->reserved + kv->charged;
+    uint64_t held = all - sub;
     if (add > kv->max_bytes || held > kv->max_bytes - add) {
-        return ftc__seterr(
-            FTC_EMSGSIZE,
-            "store full: %" PRIu64 " B held, +%" PRIu64 " B > limit %" PRIu64,
-            kv->bytes + kv->overhead + kv->reserved, add, kv->max_bytes);
+        return ftc__seterr(FTC_EMSGSIZE,
+                           "store full: %" PRIu64 " B held (%" PRIu64
+                           " B of it buffers and replies), +%" PRIu64
+                           " B > limit %" PRIu64,
+                           all, kv->charged, add, kv->max_bytes);
     }
     return 0;
+}
+
+int ftc__kv_afford(const ftc__kv *kv, uint64_t n)
+{
+    return afford(kv, n, 0);
+}
+
+void ftc__kv_charge(ftc__kv *kv, uint64_t n)
+{
+    kv->charged += n;
+}
+
+void ftc__kv_uncharge(ftc__kv *kv, uint64_t n)
+{
+    kv->charged -= n;
 }
 
 /* What a slot for key costs if it does not exist yet (s NULL). */
@@ -367,7 +412,7 @@ static void put_value(ftc__kv *kv, ftc__kv_slot *s, ftc__kv_value *v)
                old != NULL ? FTC__WATCH_KEY_UPDATED : FTC__WATCH_KEY_CREATED,
                bytes_of(old), bytes_of(v));
     }
-    ftc__kv_value_unref(old);
+    let_go(kv, old);
     wake(kv, s, 0, 0);
 }
 
@@ -567,7 +612,7 @@ int ftc__kv_delete(ftc__kv *kv, ftc__wire_str key)
     if (!ftc__list_empty(&s->watchers)) {
         notify(kv, s, FTC__WATCH_KEY_DELETED, bytes_of(old), bytes_of(NULL));
     }
-    ftc__kv_value_unref(old);
+    let_go(kv, old);
     tidy(kv, s);
     return 1;
 }
@@ -648,7 +693,9 @@ void ftc__kv_queue_pop(ftc__kv *kv, ftc__wire_str key, int64_t *size,
     kv->bytes -= it->value->len;
     kv->overhead -= ITEM_COST;
     account_key(kv, s, held);
-    *item = it->value;
+    /* The caller's now: charged as a value outside the map. */
+    *item = ftc__kv_value_ref(it->value);
+    let_go(kv, it->value);
     ftc__free(it);
     tidy(kv, s);
 }

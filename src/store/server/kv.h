@@ -18,6 +18,10 @@ typedef struct ftc__kv_value {
     uint32_t refs;
     size_t len;
     size_t cap;
+    /* Set when the value left the store while something (a reply) still
+     * held it: its memory stays charged to this state until it is
+     * freed. */
+    struct ftc__kv *orphan_of;
     uint8_t data[];
 } ftc__kv_value;
 
@@ -85,6 +89,18 @@ uint64_t ftc__kv_bytes(const ftc__kv *kv);
 uint64_t ftc__kv_overhead(const ftc__kv *kv);
 /* Bytes held by ftc__kv_reserve (also bounded by max_total_bytes). */
 uint64_t ftc__kv_reserved(const ftc__kv *kv);
+/* Memory outside the map that max_total_bytes also bounds: what the
+ * server charges for its connections (input buffers, requests announced
+ * by their headers, queued replies) and values that left the map while a
+ * reply still holds them. */
+uint64_t ftc__kv_charged(const ftc__kv *kv);
+/* 0 if n more bytes fit under max_total_bytes now, else FTC_EMSGSIZE with
+ * a message saying how much is held. Charges nothing. */
+int ftc__kv_afford(const ftc__kv *kv, uint64_t n);
+/* Moves the server's charge by n bytes (the caller checked with
+ * ftc__kv_afford first where refusing is possible). */
+void ftc__kv_charge(ftc__kv *kv, uint64_t n);
+void ftc__kv_uncharge(ftc__kv *kv, uint64_t n);
 
 /* Writes. Each returns 0, FTC_ENOMEM, or FTC_EMSGSIZE when the store would
  * pass max_total_bytes (nothing is changed then; the same holds for the

@@ -180,25 +180,41 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* Runs once per loop iteration, after the I/O callbacks: connections whose
  * wait ended serve their held input, then each connection's replies of
- * this iteration go out in one write. */
+ * this iteration go out in one write; a write that drains a connection
+ * held back for its unsent replies lets it serve its input again. */
 static void on_check(uv_check_t *h)
 {
     ftc_store_server *srv = h->data;
-    while (!ftc__list_empty(&srv->ready)) {
-        store_conn *c = FTC_LIST_ENTRY(srv->ready.next, store_conn, ready_node);
-        ftc__list_remove(&c->ready_node);
-        ftc__conn_process(c);
+    while (!ftc__list_empty(&srv->ready) || !ftc__list_empty(&srv->dirty)) {
+        while (!ftc__list_empty(&srv->ready)) {
+            store_conn *c =
+                FTC_LIST_ENTRY(srv->ready.next, store_conn, ready_node);
+            ftc__list_remove(&c->ready_node);
+            ftc__conn_process(c);
+        }
+        while (!ftc__list_empty(&srv->dirty)) {
+            store_conn *c =
+                FTC_LIST_ENTRY(srv->dirty.next, store_conn, dirty_node);
+            ftc__list_remove(&c->dirty_node);
+            ftc__out_flush(c);
+        }
     }
-    while (!ftc__list_empty(&srv->dirty)) {
-        store_conn *c = FTC_LIST_ENTRY(srv->dirty.next, store_conn, dirty_node);
-        ftc__list_remove(&c->dirty_node);
-        ftc__out_flush(c);
-    }
+    uv_idle_stop(&srv->kick);
     srv->live.keys = ftc__kv_num_keys(srv->kv);
     srv->live.bytes = ftc__kv_bytes(srv->kv);
     pthread_mutex_lock(&srv->stats_lock);
     srv->shared = srv->live;
     pthread_mutex_unlock(&srv->stats_lock);
+}
+
+static void on_kick(uv_idle_t *h)
+{
+    (void)h; /* its being active is the point: see ftc__server_kick */
+}
+
+void ftc__server_kick(ftc_store_server *srv)
+{
+    uv_idle_start(&srv->kick, on_kick);
 }
 
 static void close_handle(uv_handle_t *h, void *arg)
@@ -282,6 +298,7 @@ static int init_loop(ftc_store_server *srv)
     uv_check_init(&srv->loop, &srv->check);
     srv->check.data = srv;
     uv_check_start(&srv->check, on_check);
+    uv_idle_init(&srv->loop, &srv->kick);
     ftc__store_auth_start_sweeps(srv);
     return listen_on(srv);
 }

@@ -7,13 +7,13 @@
 
 #include "store/server/server_int.h"
 
-/* Bounds on one read into a connection's own buffer: big enough to take a
- * large value in few reads, small enough that a client announcing a huge
- * value and sending nothing gets little memory. */
+/* The least a read into a connection's own buffer asks room for; a
+ * request whose size is known gets room for all of it at once (its room
+ * is held against the total limit from its header on, server_mem.c). */
 #define READ_MIN (16u << 10)
-#define READ_MAX (4u << 20)
-/* An emptied input buffer bigger than this is given back. */
-#define KEEP_IN (4u << 20)
+/* An emptied input buffer bigger than this is given back (what stays is
+ * counted against the total limit). */
+#define KEEP_IN FTC__STORE_CONN_FREE
 /* A SET value at least this big is received straight into the store's
  * buffer for it instead of through `in` (one copy less). */
 #define SINK_MIN (64u << 10)
@@ -36,7 +36,7 @@ store_conn *ftc__conn_new(struct ftc_store_server *srv)
     ftc__list_init(&c->ready_node);
     ftc__list_init(&c->dirty_node);
     ftc__list_init(&c->stranger_node);
-    ftc__buf_init(&c->in, srv->limits.max_request_bytes + READ_MAX);
+    ftc__buf_init(&c->in, srv->limits.max_request_bytes + READ_MIN);
     ftc__buf_init(&c->pending.bytes, SIZE_MAX);
     ftc__buf_init(&c->inflight.bytes, SIZE_MAX);
     uv_tcp_init(&srv->loop, &c->tcp);
@@ -61,6 +61,7 @@ static void on_closed(uv_handle_t *h)
     ftc__out_destroy(&c->pending);
     ftc__out_destroy(&c->inflight);
     ftc__buf_free(&c->in);
+    ftc__conn_uncharge(c);
     ftc__free(c);
 }
 
@@ -101,6 +102,27 @@ static void protocol_error(store_conn *c, const char *tag, const char *why)
 
 static void set_reading(store_conn *c, int on);
 
+/* Whether to read from the connection: not while its replies are not
+ * being read, nor while it is parked with enough input held. */
+static int wants_input(const store_conn *c)
+{
+    return !ftc__conn_output_full(c) &&
+           !(c->parked && ftc__buf_size(&c->in) >= FTC__STORE_PARKED_INPUT);
+}
+
+/* Serves the held input (in on_check) and reads again, if it may. */
+static void resume(store_conn *c)
+{
+    if (c->closing || c->parked || ftc__conn_output_full(c)) {
+        return;
+    }
+    if (!ftc__list_linked(&c->ready_node)) {
+        ftc__list_push_back(&c->srv->ready, &c->ready_node);
+        ftc__server_kick(c->srv);
+    }
+    set_reading(c, 1);
+}
+
 void ftc__conn_unpark(store_conn *c, uint8_t reply)
 {
     c->parked = 0;
@@ -109,13 +131,14 @@ void ftc__conn_unpark(store_conn *c, uint8_t reply)
     } else {
         ftc__out_u8(c, reply);
     }
-    if (c->closing) {
-        return;
+    resume(c);
+}
+
+void ftc__conn_output_drained(store_conn *c)
+{
+    if (!c->reading) {
+        resume(c);
     }
-    if (!ftc__list_linked(&c->ready_node)) {
-        ftc__list_push_back(&c->srv->ready, &c->ready_node);
-    }
-    set_reading(c, 1);
 }
 
 /* Serves the complete requests in p[0, n) in order until the input runs
@@ -125,7 +148,7 @@ static size_t run(store_conn *c, const uint8_t *p, size_t n)
 {
     struct ftc_store_server *srv = c->srv;
     size_t off = 0;
-    while (!c->closing && !c->parked) {
+    while (!c->closing && !c->parked && !ftc__conn_output_full(c)) {
         if (c->dialect < 0) {
             int d = ftc__wire_detect(p + off, n - off);
             if (d < 0) {
@@ -140,12 +163,14 @@ static size_t run(store_conn *c, const uint8_t *p, size_t n)
         int rc = ftc__wire_decode(&c->dec, p + off, n - off, &srv->limits, &req,
                                   &need);
         if (rc == FTC__WIRE_MORE) {
-            c->need = need;
             /* Refused at its query byte or key, not after its body
-             * arrived. */
-            if (c->auth != STORE_AUTH_OK) {
-                ftc__store_auth_refuse_early(c, p + off, need);
+             * arrived; and held against the total limit from the
+             * header that announces its size. */
+            if (c->auth != STORE_AUTH_OK &&
+                ftc__store_auth_refuse_early(c, p + off, need)) {
+                break;
             }
+            ftc__conn_hold_request(c, need);
             break;
         }
         if (rc < 0) {
@@ -220,13 +245,21 @@ static void start_sink(store_conn *c)
         ftc__store_auth_refuse_key(c, key);
         return;
     }
+    /* The request's room moves from `in` to the value's reservation. */
+    size_t need = c->need;
+    c->need = 0;
+    ftc__conn_account(c);
     uint64_t held;
-    if (ftc__kv_reserve(c->srv->kv, key.len, (size_t)len, &held) != 0) {
-        return;
+    ftc__kv_value *v = NULL;
+    if (ftc__kv_reserve(c->srv->kv, key.len, (size_t)len, &held) == 0) {
+        v = ftc__kv_value_alloc((size_t)len);
+        if (v == NULL) {
+            ftc__kv_unreserve(c->srv->kv, held);
+        }
     }
-    ftc__kv_value *v = ftc__kv_value_alloc((size_t)len);
     if (v == NULL) {
-        ftc__kv_unreserve(c->srv->kv, held);
+        c->need = need;
+        ftc__conn_account(c);
         return;
     }
     size_t have = ftc__buf_size(&c->in) - off;
@@ -261,7 +294,8 @@ static void finish_sink(store_conn *c)
 }
 
 /* After new input: scan ahead if parked, apply back-pressure to a parked
- * connection that keeps sending, and give back a big emptied buffer. */
+ * connection that keeps sending or one that does not read its replies,
+ * and give back a big emptied buffer. */
 static void after_input(store_conn *c)
 {
     if (c->closing) {
@@ -272,12 +306,13 @@ static void after_input(store_conn *c)
     } else {
         start_sink(c);
     }
-    if (c->parked && ftc__buf_size(&c->in) >= FTC__STORE_PARKED_INPUT) {
+    if (!wants_input(c)) {
         set_reading(c, 0);
     }
     if (ftc__buf_size(&c->in) == 0 && c->in.cap > KEEP_IN) {
         ftc__buf_free(&c->in);
     }
+    ftc__conn_account(c);
 }
 
 void ftc__conn_process(store_conn *c)
@@ -313,12 +348,15 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         return;
     }
     c->read_to = READ_TO_IN;
-    size_t want = c->need > have ? c->need - have : 0;
-    want = want < READ_MIN ? READ_MIN : want > READ_MAX ? READ_MAX : want;
+    /* The rest of a request whose size is known, in one buffer of exactly
+     * its size (held already); else a small read. */
+    int exact = c->need > have + READ_MIN;
+    size_t want = exact ? c->need - have : READ_MIN;
     if (want > c->in.max - have) {
         want = c->in.max - have;
     }
-    if (want == 0 || ftc__buf_reserve(&c->in, want) != 0) {
+    if (want == 0 || (exact ? ftc__buf_reserve_exact(&c->in, want)
+                            : ftc__buf_reserve(&c->in, want)) != 0) {
         buf->base = NULL;
         buf->len = 0;
         return;

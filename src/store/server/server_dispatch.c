@@ -63,7 +63,19 @@ void ftc__store_set_value(store_conn *c, ftc__wire_str key, ftc__kv_value *v)
 
 static void multi_get(store_conn *c, const ftc__wire_req *r)
 {
+    /* The whole reply is checked against the limits before any of it is
+     * built: a reply that cannot fit is refused, not half made. */
     const uint8_t *cur = r->items;
+    uint64_t cost = 0;
+    for (uint64_t i = 0; i < r->count; i++) {
+        ftc__wire_str key;
+        ftc__wire_next_str(&cur, &key);
+        cost += ftc__out_value_cost(ftc__kv_get(c->srv->kv, key));
+    }
+    if (!ftc__out_prepare(c, cost)) {
+        return;
+    }
+    cur = r->items;
     for (uint64_t i = 0; i < r->count && !c->closing; i++) {
         ftc__wire_str key;
         ftc__wire_next_str(&cur, &key);

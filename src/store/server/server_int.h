@@ -2,7 +2,8 @@
  * loop on one thread), its connections, and their output queues.
  * server.c: lifecycle, accept, per-iteration work; conn.c: reading,
  * decoding, parking; dispatch.c: one request -> state + reply; out.c:
- * batched, zero-copy replies. */
+ * batched, zero-copy replies; mem.c: what connections hold against the
+ * total limit. */
 #ifndef FTC_STORE_SERVER_INT_H
 #define FTC_STORE_SERVER_INT_H
 
@@ -67,6 +68,8 @@ typedef struct store_conn {
     uint64_t inflight_left;
     int writing;
     uv_write_t wreq;
+    /* What this connection holds against max_total_bytes (server_mem.c). */
+    uint64_t charged;
     /* STORE_AUTH_* (server_auth.c); a server without a token starts every
      * connection authenticated. nonces: the client's, then the server's,
      * from AUTH_HELLO until AUTH_PROOF. */
@@ -94,6 +97,11 @@ struct ftc_store_server {
     uv_tcp_t listener;
     uv_async_t stop_async;
     uv_check_t check;
+    /* Active while connections wait in ready from outside on_check: an
+     * active idle handle keeps the loop from blocking in poll before
+     * on_check has served them (a write completed in the pending phase
+     * can release a held-back connection). */
+    uv_idle_t kick;
     pthread_t thread;
     int port;
     ftc__kv *kv;
@@ -115,6 +123,17 @@ struct ftc_store_server {
  * hold before the server stops reading from it. */
 #define FTC__STORE_RBUF 65536
 #define FTC__STORE_PARKED_INPUT 65536
+/* Unsent replies at which the server stops serving (and reading) a
+ * connection until they drain: a client that does not read its replies
+ * holds at most this plus one request's reply. */
+#define FTC__STORE_OUTPUT_PAUSE (1u << 20)
+/* Buffers a connection may hold even when the store is full, so that a
+ * full store still answers reads; they are counted all the same. */
+#define FTC__STORE_CONN_FREE 65536
+
+/* server.c: makes this loop iteration reach on_check without waiting for
+ * I/O. */
+void ftc__server_kick(struct ftc_store_server *srv);
 
 /* conn.c */
 store_conn *ftc__conn_new(struct ftc_store_server *srv);
@@ -130,6 +149,25 @@ void ftc__conn_close(store_conn *c, int level, const char *tag,
  * the op's whole answer; or WAIT_CANCELED) and queues the connection to
  * serve its following input. */
 void ftc__conn_unpark(store_conn *c, uint8_t reply);
+
+/* mem.c */
+/* Brings the connection's charge in the store up to date with its
+ * buffers. */
+void ftc__conn_account(store_conn *c);
+/* Gives back everything the closed connection was charged. */
+void ftc__conn_uncharge(store_conn *c);
+/* A request is known to need `need` bytes in all: holds that room from
+ * now on (c->need), or closes the connection (store.full) and returns 0
+ * when it would pass max_total_bytes. */
+int ftc__conn_hold_request(store_conn *c, size_t need);
+/* n more bytes of replies are about to be queued: 1 if they fit, else
+ * closes the connection (store.full) and returns 0. */
+int ftc__conn_hold_output(store_conn *c, uint64_t n);
+/* Whether unsent replies reached FTC__STORE_OUTPUT_PAUSE. */
+int ftc__conn_output_full(const store_conn *c);
+/* conn.c: the connection's replies drained; serve and read it again if it
+ * had stopped for them. */
+void ftc__conn_output_drained(store_conn *c);
 
 /* dispatch.c: serves one complete request. */
 void ftc__store_dispatch(store_conn *c, const ftc__wire_req *r);
@@ -191,6 +229,13 @@ void ftc__out_raw(store_conn *c, const void *p, size_t n);
 /* A value as a string reply (v NULL: empty); big values are sent from the
  * store's memory, not copied. */
 void ftc__out_value(store_conn *c, const ftc__kv_value *v);
+/* What out_value would queue for v: bytes copied (its length prefix, its
+ * bytes if small) and bookkeeping, for checking a reply before building
+ * it. */
+uint64_t ftc__out_value_cost(const ftc__kv_value *v);
+/* Checks and makes room for n more bytes of replies at once (see
+ * ftc__conn_hold_output); 0 if the connection was closed instead. */
+int ftc__out_prepare(store_conn *c, uint64_t n);
 /* Hands queued output to the kernel (called once per loop iteration). */
 void ftc__out_flush(store_conn *c);
 void ftc__out_release(store_batch *b);

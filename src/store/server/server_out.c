@@ -10,10 +10,11 @@
  * referenced (a copy is cheaper than an extra iovec for small ones). */
 #define INLINE_MAX 4096
 
-/* Admits n more bytes of output: 0 if the connection is closing, or now
- * closed because its unsent output would pass the limit (a client that
- * does not read its replies). */
-static int admit(store_conn *c, uint64_t n)
+/* Admits n more bytes of output, of which `copied` are copied into the
+ * batch (the rest are referenced values): 0 if the connection is closing,
+ * or now closed because its unsent output would pass max_output_bytes (a
+ * client that does not read its replies) or the copy max_total_bytes. */
+static int admit(store_conn *c, uint64_t n, uint64_t copied)
 {
     if (c->closing) {
         return 0;
@@ -29,6 +30,9 @@ static int admit(store_conn *c, uint64_t n)
                  (unsigned long long)max);
         c->srv->live.slow_drops++;
         ftc__conn_close(c, FTC_LOG_WARN, "store.backlog", why);
+        return 0;
+    }
+    if (!ftc__conn_hold_output(c, copied)) {
         return 0;
     }
     if (!ftc__list_linked(&c->dirty_node)) {
@@ -84,7 +88,7 @@ static void add_bytes(store_conn *c, const void *p, size_t n)
 
 void ftc__out_u8(store_conn *c, uint8_t v)
 {
-    if (admit(c, 1)) {
+    if (admit(c, 1, 1)) {
         add_bytes(c, &v, 1);
     }
 }
@@ -93,7 +97,7 @@ void ftc__out_u32(store_conn *c, uint32_t v)
 {
     uint8_t raw[4];
     ftc__put_u32le(raw, v);
-    if (admit(c, sizeof(raw))) {
+    if (admit(c, sizeof(raw), sizeof(raw))) {
         add_bytes(c, raw, sizeof(raw));
     }
 }
@@ -102,14 +106,14 @@ void ftc__out_i64(store_conn *c, int64_t v)
 {
     uint8_t raw[8];
     ftc__put_u64le(raw, (uint64_t)v);
-    if (admit(c, sizeof(raw))) {
+    if (admit(c, sizeof(raw), sizeof(raw))) {
         add_bytes(c, raw, sizeof(raw));
     }
 }
 
 void ftc__out_raw(store_conn *c, const void *p, size_t n)
 {
-    if (admit(c, n)) {
+    if (admit(c, n, n)) {
         add_bytes(c, p, n);
     }
 }
@@ -118,7 +122,8 @@ void ftc__out_str(store_conn *c, const void *p, size_t n)
 {
     uint8_t raw[8];
     ftc__put_u64le(raw, n);
-    if (admit(c, sizeof(raw) + (uint64_t)n)) {
+    uint64_t all = sizeof(raw) + (uint64_t)n;
+    if (admit(c, all, all)) {
         add_bytes(c, raw, sizeof(raw));
         add_bytes(c, p, n);
     }
@@ -132,13 +137,35 @@ void ftc__out_value(store_conn *c, const ftc__kv_value *v)
     }
     uint8_t raw[8];
     ftc__put_u64le(raw, v->len);
-    if (admit(c, sizeof(raw) + (uint64_t)v->len)) {
+    if (admit(c, sizeof(raw) + (uint64_t)v->len, ftc__out_value_cost(v))) {
         add_bytes(c, raw, sizeof(raw));
         ftc__kv_value *ref = ftc__kv_value_ref((ftc__kv_value *)v);
         if (c->closing || push_seg(c, 0, v->len, ref) != 0) {
             ftc__kv_value_unref(ref);
         }
     }
+}
+
+uint64_t ftc__out_value_cost(const ftc__kv_value *v)
+{
+    if (v == NULL || v->len <= INLINE_MAX) {
+        return 8 + (v != NULL ? v->len : 0);
+    }
+    return 8 + sizeof(store_seg);
+}
+
+int ftc__out_prepare(store_conn *c, uint64_t n)
+{
+    if (c->closing || !ftc__conn_hold_output(c, n)) {
+        return 0;
+    }
+    /* Exactly that room, not double: it was checked against the limit. */
+    if (n > SIZE_MAX || ftc__buf_reserve_exact(&c->pending.bytes, n) != 0) {
+        ftc__conn_close(c, FTC_LOG_ERROR, "store.nomem",
+                        "no memory for replies");
+        return 0;
+    }
+    return 1;
 }
 
 void ftc__out_release(store_batch *b)
@@ -148,8 +175,9 @@ void ftc__out_release(store_batch *b)
     }
     b->nsegs = 0;
     b->total = 0;
-    /* Keep a small buffer for the next replies; give big ones back. */
-    if (b->bytes.cap > (1u << 20)) {
+    /* Keep a small buffer for the next replies; give big ones back (what
+     * stays is counted against the total limit). */
+    if (b->bytes.cap > FTC__STORE_CONN_FREE / 2) {
         ftc__buf_free(&b->bytes);
     } else {
         ftc__buf_reset(&b->bytes);
@@ -199,7 +227,18 @@ static void on_written(uv_write_t *req, int status)
     ftc__out_flush(c);
 }
 
+static void flush(store_conn *c);
+
 void ftc__out_flush(store_conn *c)
+{
+    flush(c);
+    if (!c->closing) {
+        ftc__conn_account(c);
+        ftc__conn_output_drained(c);
+    }
+}
+
+static void flush(store_conn *c)
 {
     if (c->closing || c->writing || c->pending.total == 0) {
         return;

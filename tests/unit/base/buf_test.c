@@ -25,6 +25,22 @@ static void append_grow_and_consume(void **state)
     ftc__buf_free(&b);
 }
 
+/* An exact reservation grows to the room asked for, not double. */
+static void reserve_exact_does_not_double(void **state)
+{
+    (void)state;
+    ftc__buf b;
+    ftc__buf_init(&b, 1 << 20);
+    TK_OK(ftc__buf_append(&b, "abc", 3));
+    TK_OK(ftc__buf_reserve_exact(&b, 1000));
+    assert_int_equal(b.cap, 1003);
+    TK_OK(ftc__buf_reserve_exact(&b, 500));
+    assert_int_equal(b.cap, 1003);
+    assert_memory_equal(ftc__buf_begin(&b), "abc", 3);
+    TK_EXPECT(ftc__buf_reserve_exact(&b, 1 << 20), FTC_EMSGSIZE);
+    ftc__buf_free(&b);
+}
+
 static void max_is_enforced_before_allocating(void **state)
 {
     (void)state;
@@ -80,6 +96,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(append_grow_and_consume),
+        cmocka_unit_test(reserve_exact_does_not_double),
         cmocka_unit_test(max_is_enforced_before_allocating),
         cmocka_unit_test(string_encoding_is_u64_length_then_bytes),
         cmocka_unit_test(allocation_failure_leaves_buffer_intact),

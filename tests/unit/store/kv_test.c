@@ -650,6 +650,54 @@ static void reserved_room_and_owned_values(void **state)
     ftc__kv_free(kv);
 }
 
+/* The server's charges (its buffers and queued replies) count against
+ * the limit with the data; a value that leaves the map while a reply
+ * still holds it stays charged until the reply lets go of it. */
+static void charges_and_orphaned_values(void **state)
+{
+    (void)state;
+    ftc__kv *probe = new_kv(UINT64_MAX);
+    TK_OK(ftc__kv_set(probe, S("/a"), S("12345678")));
+    uint64_t one = held(probe);
+    ftc__kv_free(probe);
+    ftc__kv *kv = new_kv(one + 30);
+    TK_OK(ftc__kv_afford(kv, one + 30));
+    TK_EXPECT(ftc__kv_afford(kv, one + 31), FTC_EMSGSIZE);
+    ftc__kv_charge(kv, 30);
+    assert_int_equal(ftc__kv_charged(kv), 30);
+    TK_EXPECT(ftc__kv_afford(kv, one + 1), FTC_EMSGSIZE);
+    assert_non_null(strstr(ftc_last_error(), "30 B of it buffers"));
+    TK_OK(ftc__kv_set(kv, S("/a"), S("12345678")));
+    TK_EXPECT(ftc__kv_set(kv, S("/b"), S("")), FTC_EMSGSIZE);
+    ftc__kv_uncharge(kv, 30);
+    assert_int_equal(ftc__kv_charged(kv), 0);
+    /* A reply holds /a's value; replacing or deleting it orphans it. */
+    ftc__kv_value *reply =
+        ftc__kv_value_ref((ftc__kv_value *)ftc__kv_get(kv, S("/a")));
+    uint64_t cost = reply->cap + sizeof(*reply);
+    assert_true(cost > 30);
+    TK_OK(ftc__kv_set(kv, S("/a"), S("x")));
+    assert_int_equal(ftc__kv_charged(kv), cost);
+    assert_int_equal(ftc__kv_delete(kv, S("/a")), 1);
+    assert_int_equal(ftc__kv_charged(kv), cost);
+    TK_EXPECT(ftc__kv_set(kv, S("/a"), S("12345678")), FTC_EMSGSIZE);
+    ftc__kv_value_unref(reply);
+    assert_int_equal(ftc__kv_charged(kv), 0);
+    TK_OK(ftc__kv_set(kv, S("/a"), S("12345678")));
+    /* A popped item is the caller's, charged until released. */
+    assert_int_equal(ftc__kv_delete(kv, S("/a")), 1);
+    TK_OK(ftc__kv_queue_push(kv, S("/q"), S("item")));
+    int64_t size;
+    ftc__kv_value *item;
+    ftc__kv_queue_pop(kv, S("/q"), &size, &item);
+    assert_int_equal(size, 1);
+    assert_int_equal(ftc__kv_bytes(kv), 0);
+    assert_int_equal(ftc__kv_charged(kv), item->cap + sizeof(*item));
+    ftc__kv_value_unref(item);
+    assert_int_equal(ftc__kv_charged(kv), 0);
+    ftc__kv_free(kv);
+}
+
 /* Waits and watches hold memory too: they count against the limit, so
  * empty requests cannot exhaust the server. */
 static void registrations_count_against_the_limit(void **state)
@@ -852,6 +900,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(watches),
         cmocka_unit_test(total_bytes_limit),
         cmocka_unit_test(reserved_room_and_owned_values),
+        cmocka_unit_test(charges_and_orphaned_values),
         cmocka_unit_test(registrations_count_against_the_limit),
         cmocka_unit_test(accounting_returns_to_zero),
         cmocka_unit_test(append_keeps_shared_values),
