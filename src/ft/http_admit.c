@@ -113,6 +113,13 @@ static bool vouched(const ftc__http_admit *a, const struct sockaddr *sa)
 
 void ftc__http_admit_vouch_client(ftc__http_admit *a, struct MHD_Connection *c)
 {
+    /* A connection admitted as vouched for (no stranger slot) has nothing
+     * to add: most requests, which then scan nothing. */
+    const union MHD_ConnectionInfo *ctx =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ctx == NULL || ctx->socket_context == NULL) {
+        return;
+    }
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (info == NULL) {

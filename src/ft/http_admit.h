@@ -53,7 +53,8 @@ void ftc__http_admit_fini(ftc__http_admit *a);
 void ftc__http_admit_vouch(ftc__http_admit *a, const char *const *addrs,
                            size_t n);
 /* Remembers the client of c (which proved it holds the token), the oldest
- * of FTC__HTTP_ADMIT_SEEN giving way. Thread-safe. */
+ * of FTC__HTTP_ADMIT_SEEN giving way; only a connection admitted as a
+ * stranger's is looked at (the others cost nothing). Thread-safe. */
 void ftc__http_admit_vouch_client(ftc__http_admit *a, struct MHD_Connection *c);
 
 /* Connections refused so far, and strangers' connections open now. */
