@@ -3,6 +3,7 @@
  * control frames. Every header is checked before its payload is touched:
  * foreign or stale traffic fails the group and is never reduced. */
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,12 +36,29 @@ void ftc__chan_close(ftc__chan *c)
     ftc__auth_wipe(&c->rx_mac, sizeof(c->rx_mac));
 }
 
+/* How long a broken connection waits for the peer's side channel to say
+ * why. A process that exits closes all its connections at once, so the
+ * side channel's ABORT or end of stream follows within microseconds on one
+ * host; over a network (or a relay) the two connections are not ordered,
+ * and the reason can trail the break by a round trip. */
+#define WHY_WAIT_NS (100 * 1000 * 1000LL)
+
 bool ftc__chan_heard_why(ftc__tcp *g, int peer)
 {
     ftc__chan *s = &g->side[peer];
-    if (!g->failed && s->fd >= 0 && !s->eof) {
+    int64_t deadline = ftc__now_ns() + WHY_WAIT_NS;
+    while (!g->failed && s->fd >= 0 && !s->eof) {
         s->readable = true;
         ftc__chan_pump_side(g, s);
+        int64_t left = deadline - ftc__now_ns();
+        if (g->failed || s->eof || left <= 0) {
+            break;
+        }
+        struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+        int ms = (int)((left + 999999) / 1000000);
+        if (poll(&pfd, 1, ms) <= 0) {
+            break;
+        }
     }
     return g->failed != 0;
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -115,12 +116,20 @@ static void *relay_main(void *arg)
         TK_OK(ftc__sock_set_nonblock(to[n], 0));
         n++;
     }
+    /* Each direction is forwarded until its end of stream, which is passed
+     * on as a half-close: a rank's last bytes on one connection are not
+     * lost because another connection closed first. */
     uint8_t buf[65536];
-    while (!atomic_load(&r->stop)) {
+    bool open[2 * CONNS];
+    int nopen = 2 * n;
+    for (int i = 0; i < 2 * n; i++) {
+        open[i] = true;
+    }
+    while (nopen > 0 && !atomic_load(&r->stop)) {
         struct pollfd p[2 * CONNS];
-        for (int i = 0; i < n; i++) {
-            p[2 * i] = (struct pollfd){.fd = from[i], .events = POLLIN};
-            p[2 * i + 1] = (struct pollfd){.fd = to[i], .events = POLLIN};
+        for (int i = 0; i < 2 * n; i++) {
+            int fd = i % 2 == 0 ? from[i / 2] : to[i / 2];
+            p[i] = (struct pollfd){.fd = open[i] ? fd : -1, .events = POLLIN};
         }
         if (poll(p, (nfds_t)(2 * n), 50) <= 0) {
             continue;
@@ -130,10 +139,13 @@ static void *relay_main(void *arg)
                 continue;
             }
             int c = i / 2, upward = i % 2 == 0;
+            int dest = upward ? to[c] : from[c];
             ssize_t k = recv(p[i].fd, buf, sizeof(buf), 0);
             if (k <= 0) {
-                atomic_store(&r->stop, 1);
-                break;
+                open[i] = false;
+                nopen--;
+                shutdown(dest, SHUT_WR);
+                continue;
             }
             if (upward && c == r->flip_conn && up[c] <= r->flip_at &&
                 r->flip_at < up[c] + (size_t)k) {
@@ -143,8 +155,8 @@ static void *relay_main(void *arg)
             if (upward) {
                 up[c] += (size_t)k;
             }
-            ftc__sock_send_all(upward ? to[c] : from[c], buf, (size_t)k,
-                               ftc__deadline_in_ms(5000), NULL);
+            ftc__sock_send_all(dest, buf, (size_t)k, ftc__deadline_in_ms(5000),
+                               NULL);
         }
     }
     for (int i = 0; i < n; i++) {
