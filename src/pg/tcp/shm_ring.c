@@ -110,7 +110,9 @@ static bool lane_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         if (n == left && n + pad > room) {
             n = room > pad ? room - pad : 0; /* the end goes with its pad */
         }
-        ring_put(l->tx, l->tx_head, x->buf + l->tx_off, n);
+        if (n > 0) { /* an empty message may have no buffer */
+            ring_put(l->tx, l->tx_head, x->buf + l->tx_off, n);
+        }
         l->tx_head += n;
         l->tx_off += n;
         bool last = l->tx_off == x->len;
@@ -220,7 +222,9 @@ static bool lane_read(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         if (x->a != NULL) {
             n -= n % elem;
         }
-        ring_take(g, l->rx, l->rx_tail, x, l->rx_got, n);
+        if (n > 0) {
+            ring_take(g, l->rx, l->rx_tail, x, l->rx_got, n);
+        }
         l->rx_got += n;
         l->rx_tail += n;
         moved = moved || n > 0;
