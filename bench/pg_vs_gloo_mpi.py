@@ -11,7 +11,8 @@ slowest rank; busbw nccl-tests style). Prints the median over repetitions
 for each system and the ratios, then checks the targets of issue 4.
 
 Systems:
-  ftc         build/tools/ftc/ftc bench pg (this tree)
+  ftc         build/tools/ftc/ftc bench pg (this tree), over loopback TCP
+  ftc-shm     the same over shared-memory lanes (FTC_PG_TRANSPORT=shm)
   gloo        raw Gloo C++ (Debian libgloo-dev), anchors/gloo_allreduce.cc
   torch-gloo  PyTorch 1.13 ProcessGroupGloo, anchors/torch_gloo_allreduce.py
   mpi-tcp     Open MPI ob1/tcp over lo, anchors/mpi_allreduce.c (if mpicc)
@@ -84,6 +85,8 @@ def norm(system, n, rows):
         lat = r.get("lat_us_median", r.get("p50_us"))
         bus = r.get("busbw_GBps", r.get("busbw_gbps"))
         sysname = system
+        if system == "ftc" and r.get("backend", "").endswith("+shm"):
+            sysname = "ftc-shm"
         if system == "mpi":
             sysname = "mpi-" + r.get("transport", "?")
         out.append({"system": sysname, "N": n, "op": op, "size": size,
@@ -93,11 +96,15 @@ def norm(system, n, rows):
 
 
 def run_ftc(ftc, n):
+    """ftc over loopback TCP ("ftc") and over shared-memory lanes
+    ("ftc-shm"), interleaved per op and size."""
+    both = ["--backend", "tcp+tcp,tcp+shm"]
     rows = run([ftc, "bench", "pg", "--ranks", str(n), "--json", "--op",
-                "allreduce", "--sizes", ",".join(map(str, ALLREDUCE_SIZES))])
+                "allreduce", "--sizes", ",".join(map(str, ALLREDUCE_SIZES))]
+               + both)
     rows += run([ftc, "bench", "pg", "--ranks", str(n), "--json", "--op",
                  "broadcast,allgather", "--sizes",
-                 ",".join(map(str, OTHER_SIZES))])
+                 ",".join(map(str, OTHER_SIZES))] + both)
     return rows
 
 

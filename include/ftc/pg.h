@@ -204,6 +204,9 @@ typedef struct ftc_pg_opts {
      * protection"). Every member must choose alike, else the handshake
      * fails with FTC_EPROTO. Ignored without a token. */
     int protect;
+    /* What carries the collectives between two ranks of one host
+     * (ftc_pg_transport; tcp backend; docs/operations.md "Transports"). */
+    int transport;
 } ftc_pg_opts;
 
 /* ftc_pg_opts.protect. */
@@ -224,6 +227,25 @@ typedef enum ftc_pg_protect {
      * network, as Gloo's and NCCL's do). */
     FTC_PG_PROTECT_OFF = 3,
 } ftc_pg_protect;
+
+/* ftc_pg_opts.transport. Whatever carries the collectives, each pair keeps
+ * its TCP connections: the side channel (send/recv, liveness, aborts) and
+ * the end-of-stream that says a peer died. */
+typedef enum ftc_pg_transport {
+    /* The environment variable FTC_PG_TRANSPORT ("auto", "tcp" or "shm"),
+     * else AUTO. */
+    FTC_PG_TRANSPORT_DEFAULT = 0,
+    /* Shared memory between two ranks of one host whose connection is
+     * not protected (see protect), TCP between the others. A pair whose
+     * shared segment cannot be opened (another host after all, another
+     * user) stays on TCP and says why in the log. */
+    FTC_PG_TRANSPORT_AUTO = 1,
+    /* TCP between every pair. */
+    FTC_PG_TRANSPORT_TCP = 2,
+    /* Shared memory between every pair, else ftc_pg_create fails with
+     * FTC_ENOTSUP naming the pair and why. */
+    FTC_PG_TRANSPORT_SHM = 3,
+} ftc_pg_transport;
 
 FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
 

@@ -106,6 +106,13 @@ int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
                            "ftc_pg_protect",
                            out->protect);
     }
+    if (out->transport < FTC_PG_TRANSPORT_DEFAULT ||
+        out->transport > FTC_PG_TRANSPORT_SHM) {
+        return ftc__seterr(FTC_EINVAL,
+                           "ftc_pg_opts.transport %d is not an "
+                           "ftc_pg_transport",
+                           out->transport);
+    }
     if (out->sndbuf_bytes < 0 || out->rcvbuf_bytes < 0 ||
         (out->spin_us < -1 && out->spin_us != FTC_PG_SPIN_AUTO)) {
         return ftc__seterr(FTC_EINVAL, "negative buffer or spin");
@@ -113,20 +120,39 @@ int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
     return 0;
 }
 
-/* FTC_PG_PROTECT (NULL: unset) as an ftc_pg_protect; AUTO when unset. */
+/* An enum option's environment variable (NULL or "": unset) as one of
+ * values, named by names (values[0] when unset). */
+static int env_choice(const char *var, const char *v, const char *const *names,
+                      const int *values, int n, int *out)
+{
+    if (v == NULL || v[0] == '\0') {
+        *out = values[0];
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            *out = values[i];
+            return 0;
+        }
+    }
+    return ftc__seterr(FTC_EINVAL, "%s='%.32s': expected %s, %s or %s", var, v,
+                       names[0], names[1], names[2]);
+}
+
 static int protect_from_env(const char *v, int *out)
 {
-    if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
-        *out = FTC_PG_PROTECT_AUTO;
-    } else if (strcmp(v, "mac") == 0) {
-        *out = FTC_PG_PROTECT_MAC;
-    } else if (strcmp(v, "off") == 0) {
-        *out = FTC_PG_PROTECT_OFF;
-    } else {
-        return ftc__seterr(
-            FTC_EINVAL, "FTC_PG_PROTECT='%.32s': expected auto, mac or off", v);
-    }
-    return 0;
+    static const char *const names[] = {"auto", "mac", "off"};
+    static const int values[] = {FTC_PG_PROTECT_AUTO, FTC_PG_PROTECT_MAC,
+                                 FTC_PG_PROTECT_OFF};
+    return env_choice("FTC_PG_PROTECT", v, names, values, 3, out);
+}
+
+static int transport_from_env(const char *v, int *out)
+{
+    static const char *const names[] = {"auto", "tcp", "shm"};
+    static const int values[] = {FTC_PG_TRANSPORT_AUTO, FTC_PG_TRANSPORT_TCP,
+                                 FTC_PG_TRANSPORT_SHM};
+    return env_choice("FTC_PG_TRANSPORT", v, names, values, 3, out);
 }
 
 int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
@@ -160,6 +186,12 @@ int ftc__pg_init(ftc_pg *pg, int rank, int size, const int *parent_ranks,
     }
     if (pg->opts.protect == FTC_PG_PROTECT_DEFAULT) {
         rc = protect_from_env(env.protect, &pg->opts.protect);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (pg->opts.transport == FTC_PG_TRANSPORT_DEFAULT) {
+        rc = transport_from_env(env.transport, &pg->opts.transport);
         if (rc != 0) {
             return rc;
         }

@@ -1,6 +1,7 @@
 /* Test harness for process groups (see pg_kit.h). */
 #include "pg_kit.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,4 +140,76 @@ void pgt_assert_unpublished(ftc_store_client *c, const char *prefix)
     int ready = -1;
     assert_int_equal(ftc_store_client_check(c, keys, 1, &ready, 1000), 0);
     assert_int_equal(ready, 0);
+}
+
+int pgt_lane_segments(void)
+{
+    int n = 0;
+    char line[512];
+    FILE *f = fopen("/proc/self/maps", "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, "memfd:ftc-pg-lane") != NULL;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[300], target[256];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(path, target, sizeof(target) - 1);
+        if (k > 0) {
+            target[k] = '\0';
+            n += strstr(target, "memfd:ftc-pg-lane") != NULL;
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
+}
+
+int pgt_forgery_caught(ftc_pg *pg, pgt_forgery *f)
+{
+    int r = ftc_pg_rank(pg);
+    float x[4] = {1, 2, 3, 4}, before[4];
+    ftc_tensor t = ftc_tensor_cpu(x, 4, FTC_DTYPE_F32);
+    ftc_work *w;
+    int rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
+    rc = rc == 0 ? pgt_wait(w) : rc;
+    if (rc != 0) {
+        return rc;
+    }
+    if (r == 1) {
+        TK_WAIT_UNTIL(atomic_load(&f->first_done) != 0, 10000);
+        f->plant(pg, f->arg);
+        atomic_store(&f->planted, 1);
+    } else {
+        atomic_store(&f->first_done, 1);
+        TK_WAIT_UNTIL(atomic_load(&f->planted) != 0, 10000);
+    }
+    memcpy(before, x, sizeof(before));
+    rc = ftc_pg_allreduce(pg, &t, &t, FTC_OP_SUM, NULL, &w);
+    rc = rc == 0 ? pgt_wait(w) : rc;
+    if (r == 0) {
+        if (rc != f->want || !strstr(ftc_last_error(), f->word) ||
+            !strstr(ftc_last_error(), "rank 1 (127.0.0.1:") ||
+            memcmp(before, x, sizeof(before)) != 0) {
+            return ftc__seterr(FTC_EPROTO, "rank 0 got %s: %s",
+                               ftc_err_name(rc), ftc_last_error());
+        }
+        return 0;
+    }
+    /* Rank 1's op may have completed with rank 0's genuine data; its next
+     * one hears that rank 0 failed, with the code and rank 0's name. */
+    if (rc == 0) {
+        rc = ftc_pg_barrier(pg, NULL, &w);
+        rc = rc == 0 ? pgt_wait(w) : rc;
+    }
+    if (rc != f->want || !strstr(ftc_last_error(), "rank 0 (127.0.0.1:")) {
+        return ftc__seterr(FTC_EPROTO, "rank 1 got %s: %s", ftc_err_name(rc),
+                           ftc_last_error());
+    }
+    return 0;
 }

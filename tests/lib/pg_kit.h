@@ -4,6 +4,8 @@
 #ifndef FTC_TEST_PG_HARNESS_H
 #define FTC_TEST_PG_HARNESS_H
 
+#include <stdatomic.h>
+
 #include "ftc/pg.h"
 #include "testkit.h"
 
@@ -31,6 +33,26 @@ double pgt_value(int seed, int rank, size_t i, int dtype, int op);
 /* Waits for a work with a bounded timeout, returns its result, releases
  * it. */
 int pgt_wait(ftc_work *w);
+
+/* A forged-message case on 2 ranks: both run an honest allreduce; once
+ * rank 0 is done with it, rank 1 calls plant(pg, arg) to forge a message
+ * for rank 0; then both run a second allreduce. Rank 0 must fail with
+ * want naming rank 1 and word, its buffer untouched; rank 1 must hear it,
+ * in that allreduce or a barrier after, naming rank 0. 0, or FTC_EPROTO
+ * saying what happened instead. The same sync for both ranks. */
+typedef struct pgt_forgery {
+    void (*plant)(ftc_pg *pg, void *arg);
+    void *arg;
+    int want;
+    const char *word;
+    atomic_int first_done; /* rank 0 finished the honest allreduce */
+    atomic_int planted;
+} pgt_forgery;
+int pgt_forgery_caught(ftc_pg *pg, pgt_forgery *f);
+
+/* Shared-memory lane segments this process still holds: mappings in
+ * /proc/self/maps plus open descriptors (0 once every group is gone). */
+int pgt_lane_segments(void);
 
 /* Asserts that ftc_pg_create left nothing under prefix: its group key
  * "<prefix>/backend/group" was never set (a refused backend). */

@@ -30,6 +30,7 @@ void ftc__chan_close(ftc__chan *c)
     ftc__free(c->tmp);
     c->tmp = NULL;
     ftc__chan_drop_queue(c);
+    ftc__shm_lane_close(c);
     ftc__auth_wipe(c->k_tx, sizeof(c->k_tx));
     ftc__auth_wipe(c->k_rx, sizeof(c->k_rx));
     ftc__auth_wipe(&c->tx_mac, sizeof(c->tx_mac));
@@ -114,6 +115,32 @@ static size_t staged(const ftc__chan *c)
     return c->st_len - c->st_head;
 }
 
+bool ftc__chan_decode_header(ftc__tcp *g, ftc__chan *c,
+                             const uint8_t in[FTC__PGW_HDR], ftc__pgw_hdr *h)
+{
+    int rc = ftc__pgw_decode(in, h);
+    if (rc != 0) {
+        ftc__tcp_fail(g, rc, "from %s: %s", c->name, ftc_last_error());
+        return false;
+    }
+    if (h->group != g->group_id || h->src != (uint32_t)c->peer) {
+        ftc__tcp_fail(g, FTC_EPROTO,
+                      "from %s: message of another group (id %016llx, "
+                      "rank %u); rejected",
+                      c->name, (unsigned long long)h->group, h->src);
+        return false;
+    }
+    if (h->epoch != g->epoch) {
+        ftc__tcp_fail(g, FTC_ESTALE,
+                      "from %s: message of epoch %llu, this group is epoch "
+                      "%llu; rejected",
+                      c->name, (unsigned long long)h->epoch,
+                      (unsigned long long)g->epoch);
+        return false;
+    }
+    return true;
+}
+
 bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
 {
     while (staged(c) < FTC__PGW_HDR) {
@@ -123,24 +150,7 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
         }
     }
     ftc__pgw_hdr h;
-    int rc = ftc__pgw_decode(c->stage + c->st_head, &h);
-    if (rc != 0) {
-        ftc__tcp_fail(g, rc, "from %s: %s", c->name, ftc_last_error());
-        return false;
-    }
-    if (h.group != g->group_id || h.src != (uint32_t)c->peer) {
-        ftc__tcp_fail(g, FTC_EPROTO,
-                      "from %s: message of another group (id %016llx, "
-                      "rank %u); rejected",
-                      c->name, (unsigned long long)h.group, h.src);
-        return false;
-    }
-    if (h.epoch != g->epoch) {
-        ftc__tcp_fail(g, FTC_ESTALE,
-                      "from %s: message of epoch %llu, this group is epoch "
-                      "%llu; rejected",
-                      c->name, (unsigned long long)h.epoch,
-                      (unsigned long long)g->epoch);
+    if (!ftc__chan_decode_header(g, c, c->stage + c->st_head, &h)) {
         return false;
     }
     if (c->protect) {
@@ -350,7 +360,7 @@ void ftc__chan_drop_queue(ftc__chan *c)
 
 /* ------------------------------------------------------------ collective */
 
-static bool dep_ok(const ftc__plan *p, const ftc__xfer *x)
+bool ftc__xfer_ready(const ftc__plan *p, const ftc__xfer *x)
 {
     if (x->dep_chan < 0) {
         return true;
@@ -359,8 +369,8 @@ static bool dep_ok(const ftc__plan *p, const ftc__xfer *x)
     return (x->dep_send ? d->sent : d->recvd) >= x->dep_count;
 }
 
-static void coll_header(const ftc__tcp *g, uint32_t k, size_t len,
-                        uint8_t out[FTC__PGW_HDR])
+void ftc__coll_header(const ftc__tcp *g, uint32_t k, size_t len,
+                      uint8_t out[FTC__PGW_HDR])
 {
     ftc__pgw_hdr h = {.kind = FTC__PGW_COLL,
                       .op = (uint8_t)g->cur->coll,
@@ -380,10 +390,10 @@ static bool coll_write_protected(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
     bool moved = false;
     while (c->writable && pc->sent < pc->nsends) {
         ftc__xfer *x = &pc->sends[pc->sent];
-        if (!dep_ok(&g->plan, x)) {
+        if (!ftc__xfer_ready(&g->plan, x)) {
             break;
         }
-        coll_header(g, pc->sent, x->len, c->hdrbuf);
+        ftc__coll_header(g, pc->sent, x->len, c->hdrbuf);
         bool done;
         ssize_t n = ftc__chan_send_protected(g, c, c->hdrbuf, x->buf, x->len,
                                              x->tag, &c->send_off, &done);
@@ -416,10 +426,10 @@ static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         size_t skip = c->send_off;
         for (uint32_t k = pc->sent; k < pc->nsends && nmsg < BATCH; k++) {
             const ftc__xfer *x = &pc->sends[k];
-            if (!dep_ok(&g->plan, x)) {
+            if (!ftc__xfer_ready(&g->plan, x)) {
                 break;
             }
-            coll_header(g, k, x->len, hdrs[nmsg]);
+            ftc__coll_header(g, k, x->len, hdrs[nmsg]);
             niov += ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, NULL,
                                    skip);
             skip = 0;
@@ -466,10 +476,7 @@ static void mismatch(ftc__tcp *g, ftc__chan *c, const char *what)
                   (unsigned long long)cur->seq);
 }
 
-/* Matches the parsed header to the next receive of the plan. false: the
- * message belongs to a later collective or must wait for a dependency
- * (parked: the bytes stay where they are), or the group failed. */
-static bool coll_match(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
+bool ftc__chan_coll_check(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc)
 {
     const ftc__pgw_hdr *h = &c->hdr;
     if (h->kind != FTC__PGW_COLL) {
@@ -492,10 +499,17 @@ static bool coll_match(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         mismatch(g, c, "an unexpected message");
         return false;
     }
-    const ftc__xfer *x = &pc->recvs[pc->recvd];
-    if (!dep_ok(&g->plan, x)) {
+    return ftc__xfer_ready(&g->plan, &pc->recvs[pc->recvd]);
+}
+
+/* Matches the parsed header to the next receive of the plan and says
+ * where its payload lands. false: not yet, or the group failed. */
+static bool coll_match(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
+{
+    if (!ftc__chan_coll_check(g, c, pc)) {
         return false;
     }
+    const ftc__xfer *x = &pc->recvs[pc->recvd];
     if (x->a != NULL) {
         if (c->tmp_cap < x->len) {
             uint8_t *t = ftc__realloc(c->tmp, x->len);
@@ -516,6 +530,9 @@ static bool coll_match(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
 {
     ftc__plan_chan *pc = &g->plan.ch[c - g->coll];
+    if (c->lane != NULL) {
+        return ftc__shm_pump(g, c, pc);
+    }
     bool moved = coll_write(g, c, pc);
     while (!g->failed && pc->recvd < pc->nrecvs) {
         /* A large payload comes next: read just its header, so the
@@ -547,13 +564,19 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
         g->plan.pending--;
         moved = true;
     }
-    if (!g->failed && c->eof && pc->recvd < pc->nrecvs &&
-        !ftc__chan_heard_why(g, c->peer)) {
+    if (!g->failed && c->eof && pc->recvd < pc->nrecvs) {
+        ftc__chan_peer_gone(g, c, pc);
+    }
+    return moved;
+}
+
+void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc)
+{
+    if (!ftc__chan_heard_why(g, c->peer)) {
         ftc__tcp_fail(g, FTC_EPEER,
                       "Connection closed by peer %s during %s #%llu "
                       "(received %u of %u messages)",
                       c->name, ftc__coll_name(g->cur->coll),
                       (unsigned long long)g->cur->seq, pc->recvd, pc->nrecvs);
     }
-    return moved;
 }

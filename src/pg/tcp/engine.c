@@ -413,6 +413,15 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
         if (now >= dl.ns) {
             return;
         }
+        if (g->shm_moved) {
+            /* Lanes move without socket events: their progress is a hit. */
+            g->shm_moved = false;
+            if (polling) {
+                spin_learn(g, true);
+            }
+            spin_end = now + (may_poll ? g->spin_cur : 0);
+            polling = may_poll && g->spin_cur > 0;
+        }
         int timeout = 0;
         if (now >= spin_end) {
             if (polling) {
@@ -427,6 +436,10 @@ static void drive(ftc__tcp *g, bool pt, ftc_work *w, ftc__deadline dl)
             timeout = until == INT64_MAX
                           ? -1
                           : (int)((until - now + 999999) / 1000000);
+            if (timeout != 0 && ftc__shm_arm(g)) {
+                g->shm_moved = false;
+                continue;
+            }
         }
         int n = epoll_wait(g->epfd, ev, 64, timeout);
         if (n > 0) {

@@ -179,6 +179,7 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->epoch = pg->opts.epoch;
     g->auth = pg->token != NULL;
     g->protect = g->auth ? pg->opts.protect : FTC_PG_PROTECT_OFF;
+    g->transport = pg->opts.transport;
     g->epfd = -1;
     g->doorbell.fd = -1;
     g->inbox_tail = &g->inbox;
@@ -252,6 +253,9 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, pg->rank, pg->size);
         g->spin_cur = g->spin_ns;
         rc = ftc__mesh_connect(g, l, addrs, (ftc__deadline){deadline_ns});
+    }
+    if (rc == 0) {
+        rc = ftc__shm_connect(g, (ftc__deadline){deadline_ns});
     }
     ftc__pg_listener_close(l);
     if (rc == 0) {

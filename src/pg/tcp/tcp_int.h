@@ -10,6 +10,7 @@
 
 #include "pg/pg_int.h"
 #include "pg/tcp/protect.h"
+#include "pg/tcp/shm.h"
 #include "pg/tcp/tcp.h"
 #include "pg/tcp/wire.h"
 
@@ -141,6 +142,9 @@ typedef struct ftc__chan {
     ftc__protect_mac tx_mac, rx_mac;
     uint8_t rx_tag[FTC__PROTECT_TAG];
     size_t rx_tag_got;
+    /* A collective channel to a rank of this host: its messages go
+     * through shared memory; the connection rings doorbells (shm.h). */
+    ftc__shm_lane *lane;
 } ftc__chan;
 
 /* ----------------------------------------------------------------- group */
@@ -153,6 +157,7 @@ typedef struct ftc__tcp {
     uint64_t group_id, epoch;
     bool auth;        /* a token is set: handshakes carry MACs */
     int protect;      /* ftc_pg_protect, resolved; OFF without auth */
+    int transport;    /* ftc_pg_transport, resolved */
     uint8_t key[32];  /* derived from the token */
     int64_t spin_ns;  /* most polling before sleeping (0: never) */
     int64_t spin_cur; /* driver: the adaptive window, <= spin_ns */
@@ -201,8 +206,9 @@ typedef struct ftc__tcp {
     size_t scratch_cap;
     bool probing;
     uint64_t probe_nonce;
-    bool *pong;    /* size: answered the current probe */
-    ftc__op *done; /* finished ops, to complete after the pump */
+    bool *pong;     /* size: answered the current probe */
+    ftc__op *done;  /* finished ops, to complete after the pump */
+    bool shm_moved; /* a lane moved bytes since the driver last looked */
 } ftc__tcp;
 
 /* ---- plan.c */
@@ -288,6 +294,34 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact);
  * the stage first, then straight from the socket for large remainders.
  * true once all of it is there. */
 bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c);
+
+/* Decodes a received header and checks that it comes from this group,
+ * this epoch and c's peer. false: the group failed. */
+bool ftc__chan_decode_header(ftc__tcp *g, ftc__chan *c,
+                             const uint8_t in[FTC__PGW_HDR], ftc__pgw_hdr *h);
+/* The header of the current collective's k-th message on a channel. */
+void ftc__coll_header(const ftc__tcp *g, uint32_t k, size_t len,
+                      uint8_t out[FTC__PGW_HDR]);
+/* c's peer closed its end while the current collective still needs c:
+ * fails the group with the peer's reason if its side channel has one. */
+void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc);
+/* Whether a message's dependency is met. */
+bool ftc__xfer_ready(const ftc__plan *p, const ftc__xfer *x);
+/* Checks c->hdr against the next receive of the plan on c. false: the
+ * message is for a later collective or must wait for a dependency, or it
+ * does not fit (the group failed). */
+bool ftc__chan_coll_check(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc);
+
+/* ---- shm_lane.c: after the mesh, offers and takes a shared-memory lane
+ * on every collective channel to a rank of this host (g->transport). */
+int ftc__shm_connect(ftc__tcp *g, ftc__deadline dl);
+void ftc__shm_lane_close(ftc__chan *c);
+/* ---- shm_ring.c (driver only) */
+/* Moves c's messages through its lane; true if anything moved. */
+bool ftc__shm_pump(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc);
+/* Before the driver sleeps: asks the peers of waiting lanes to ring, then
+ * looks once more. true: something moved (do not sleep). */
+bool ftc__shm_arm(ftc__tcp *g);
 
 /* ---- tune.c: socket options of a connected channel (non-blocking,
  * NODELAY, buffers, congestion control). FTC_EINVAL when the congestion

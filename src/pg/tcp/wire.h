@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 #define FTC__PGW_MAGIC 0x31435446u /* "FTC1" as little-endian bytes */
-#define FTC__PGW_VERSION 1
+/* 2: SHM_OFFER/SHM_ANSWER after the handshake (shared-memory lanes). */
+#define FTC__PGW_VERSION 2
 #define FTC__PGW_HDR 48
 #define FTC__PGW_HELLO_BODY 16
 /* The largest ABORT or handshake-reject text accepted. */
@@ -31,7 +32,9 @@ typedef enum ftc__pgw_kind {
     FTC__PGW_BYE = 6,       /* the sender leaves (destroy) */
     FTC__PGW_HELLO = 7,     /* handshake, body follows */
     FTC__PGW_HELLO_ACK = 8, /* accepted (len 0) or rejected (text) */
-    FTC__PGW_KIND_END = 9,
+    FTC__PGW_SHM_OFFER = 9, /* collective channel: a lane's segment, or none */
+    FTC__PGW_SHM_ANSWER = 10, /* taken (flags 1) or not (the reason) */
+    FTC__PGW_KIND_END = 11,
 } ftc__pgw_kind;
 
 typedef struct ftc__pgw_hdr {

@@ -15,7 +15,13 @@
 #include "pg_kit.h"
 
 /* Exit codes of a member. */
-enum { OK = 0, WRONG_ERROR = 3, NO_ERROR = 4, REBUILD_FAILED = 5 };
+enum {
+    OK = 0,
+    WRONG_ERROR = 3,
+    NO_ERROR = 4,
+    REBUILD_FAILED = 5,
+    SEGMENT_LEFT = 6
+};
 
 static const char *scenario;
 
@@ -123,6 +129,12 @@ static int member(int argc, char **argv)
     }
     ftc_pg_destroy(pg);
     free(x);
+    /* A failed group leaves no shared-memory segment behind. */
+    if (code == OK && pgt_lane_segments() != 0) {
+        fprintf(stderr, "rank %d: %d lane segments left\n", rank,
+                pgt_lane_segments());
+        code = SEGMENT_LEFT;
+    }
     if (code == OK && !link) {
         code = rebuild(store, rank, n, victim);
     }

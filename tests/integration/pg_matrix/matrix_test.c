@@ -139,6 +139,10 @@ static int member(int argc, char **argv)
     }
     rc = large ? run_large(pg) : run_matrix(pg);
     ftc_pg_destroy(pg);
+    if (rc == 0 && pgt_lane_segments() != 0) {
+        fprintf(stderr, "rank %d: lane segments left after destroy\n", rank);
+        return 1;
+    }
     return rc;
 }
 

@@ -190,6 +190,7 @@ static void *member_main(void *p)
     o.timeout_ms = tk_ms(10000);
     o.token = "relay-test-secret";
     o.protect = m->protect;
+    o.transport = FTC_PG_TRANSPORT_TCP; /* the relay sees the data */
     ftc_pg *pg = NULL;
     m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 42,
                                       NULL, &o);
@@ -237,9 +238,12 @@ static void through_relay(int protect, int p2p, member m[2], relay *r)
     char relay_addr[64];
     snprintf(relay_addr, sizeof(relay_addr), "127.0.0.1:%d", r->port);
     r->to = m[0].l.addr;
-    /* The first collective message's payload: after the HELLO (header,
-     * body, MAC) and the message's header. */
-    r->flip_at = FTC__PGW_HDR + FTC__PGW_HELLO_BODY + 32 + FTC__PGW_HDR + 5;
+    /* The first message's payload: after the HELLO (header, body, MAC),
+     * on a collective stream the shared-memory answer (a header: no
+     * lane), and the message's header. */
+    size_t answer = p2p ? 0 : FTC__PGW_HDR;
+    r->flip_at =
+        FTC__PGW_HDR + FTC__PGW_HELLO_BODY + 32 + answer + FTC__PGW_HDR + 5;
     r->flip_conn = p2p;
     atomic_init(&r->stop, 0);
     pthread_create(&r->t, NULL, relay_main, r);

@@ -56,7 +56,8 @@ static const ftc__cli_option options[] = {
      .metavar = "LIST",
      .help = "backends by name (tcp, xccl, ...), comma-separated: one block "
              "each, interleaved per op and size; NAME+mac or NAME+off runs "
-             "it with a token and that message protection",
+             "it with a token and that message protection, NAME+shm or "
+             "NAME+tcp with that transport between these local ranks",
      .env = "FTC_PG_BACKEND"},
     {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops),
      .names = bench_coll_op_names, .metavar = "LIST", .help = "collectives",
@@ -190,20 +191,45 @@ static int pg_bcast(void *ctx, double *v, size_t n)
     return wait_work(rc, &w);
 }
 
-/* The backend of a --backend entry ("tcp", "tcp+mac") into name, and its
- * protection: FTC_PG_PROTECT_DEFAULT without a suffix (then no token),
- * -1 for an unknown one. */
-static int backend_name(const char *entry, char *name, size_t cap)
+/* What a --backend entry's suffixes choose. */
+typedef struct entry_opts {
+    int protect;   /* +mac, +off; FTC_PG_PROTECT_DEFAULT: no token */
+    int transport; /* +shm, +tcp; FTC_PG_TRANSPORT_DEFAULT */
+} entry_opts;
+
+/* The backend of a --backend entry ("tcp", "tcp+mac", "tcp+tcp+off")
+ * into name, and its suffixes into eo. -1 for an unknown suffix. */
+static int parse_entry(const char *entry, char *name, size_t cap,
+                       entry_opts *eo)
 {
+    *eo = (entry_opts){FTC_PG_PROTECT_DEFAULT, FTC_PG_TRANSPORT_DEFAULT};
     const char *plus = strchr(entry, '+');
     size_t n = plus != NULL ? (size_t)(plus - entry) : strlen(entry);
     snprintf(name, cap, "%.*s", (int)n, entry);
-    if (plus == NULL) {
-        return FTC_PG_PROTECT_DEFAULT;
+    while (plus != NULL) {
+        const char *word = plus + 1;
+        plus = strchr(word, '+');
+        size_t len = plus != NULL ? (size_t)(plus - word) : strlen(word);
+        static const struct {
+            const char *word;
+            int is_transport, value;
+        } suffixes[] = {{"mac", 0, FTC_PG_PROTECT_MAC},
+                        {"off", 0, FTC_PG_PROTECT_OFF},
+                        {"shm", 1, FTC_PG_TRANSPORT_SHM},
+                        {"tcp", 1, FTC_PG_TRANSPORT_TCP}};
+        size_t k = 0;
+        while (k < sizeof(suffixes) / sizeof(suffixes[0]) &&
+               (strlen(suffixes[k].word) != len ||
+                strncmp(word, suffixes[k].word, len) != 0)) {
+            k++;
+        }
+        if (k == sizeof(suffixes) / sizeof(suffixes[0])) {
+            return -1;
+        }
+        *(suffixes[k].is_transport ? &eo->transport : &eo->protect) =
+            suffixes[k].value;
     }
-    return strcmp(plus + 1, "mac") == 0   ? FTC_PG_PROTECT_MAC
-           : strcmp(plus + 1, "off") == 0 ? FTC_PG_PROTECT_OFF
-                                          : -1;
+    return 0;
 }
 
 /* Creates this rank's group on backend b (under "<prefix>/<name>"), then
@@ -218,7 +244,10 @@ static int create_backend(const cfg *c, ftc_store_client *store, int b,
     ftc_pg_opts_init(&o);
     o.host = "127.0.0.1";
     char name[64];
-    o.protect = backend_name(c->backends[b], name, sizeof(name));
+    entry_opts eo;
+    parse_entry(c->backends[b], name, sizeof(name), &eo);
+    o.protect = eo.protect;
+    o.transport = eo.transport;
     o.backend = name;
     /* With a protection named, the group has a token (the bench's own, so
      * FTC_TOKEN in the environment does not change the rows). */
@@ -465,9 +494,13 @@ static int split_backends(cfg *c)
                                         MAX_BACKENDS);
         }
         char base[64];
-        if (backend_name(name, base, sizeof(base)) < 0) {
-            return ftc__cli_usage_error(
-                &command, "--backend: %s: the protection is mac or off", name);
+        entry_opts eo;
+        if (parse_entry(name, base, sizeof(base), &eo) != 0) {
+            return ftc__cli_usage_error(&command,
+                                        "--backend: %s: a suffix is +mac or "
+                                        "+off (protection), +shm or +tcp "
+                                        "(transport)",
+                                        name);
         }
         for (int i = 0; i < c->nbackends; i++) {
             if (strcmp(c->backends[i], name) == 0) {

@@ -1,0 +1,243 @@
+/* Shared-memory lanes between ranks of one host (src/pg/tcp/shm_*.c):
+ * every size through the rings, the segments gone with the group, a
+ * hostile peer writing forged headers or indices into its ring, and the
+ * choice of transport (docs/operations.md "Transports"). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base_int.h"
+#include "pg/tcp/tcp_int.h"
+#include "pg_kit.h"
+
+static ftc_pg_opts with_transport(int transport)
+{
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.transport = transport;
+    o.timeout_ms = tk_ms(20000);
+    return o;
+}
+
+static int lanes_of(ftc_pg *pg)
+{
+    ftc__tcp *g = pg->impl;
+    int n = 0;
+    for (int i = 0; i < g->size * g->streams; i++) {
+        n += g->coll[i].lane != NULL;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------ the data path */
+
+static int every_size(ftc_pg *pg, void *arg)
+{
+    (void)arg;
+    int peers = ftc_pg_size(pg) - 1;
+    if (lanes_of(pg) != peers || pgt_lane_segments() == 0) {
+        return ftc__seterr(FTC_EPROTO, "%d lanes for %d peers, %d segments",
+                           lanes_of(pg), peers, pgt_lane_segments());
+    }
+    /* Odd byte counts (i8), the ring's size and more (1 MiB), f64 and
+     * the averaging op. */
+    static const size_t counts[] = {1, 7, 1000, 262144, 300001};
+    static const struct {
+        int coll, dtype, op;
+    } cases[] = {
+        {PGT_ALLREDUCE, FTC_DTYPE_F32, FTC_OP_SUM},
+        {PGT_ALLREDUCE, FTC_DTYPE_I8, FTC_OP_MAX},
+        {PGT_ALLREDUCE, FTC_DTYPE_F64, FTC_OP_AVG},
+        {PGT_BROADCAST, FTC_DTYPE_U8, FTC_OP_SUM},
+        {PGT_ALLGATHER, FTC_DTYPE_F32, FTC_OP_SUM},
+        {PGT_REDUCE_SCATTER, FTC_DTYPE_I32, FTC_OP_SUM},
+    };
+    int seed = 1;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            int rc = pgt_check(pg, cases[c].coll, cases[c].dtype, cases[c].op,
+                               counts[k], FTC_ALGO_AUTO, 0, seed++);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+static void lanes_carry_every_size_and_vanish(void **state)
+{
+    (void)state;
+    ftc_pg_opts o = with_transport(FTC_PG_TRANSPORT_SHM);
+    pgt_run_threads(2, &o, every_size, NULL);
+    assert_int_equal(pgt_lane_segments(), 0);
+    pgt_run_threads(3, &o, every_size, NULL);
+    assert_int_equal(pgt_lane_segments(), 0);
+}
+
+/* ------------------------------------------------------ a hostile peer */
+
+enum { F_EPOCH, F_GROUP, F_STALE, F_INDEX, F_SIZE, F_COUNT };
+
+/* Rank 1 writes into its ring to rank 0 what an honest writer never
+ * would, between two allreduces. */
+static void forge(ftc_pg *pg, void *arg)
+{
+    int kind = *(const int *)arg;
+    ftc__tcp *g = pg->impl;
+    ftc__shm_lane *l = g->coll[ftc__chan_id(g, 0, 0)].lane;
+    if (kind == F_INDEX) {
+        /* Its own state too, or its next write would publish the truth. */
+        l->tx_head += 2 * FTC__SHM_RING;
+        atomic_store(&l->tx_ctl->head, l->tx_head);
+        return;
+    }
+    ftc__pgw_hdr h = {.kind = FTC__PGW_COLL,
+                      .op = PGT_ALLREDUCE,
+                      .group = g->group_id ^ (kind == F_GROUP),
+                      .epoch = g->epoch + (kind == F_EPOCH),
+                      .seq = kind == F_STALE ? 1 : 2,
+                      .src = 1,
+                      .len = kind == F_SIZE ? 8 : 16};
+    uint8_t *at = l->tx + (l->tx_head & (FTC__SHM_RING - 1));
+    ftc__pgw_encode(at, &h);
+    memset(at + FTC__PGW_HDR, 0x7f, 16); /* NaNs if reduced */
+    l->tx_head += FTC__SHM_ALIGN;
+    atomic_store(&l->tx_ctl->head, l->tx_head);
+}
+
+static int forged(ftc_pg *pg, void *arg)
+{
+    return pgt_forgery_caught(pg, arg);
+}
+
+static void forged_ring_contents_fail_the_op(void **state)
+{
+    (void)state;
+    ftc_pg_opts o = with_transport(FTC_PG_TRANSPORT_SHM);
+    static const char *const words[F_COUNT] = {"epoch", "another group",
+                                               "stale", "out of range",
+                                               "unexpected message"};
+    for (int k = 0; k < F_COUNT; k++) {
+        pgt_forgery f = {.plant = forge,
+                         .arg = &k,
+                         .want = k == F_EPOCH ? FTC_ESTALE : FTC_EPROTO,
+                         .word = words[k]};
+        pgt_run_threads(2, &o, forged, &f);
+        assert_int_equal(pgt_lane_segments(), 0);
+    }
+}
+
+/* ------------------------------------------------- choosing transports */
+
+typedef struct creator {
+    ftc__pg_listener l;
+    const char *addrs[2];
+    int rank;
+    ftc_pg_opts o;
+    int rc;
+    int lanes;
+    char msg[512];
+} creator;
+
+static void *create_main(void *p)
+{
+    creator *m = p;
+    ftc_pg *pg = NULL;
+    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 7, NULL,
+                                      &m->o);
+    snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
+    m->lanes = pg != NULL ? lanes_of(pg) : -1;
+    ftc_pg_destroy(pg);
+    return NULL;
+}
+
+/* Two ranks with these options each; the results in m. */
+static void create_pair(creator m[2], const ftc_pg_opts o[2])
+{
+    for (int i = 0; i < 2; i++) {
+        m[i] = (creator){.rank = i, .o = o[i]};
+        m[i].o.connect_timeout_ms = tk_ms(5000);
+        TK_OK(ftc__pg_listen("127.0.0.1", &m[i].l));
+    }
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        m[i].addrs[0] = m[0].l.addr;
+        m[i].addrs[1] = m[1].l.addr;
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_create(&t[i], NULL, create_main, &m[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+    }
+}
+
+static void transport_is_chosen_per_pair(void **state)
+{
+    (void)state;
+    creator m[2];
+    /* Auto on one host: a lane. */
+    ftc_pg_opts o[2] = {with_transport(FTC_PG_TRANSPORT_AUTO),
+                        with_transport(FTC_PG_TRANSPORT_AUTO)};
+    create_pair(m, o);
+    TK_OK(m[0].rc);
+    assert_int_equal(m[0].lanes, 1);
+    assert_int_equal(m[1].lanes, 1);
+    /* One rank says tcp: both stay on TCP, and agree. */
+    o[1] = with_transport(FTC_PG_TRANSPORT_TCP);
+    create_pair(m, o);
+    TK_OK(m[0].rc);
+    TK_OK(m[1].rc);
+    assert_int_equal(m[0].lanes, 0);
+    assert_int_equal(m[1].lanes, 0);
+    /* Protected messages: no lane; required, the create says why. */
+    for (int i = 0; i < 2; i++) {
+        o[i] = with_transport(FTC_PG_TRANSPORT_AUTO);
+        o[i].token = "lane-test";
+        o[i].protect = FTC_PG_PROTECT_MAC;
+    }
+    create_pair(m, o);
+    TK_OK(m[0].rc);
+    assert_int_equal(m[0].lanes + m[1].lanes, 0);
+    o[0].transport = FTC_PG_TRANSPORT_SHM;
+    create_pair(m, o);
+    assert_int_equal(m[0].rc, FTC_ENOTSUP);
+    assert_non_null(strstr(m[0].msg, "protected"));
+    assert_non_null(strstr(m[0].msg, "rank 1 (127.0.0.1:"));
+    assert_int_equal(pgt_lane_segments(), 0);
+}
+
+static void transport_from_the_environment(void **state)
+{
+    (void)state;
+    creator m[2];
+    ftc_pg_opts o[2] = {with_transport(FTC_PG_TRANSPORT_DEFAULT),
+                        with_transport(FTC_PG_TRANSPORT_DEFAULT)};
+    setenv("FTC_PG_TRANSPORT", "tcp", 1);
+    create_pair(m, o);
+    TK_OK(m[0].rc);
+    assert_int_equal(m[0].lanes + m[1].lanes, 0);
+    setenv("FTC_PG_TRANSPORT", "sideways", 1);
+    create_pair(m, o);
+    assert_int_equal(m[0].rc, FTC_EINVAL);
+    assert_non_null(strstr(m[0].msg, "FTC_PG_TRANSPORT='sideways'"));
+    unsetenv("FTC_PG_TRANSPORT");
+    o[0].transport = 9;
+    o[1].transport = 9;
+    create_pair(m, o);
+    assert_int_equal(m[0].rc, FTC_EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+    unsetenv("FTC_PG_TRANSPORT");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lanes_carry_every_size_and_vanish),
+        cmocka_unit_test(forged_ring_contents_fail_the_op),
+        cmocka_unit_test(transport_is_chosen_per_pair),
+        cmocka_unit_test(transport_from_the_environment),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
