@@ -11,6 +11,7 @@ void ftc__pg_env_read(ftc__pg_env *out)
     out->backend = getenv("FTC_PG_BACKEND");
     out->protect = getenv("FTC_PG_PROTECT");
     out->transport = getenv("FTC_PG_TRANSPORT");
+    out->host_id = getenv("FTC_PG_HOST_ID");
     out->baby_helper = getenv("FTC_PG_BABY_HELPER");
     out->baby_hang_ms = getenv("FTC_PG_BABY_HANG_MS");
 }

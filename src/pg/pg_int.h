@@ -202,6 +202,7 @@ typedef struct ftc__pg_env {
     const char *backend;        /* FTC_PG_BACKEND */
     const char *protect;        /* FTC_PG_PROTECT */
     const char *transport;      /* FTC_PG_TRANSPORT */
+    const char *host_id;        /* FTC_PG_HOST_ID */
     const char *baby_helper;    /* FTC_PG_BABY_HELPER */
     const char *baby_hang_ms;   /* FTC_PG_BABY_HANG_MS */
 } ftc__pg_env;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pg/tcp/tcp.h"
+#include "pg/tcp/tcp_int.h"
 
 typedef struct member {
     pthread_t t;
@@ -212,4 +212,14 @@ int pgt_forgery_caught(ftc_pg *pg, pgt_forgery *f)
                            ftc_last_error());
     }
     return 0;
+}
+
+int pgt_lanes(ftc_pg *pg)
+{
+    ftc__tcp *g = pg->impl;
+    int n = 0;
+    for (int i = 0; i < g->size * g->streams; i++) {
+        n += g->coll[i].lane != NULL;
+    }
+    return n;
 }

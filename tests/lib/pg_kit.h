@@ -50,6 +50,10 @@ typedef struct pgt_forgery {
 } pgt_forgery;
 int pgt_forgery_caught(ftc_pg *pg, pgt_forgery *f);
 
+/* Collective channels of pg (tcp backend) that go through shared
+ * memory. */
+int pgt_lanes(ftc_pg *pg);
+
 /* Shared-memory lane segments this process still holds: mappings in
  * /proc/self/maps plus open descriptors (0 once every group is gone). */
 int pgt_lane_segments(void);

@@ -19,8 +19,10 @@
 
 #define MAGIC "FTCSHM1"
 #define MEMFD_NAME "ftc-pg-lane"
-/* pid, fd, ring bytes, nonce */
-#define OFFER_BODY (4 + 4 + 8 + FTC__SHM_NONCE)
+/* Bytes of a host identity (FTC_PG_HOST_ID), NUL-padded. */
+#define HOST_ID 32
+/* pid, fd, ring bytes, nonce, the offerer's host identity */
+#define OFFER_BODY (4 + 4 + 8 + FTC__SHM_NONCE + HOST_ID)
 #define REASON_MAX 256
 
 /* The segment's first page. */
@@ -216,6 +218,18 @@ static int recv_frame(ftc__tcp *g, ftc__chan *c, int kind, ftc__pgw_hdr *h,
                    : ftc__adderr(rc, "shared-memory set-up with %s", c->name);
 }
 
+/* This host's identity as FTC_PG_HOST_ID gives it (tests make several
+ * "hosts" of one machine with it), NUL-padded; all zeros when unset. */
+static void host_id(uint8_t out[HOST_ID])
+{
+    ftc__pg_env env;
+    ftc__pg_env_read(&env);
+    memset(out, 0, HOST_ID);
+    if (env.host_id != NULL) {
+        snprintf((char *)out, HOST_ID, "%s", env.host_id);
+    }
+}
+
 /* Whether this rank would carry channel c over shared memory, and if not,
  * why (for FTC_PG_TRANSPORT_SHM's error). */
 static bool wants(const ftc__tcp *g, const ftc__chan *c, char *why, size_t cap)
@@ -248,6 +262,7 @@ static int offer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     ftc__put_u32le(body + 4, (uint32_t)c->lane->memfd);
     ftc__put_u64le(body + 8, FTC__SHM_RING);
     memcpy(body + 16, nonce, FTC__SHM_NONCE);
+    host_id(body + 16 + FTC__SHM_NONCE);
     return send_frame(g, c, FTC__PGW_SHM_OFFER, 1, body, sizeof(body), dl);
 }
 
@@ -261,7 +276,17 @@ static int answer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     }
     char why[REASON_MAX] = "";
     bool took = false;
-    if (h.flags == 1 && h.len == OFFER_BODY && wants(g, c, why, sizeof(why))) {
+    uint8_t mine[HOST_ID];
+    host_id(mine);
+    const uint8_t *theirs = body + 16 + FTC__SHM_NONCE;
+    if (h.flags == 1 && h.len == OFFER_BODY &&
+        memcmp(theirs, mine, HOST_ID) != 0) {
+        snprintf(why, sizeof(why),
+                 "another host: its FTC_PG_HOST_ID is '%.32s', the offer's "
+                 "'%.32s'",
+                 (const char *)mine, (const char *)theirs);
+    } else if (h.flags == 1 && h.len == OFFER_BODY &&
+               wants(g, c, why, sizeof(why))) {
         took = lane_open(
                    c, ftc__get_u32le(body), (int32_t)ftc__get_u32le(body + 4),
                    ftc__get_u64le(body + 8), body + 16, why, sizeof(why)) == 0;
@@ -294,7 +319,8 @@ static int require_lanes(const ftc__tcp *g)
 {
     for (int i = 0; i < g->size * g->streams; i++) {
         const ftc__chan *c = &g->coll[i];
-        char why[REASON_MAX] = "the peer could not open its segment";
+        char why[REASON_MAX] = "the peer did not take the segment (its "
+                               "log says why)";
         if (c->fd >= 0 && c->lane == NULL) {
             wants(g, c, why, sizeof(why));
             return ftc__seterr(FTC_ENOTSUP,

@@ -115,6 +115,50 @@ static int run_large(ftc_pg *pg)
     return 0;
 }
 
+/* With PG_MATRIX_HOSTS=h, the ranks are h "hosts" of n/h contiguous ranks
+ * (FTC_PG_HOST_ID): lanes join the ranks of a host, TCP the hosts. The
+ * group is checked to be mixed so, and so are the two groups of a 2-D
+ * mesh over it: shard (one host's ranks, all lanes) and replicate (one
+ * rank per host, all TCP). */
+static int hosts;
+
+static int check_lanes(ftc_pg *pg, int want, const char *what)
+{
+    if (pgt_lanes(pg) != want) {
+        fprintf(stderr, "rank %d: %s has %d lanes, expected %d\n",
+                ftc_pg_rank(pg), what, pgt_lanes(pg), want);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_mesh(ftc_pg *pg)
+{
+    int per_host = ftc_pg_size(pg) / hosts;
+    ftc_pg *shard = NULL, *rep = NULL;
+    int rc = ftc_pg_mesh_2d(pg, per_host, FTC_DEVICE_CPU, NULL, &shard, &rep);
+    if (rc != 0) {
+        fprintf(stderr, "mesh_2d: %s\n", ftc_last_error());
+        return 1;
+    }
+    rc = check_lanes(shard, per_host - 1, "the shard group") ||
+         check_lanes(rep, 0, "the replicate group");
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        ftc_pg *sub = i == 0 ? shard : rep;
+        rc = pgt_check(sub, PGT_ALLREDUCE, FTC_DTYPE_F32, FTC_OP_SUM, 300001,
+                       FTC_ALGO_AUTO, 0, 77 + i) ||
+             pgt_check(sub, PGT_ALLGATHER, FTC_DTYPE_BF16, FTC_OP_SUM, 4099,
+                       FTC_ALGO_AUTO, 0, 79 + i);
+        if (rc != 0) {
+            fprintf(stderr, "%s group: %s\n", i == 0 ? "shard" : "replicate",
+                    ftc_last_error());
+        }
+    }
+    ftc_pg_destroy(shard);
+    ftc_pg_destroy(rep);
+    return rc;
+}
+
 /* Role: one member. argv: store size rank mode */
 static int member(int argc, char **argv)
 {
@@ -131,13 +175,21 @@ static int member(int argc, char **argv)
     if (!large) {
         o.segment_bytes = 2048; /* many segments at small sizes */
     }
+    if (hosts > 1) {
+        char id[16];
+        snprintf(id, sizeof(id), "host%d", rank / (n / hosts));
+        setenv("FTC_PG_HOST_ID", id, 1);
+    }
     ftc_pg *pg = NULL;
     int rc = pgt_create(argv[1], "matrix", rank, n, &o, &pg);
     if (rc != 0) {
         fprintf(stderr, "rank %d: create: %s\n", rank, ftc_last_error());
         return 1;
     }
-    rc = large ? run_large(pg) : run_matrix(pg);
+    if (hosts > 1) {
+        rc = check_lanes(pg, n / hosts - 1, "the group") || run_mesh(pg);
+    }
+    rc = rc ? rc : large ? run_large(pg) : run_matrix(pg);
     ftc_pg_destroy(pg);
     if (rc == 0 && pgt_lane_segments() != 0) {
         fprintf(stderr, "rank %d: lane segments left after destroy\n", rank);
@@ -184,6 +236,8 @@ int main(int argc, char **argv)
     static const tk_role roles[] = {{"member", member}};
     const char *env = getenv("PG_MATRIX_SIZE");
     group_size = env != NULL ? (int)strtol(env, NULL, 10) : 2;
+    env = getenv("PG_MATRIX_HOSTS");
+    hosts = env != NULL ? (int)strtol(env, NULL, 10) : 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matrix),
     };

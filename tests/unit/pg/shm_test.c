@@ -20,25 +20,15 @@ static ftc_pg_opts with_transport(int transport)
     return o;
 }
 
-static int lanes_of(ftc_pg *pg)
-{
-    ftc__tcp *g = pg->impl;
-    int n = 0;
-    for (int i = 0; i < g->size * g->streams; i++) {
-        n += g->coll[i].lane != NULL;
-    }
-    return n;
-}
-
 /* ------------------------------------------------------ the data path */
 
 static int every_size(ftc_pg *pg, void *arg)
 {
     (void)arg;
     int peers = ftc_pg_size(pg) - 1;
-    if (lanes_of(pg) != peers || pgt_lane_segments() == 0) {
+    if (pgt_lanes(pg) != peers || pgt_lane_segments() == 0) {
         return ftc__seterr(FTC_EPROTO, "%d lanes for %d peers, %d segments",
-                           lanes_of(pg), peers, pgt_lane_segments());
+                           pgt_lanes(pg), peers, pgt_lane_segments());
     }
     /* Odd byte counts (i8), the ring's size and more (1 MiB), f64 and
      * the averaging op. */
@@ -148,7 +138,7 @@ static void *create_main(void *p)
     m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 7, NULL,
                                       &m->o);
     snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
-    m->lanes = pg != NULL ? lanes_of(pg) : -1;
+    m->lanes = pg != NULL ? pgt_lanes(pg) : -1;
     ftc_pg_destroy(pg);
     return NULL;
 }
