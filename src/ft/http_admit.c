@@ -9,6 +9,13 @@
 
 /* At most one summary of refusals this often. */
 #define LOG_EVERY_NS (10 * 1000000000LL)
+/* A stranger's connection is counted when it is accepted: the server's
+ * thread pool accepts on several threads and tells that a connection
+ * started only afterwards, so counting then let two accepts both take
+ * the last place. The start turns the reservation into an open
+ * connection; one that never starts (the server failed to set it up)
+ * lapses after this long. */
+#define PENDING_LAPSE_NS (5 * 1000000000LL)
 
 void ftc__http_admit_init(ftc__http_admit *a, unsigned max_connections,
                           unsigned reserve, unsigned max_per_address,
@@ -157,6 +164,19 @@ static struct ftc__http_admit_slot *slot_of(ftc__http_admit *a,
     return free_slot;
 }
 
+/* Gives back s's reservations that never started (mu held). */
+static void lapse_pending(ftc__http_admit *a, struct ftc__http_admit_slot *s,
+                          int64_t now)
+{
+    if (s->pending > 0 && now - s->pending_ns > PENDING_LAPSE_NS) {
+        a->strangers -= s->pending;
+        s->pending = 0;
+        if (s->open == 0) {
+            s->addr.ss_family = 0;
+        }
+    }
+}
+
 static void log_refusals(ftc__http_admit *a)
 {
     int64_t now = ftc__now_ns();
@@ -193,10 +213,23 @@ enum MHD_Result ftc__http_admit_accept(void *cls, const struct sockaddr *addr,
     const struct sockaddr *sa = plain(addr, &v4);
     pthread_mutex_lock(&a->mu);
     bool ok = vouched(a, sa);
-    if (!ok && a->strangers < a->max_strangers) {
-        const struct ftc__http_admit_slot *s = slot_of(a, sa);
-        ok = s != NULL &&
-             (s->addr.ss_family == 0 || s->open < a->max_per_address);
+    if (!ok) {
+        int64_t now = ftc__now_ns();
+        struct ftc__http_admit_slot *s = slot_of(a, sa);
+        if (s != NULL) {
+            lapse_pending(a, s, now);
+        }
+        ok = s != NULL && a->strangers < a->max_strangers &&
+             (s->addr.ss_family == 0 ||
+              s->open + s->pending < a->max_per_address);
+        if (ok) {
+            if (s->addr.ss_family == 0) {
+                keep(&s->addr, sa);
+            }
+            s->pending++;
+            s->pending_ns = now;
+            a->strangers++;
+        }
     }
     if (!ok) {
         atomic_fetch_add(&a->refused, 1);
@@ -221,16 +254,21 @@ void ftc__http_admit_notify(void *cls, struct MHD_Connection *c,
         struct ftc__http_admit_slot *s =
             sa != NULL && !vouched(a, sa) ? slot_of(a, sa) : NULL;
         if (s != NULL) {
-            if (s->addr.ss_family == 0) {
-                keep(&s->addr, sa);
+            if (s->addr.ss_family != 0 && s->pending > 0) {
+                s->pending--; /* its reservation at accept */
+            } else {
+                /* Vouched for at accept, no longer: it counts from now. */
+                if (s->addr.ss_family == 0) {
+                    keep(&s->addr, sa);
+                }
+                a->strangers++;
             }
             s->open++;
-            a->strangers++;
         }
         *socket_context = s; /* NULL: a healer's (or untracked) */
     } else if (*socket_context != NULL) {
         struct ftc__http_admit_slot *s = *socket_context;
-        if (--s->open == 0) {
+        if (--s->open == 0 && s->pending == 0) {
             s->addr.ss_family = 0;
         }
         a->strangers--;

@@ -31,10 +31,12 @@ typedef struct ftc__http_admit {
     size_t n_named;
     struct sockaddr_storage seen[FTC__HTTP_ADMIT_SEEN]; /* a ring */
     size_t n_seen, next_seen;
-    unsigned strangers; /* open stranger connections */
+    unsigned strangers; /* stranger connections open or being set up */
     struct ftc__http_admit_slot {
         struct sockaddr_storage addr; /* ss_family 0: free */
         unsigned open;
+        unsigned pending;   /* accepted, not yet started */
+        int64_t pending_ns; /* when the last of those was accepted */
     } slots[FTC__HTTP_ADMIT_SLOTS];
     atomic_uint_fast64_t refused; /* connections refused, ever */
     uint64_t refused_logged;      /* of those, reported so far */
