@@ -84,9 +84,8 @@ static ftc__shm_lane *lane_new(void)
     return l;
 }
 
-/* A fresh segment for channel c (the lower rank). */
-static int lane_create(ftc__chan *c, uint8_t nonce[FTC__SHM_NONCE], char *why,
-                       size_t cap)
+int ftc__shm_lane_create(ftc__chan *c, uint8_t nonce[FTC__SHM_NONCE], char *why,
+                         size_t cap)
 {
     _Static_assert(sizeof(ftc__shm_ctl) == 256, "control lines");
     _Static_assert(2 * sizeof(ftc__shm_ctl) <= 4096, "control page");
@@ -123,11 +122,9 @@ static int lane_create(ftc__chan *c, uint8_t nonce[FTC__SHM_NONCE], char *why,
     return 0;
 }
 
-/* Opens the peer's segment named by an offer (the higher rank). Every
- * field comes from the peer: the path must be one of its memfd segments,
- * of the size a lane has, holding the nonce it sent. */
-static int lane_open(ftc__chan *c, uint32_t pid, int32_t fd, uint64_t ring,
-                     const uint8_t nonce[FTC__SHM_NONCE], char *why, size_t cap)
+int ftc__shm_lane_open(ftc__chan *c, uint32_t pid, int32_t fd, uint64_t ring,
+                       const uint8_t nonce[FTC__SHM_NONCE], char *why,
+                       size_t cap)
 {
     if (ring != FTC__SHM_RING || fd < 0) {
         snprintf(why, cap, "its ring of %llu bytes differs from this rank's %u",
@@ -260,12 +257,13 @@ static bool wants(const ftc__tcp *g, const ftc__chan *c, char *why, size_t cap)
     return true;
 }
 
-static int offer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
+static int offer(ftc__tcp *g, ftc__chan *c, const uint8_t host[HOST_ID],
+                 ftc__deadline dl)
 {
     char why[REASON_MAX];
     uint8_t body[OFFER_BODY], nonce[FTC__SHM_NONCE];
     if (!wants(g, c, why, sizeof(why)) ||
-        lane_create(c, nonce, why, sizeof(why)) != 0) {
+        ftc__shm_lane_create(c, nonce, why, sizeof(why)) != 0) {
         FTC_LOG_DEBUG("pg.shm", "no lane to %s: %s", c->name, why);
         return send_frame(g, c, FTC__PGW_SHM_OFFER, 0, NULL, 0, dl);
     }
@@ -273,11 +271,12 @@ static int offer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     ftc__put_u32le(body + 4, (uint32_t)c->lane->memfd);
     ftc__put_u64le(body + 8, FTC__SHM_RING);
     memcpy(body + 16, nonce, FTC__SHM_NONCE);
-    host_id(body + 16 + FTC__SHM_NONCE);
+    memcpy(body + 16 + FTC__SHM_NONCE, host, HOST_ID);
     return send_frame(g, c, FTC__PGW_SHM_OFFER, 1, body, sizeof(body), dl);
 }
 
-static int answer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
+static int answer(ftc__tcp *g, ftc__chan *c, const uint8_t mine[HOST_ID],
+                  ftc__deadline dl)
 {
     ftc__pgw_hdr h;
     uint8_t body[OFFER_BODY + 1];
@@ -287,8 +286,6 @@ static int answer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     }
     char why[REASON_MAX] = "";
     bool took = false;
-    uint8_t mine[HOST_ID];
-    host_id(mine);
     const uint8_t *theirs = body + 16 + FTC__SHM_NONCE;
     if (h.flags == 1 && h.len == OFFER_BODY &&
         memcmp(theirs, mine, HOST_ID) != 0) {
@@ -298,7 +295,7 @@ static int answer(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
                  (const char *)mine, (const char *)theirs);
     } else if (h.flags == 1 && h.len == OFFER_BODY &&
                wants(g, c, why, sizeof(why))) {
-        took = lane_open(
+        took = ftc__shm_lane_open(
                    c, ftc__get_u32le(body), (int32_t)ftc__get_u32le(body + 4),
                    ftc__get_u64le(body + 8), body + 16, why, sizeof(why)) == 0;
     }
@@ -349,14 +346,16 @@ int ftc__shm_connect(ftc__tcp *g, ftc__deadline dl)
      * wire before anyone waits for them: no cycle of waiting ranks. */
     int rc = 0;
     int nch = g->size * g->streams;
+    uint8_t host[HOST_ID];
+    host_id(host);
     for (int i = 0; rc == 0 && i < nch; i++) {
         if (g->coll[i].fd >= 0 && g->coll[i].peer > g->rank) {
-            rc = offer(g, &g->coll[i], dl);
+            rc = offer(g, &g->coll[i], host, dl);
         }
     }
     for (int i = 0; rc == 0 && i < nch; i++) {
         if (g->coll[i].fd >= 0 && g->coll[i].peer < g->rank) {
-            rc = answer(g, &g->coll[i], dl);
+            rc = answer(g, &g->coll[i], host, dl);
         }
     }
     for (int i = 0; rc == 0 && i < nch; i++) {
@@ -371,11 +370,12 @@ int ftc__shm_connect(ftc__tcp *g, ftc__deadline dl)
     for (int i = 0; i < nch; i++) {
         lanes += g->coll[i].lane != NULL;
     }
+    g->nlanes = lanes;
     if (rc == 0 && lanes > 0) {
         FTC_LOG_INFO("pg.shm",
                      "group %016llx rank %d: %d of %d collective channels "
                      "over shared memory",
-                     (unsigned long long)g->group_id, g->rank, lanes,
+                     (unsigned long long)g->group_id, g->rank, g->nlanes,
                      nch - g->streams);
     }
     return rc;

@@ -240,10 +240,9 @@ static bool lane_read(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         l->rx_have_hdr = false;
         pc->recvd++;
         g->plan.pending--;
-        consumed(l, c);
     }
     if (moved) {
-        consumed(l, c);
+        consumed(l, c); /* once per pump: the loop above never waits */
     }
     return moved;
 }
@@ -265,6 +264,9 @@ bool ftc__shm_pump(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 
 bool ftc__shm_arm(ftc__tcp *g)
 {
+    if (g->nlanes == 0) {
+        return false; /* every sleep of a group without lanes */
+    }
     bool moved = false;
     for (int i = 0; g->cur != NULL && !g->failed && i < g->plan.nactive; i++) {
         int ci = g->plan.active[i];

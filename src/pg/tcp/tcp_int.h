@@ -209,6 +209,7 @@ typedef struct ftc__tcp {
     bool *pong;     /* size: answered the current probe */
     ftc__op *done;  /* finished ops, to complete after the pump */
     bool shm_moved; /* a lane moved bytes since the driver last looked */
+    int nlanes;     /* collective channels with a lane */
 } ftc__tcp;
 
 /* ---- plan.c */
@@ -316,6 +317,16 @@ bool ftc__chan_coll_check(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc);
  * on every collective channel to a rank of this host (g->transport). */
 int ftc__shm_connect(ftc__tcp *g, ftc__deadline dl);
 void ftc__shm_lane_close(ftc__chan *c);
+/* The two halves of a lane's set-up, each -1 with why when it fails. The
+ * lower rank makes a fresh segment for c (nonce: written inside); the
+ * higher maps the one an offer names, after checking every field of it
+ * (the path is one of the peer's lane segments, of a lane's size, holding
+ * the nonce). */
+int ftc__shm_lane_create(ftc__chan *c, uint8_t nonce[FTC__SHM_NONCE], char *why,
+                         size_t cap);
+int ftc__shm_lane_open(ftc__chan *c, uint32_t pid, int32_t fd, uint64_t ring,
+                       const uint8_t nonce[FTC__SHM_NONCE], char *why,
+                       size_t cap);
 /* ---- shm_ring.c (driver only) */
 /* Moves c's messages through its lane; true if anything moved. */
 bool ftc__shm_pump(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc);

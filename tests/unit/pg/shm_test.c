@@ -1,11 +1,14 @@
 /* Shared-memory lanes between ranks of one host (src/pg/tcp/shm_*.c):
  * every size through the rings, the segments gone with the group, a
- * hostile peer writing forged headers or indices into its ring, and the
- * choice of transport (docs/operations.md "Transports"). */
+ * hostile peer writing forged headers or indices into its ring or
+ * offering what is not a lane's segment, and the choice of transport
+ * (docs/operations.md "Transports"). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base_int.h"
 #include "pg/tcp/tcp_int.h"
@@ -119,6 +122,58 @@ static void forged_ring_contents_fail_the_op(void **state)
     }
 }
 
+/* ------------------------------------------- offers that are not lanes */
+
+static void expect_refused(ftc__chan *c, uint32_t pid, int fd, uint64_t ring,
+                           const uint8_t *nonce, const char *word)
+{
+    char why[256] = "";
+    assert_int_equal(
+        ftc__shm_lane_open(c, pid, fd, ring, nonce, why, sizeof(why)), -1);
+    assert_null(c->lane);
+    if (strstr(why, word) == NULL) {
+        fail_msg("refused for '%s', expected '%s'", why, word);
+    }
+}
+
+/* What an offer names is the peer's word: only a lane's segment of a
+ * lane's size holding the offered nonce is mapped. */
+static void offers_that_are_not_lanes_are_refused(void **state)
+{
+    (void)state;
+    ftc__chan a = {.fd = -1}, b = {.fd = -1};
+    uint8_t nonce[FTC__SHM_NONCE], other[FTC__SHM_NONCE];
+    char why[256];
+    assert_int_equal(ftc__shm_lane_create(&a, nonce, why, sizeof(why)), 0);
+    uint32_t pid = (uint32_t)getpid();
+    int fd = a.lane->memfd;
+    /* The honest offer: each end reads what the other writes. */
+    assert_int_equal(
+        ftc__shm_lane_open(&b, pid, fd, FTC__SHM_RING, nonce, why, sizeof(why)),
+        0);
+    a.lane->tx[0] = 42;
+    b.lane->tx[FTC__SHM_RING - 1] = 7;
+    assert_int_equal(b.lane->rx[0], 42);
+    assert_int_equal(a.lane->rx[FTC__SHM_RING - 1], 7);
+    ftc__shm_lane_close(&b);
+
+    memcpy(other, nonce, sizeof(other));
+    other[3] ^= 1;
+    expect_refused(&b, pid, fd, FTC__SHM_RING, other, "another segment");
+    expect_refused(&b, pid, fd, FTC__SHM_RING / 2, nonce, "ring of");
+    FILE *plain = tmpfile();
+    assert_non_null(plain);
+    expect_refused(&b, pid, fileno(plain), FTC__SHM_RING, nonce,
+                   "not a lane's segment");
+    fclose(plain);
+    expect_refused(&b, 0x3fffffff, fd, FTC__SHM_RING, nonce, "not this host");
+    /* Truncated: not a lane's size any more. */
+    assert_int_equal(ftruncate(fd, FTC__SHM_SEG_BYTES / 2), 0);
+    expect_refused(&b, pid, fd, FTC__SHM_RING, nonce, "a lane's size");
+    ftc__shm_lane_close(&a);
+    assert_int_equal(pgt_lane_segments(), 0);
+}
+
 /* ------------------------------------------------- choosing transports */
 
 typedef struct creator {
@@ -226,6 +281,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lanes_carry_every_size_and_vanish),
         cmocka_unit_test(forged_ring_contents_fail_the_op),
+        cmocka_unit_test(offers_that_are_not_lanes_are_refused),
         cmocka_unit_test(transport_is_chosen_per_pair),
         cmocka_unit_test(transport_from_the_environment),
     };
