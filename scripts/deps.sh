@@ -16,6 +16,7 @@ packages=(
   python3 python3-dev python3-venv python3-torch nodejs
   curl procps
   iproute2  # test hosts in network namespaces (scripts/testhosts.sh)
+  etcd-server  # the highly available lighthouse's tests and demo
   libfabric1  # oneCCL's transport (xccl; scripts/ccl_deps.sh)
 )
 

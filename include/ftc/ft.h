@@ -116,6 +116,64 @@ FTC_API int ftc_lighthouse_configure_job(ftc_lighthouse *lh, const char *spec);
  * thread calls into lh. */
 FTC_API void ftc_lighthouse_destroy(ftc_lighthouse *lh);
 
+/* ------------------------------------------- a highly available lighthouse */
+
+/* Several lighthouse processes on different hosts, one serving at a time:
+ * the one holding the leader key in etcd (docs/operations.md, "A
+ * lighthouse that survives its host"). The others stand by without
+ * listening, so clients given every address (the client takes a comma
+ * list) find the leader. A new leader starts with no state (managers
+ * rejoin at their next step, as after a lighthouse restart) and takes
+ * quorum epochs above every earlier leader's, so quorum ids only grow. */
+typedef struct ftc_lighthouse_ha ftc_lighthouse_ha;
+
+typedef struct ftc_lighthouse_ha_opts {
+    size_t struct_size; /* set by the _init (see ftc/base.h) */
+    /* etcd client URLs, "http://host:port" separated by commas; required.
+     * Copied. */
+    const char *etcd;
+    /* Keys live under it: PREFIX/leader (the leader's name, attached to
+     * its lease) and PREFIX/epochs (the last quorum epoch handed out).
+     * One prefix per set of lighthouses; NULL: "ftc/lighthouse". Copied. */
+    const char *prefix;
+    /* What the leader key says while this one leads; NULL: its bind
+     * address. Copied. */
+    const char *name;
+    /* The lease's TTL, 2000, rounded up to whole seconds (etcd's unit;
+     * etcd raises it to its own minimum, 1.5 election timeouts). A leader
+     * renews it every quarter and forms no quorum past the time its last
+     * renewal was sent plus the TTL less a tenth; a standby takes over
+     * once etcd has let it expire (up to 500 ms later: etcd's check). */
+    int64_t lease_ms;
+    int64_t poll_ms; /* a standby looks for an empty seat this often; 100 */
+    /* Called on the election thread each time this one starts serving,
+     * before any client can reach it (declare jobs there); NULL: none. */
+    void (*on_lead)(ftc_lighthouse *lh, void *arg);
+    void *on_lead_arg;
+} ftc_lighthouse_ha_opts;
+
+FTC_API void ftc_lighthouse_ha_opts_init(ftc_lighthouse_ha_opts *opts);
+
+/* Starts standing for election; returns at once (etcd is reached on a
+ * thread of its own, which serves with the options of opts when elected).
+ * opts->bind must name a port (clients list it). Errors: FTC_EINVAL (an
+ * option out of range, no etcd URL, port 0), FTC_ENOMEM. */
+FTC_API int ftc_lighthouse_ha_create(const ftc_lighthouse_opts *opts,
+                                     const ftc_lighthouse_ha_opts *ha,
+                                     ftc_lighthouse_ha **out);
+
+/* Whether it serves now; *term (may be NULL): the etcd revision at which
+ * it took the leader key, larger for every later leader. */
+FTC_API bool ftc_lighthouse_ha_leading(ftc_lighthouse_ha *h, int64_t *term);
+
+/* Waits until it serves (leading true) or stands by. FTC_ETIMEDOUT. */
+FTC_API int ftc_lighthouse_ha_wait(ftc_lighthouse_ha *h, bool leading,
+                                   int64_t timeout_ms);
+
+/* Stops serving and revokes its lease, so that a standby takes over at
+ * once, or stops standing by; frees everything. NULL is a no-op. */
+FTC_API void ftc_lighthouse_ha_destroy(ftc_lighthouse_ha *h);
+
 /* ----------------------------------------------------------------- client */
 
 typedef struct ftc_lighthouse_client ftc_lighthouse_client;

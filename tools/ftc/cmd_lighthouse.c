@@ -19,6 +19,7 @@
 
 typedef struct lh_args {
     ftc_lighthouse_opts o;
+    ftc_lighthouse_ha_opts ha;
     const char *jobs[MAX_JOBS_ARGS];
     int n_jobs;
     const char *token_file;
@@ -82,6 +83,18 @@ static const ftc__cli_option options[] = {
     {"drop-is-death", FTC__CLI_ENUM, FTC__CLI_FIELD(lh_args, o.keep_dropped),
      .names = on_off, .metavar = "on|off",
      .help = "a dropped long-poll is a death"},
+    {"etcd", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, ha.etcd),
+     .env = "FTC_ETCD", .metavar = "URL[,URL...]",
+     .help = "highly available: serve only while elected leader in this "
+             "etcd; clients list every lighthouse's address"},
+    {"etcd-prefix", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, ha.prefix),
+     .metavar = "PREFIX",
+     .help = "etcd keys of this set of lighthouses (ftc/lighthouse)"},
+    {"lease-ms", FTC__CLI_INT, FTC__CLI_FIELD(lh_args, ha.lease_ms),
+     .min = 1000, .max = 3600000, .metavar = "MS",
+     .help = "the leader's lease in etcd, whole seconds (2000)"},
+    {"name", FTC__CLI_STRING, FTC__CLI_FIELD(lh_args, ha.name),
+     .metavar = "ADDR", .help = "what etcd shows while it leads (--bind)"},
 };
 #undef NUMBER
 
@@ -90,7 +103,10 @@ static const ftc__cli_command command = {
     .about = "Decides which replica groups train each step together and "
              "pushes\nmembership changes to their managers. Serves the "
              "HTTP API, a dashboard\n(/) and Prometheus metrics (/metrics). "
-             "Stops cleanly on SIGINT/SIGTERM.\n",
+             "Stops cleanly on SIGINT/SIGTERM.\nWith --etcd, several "
+             "lighthouses stand for election and the leader\nserves "
+             "(docs/operations.md, \"A lighthouse that survives its "
+             "host\").\n",
     FTC__CLI_OPTIONS(options),
 };
 
@@ -109,11 +125,69 @@ static void dashboard_url(const char *addr, int port, bool tls, char *out,
     snprintf(out, cap, "%s://%s:%d/", tls ? "https" : "http", host, port);
 }
 
+static int declare_jobs(ftc_lighthouse *lh, const lh_args *a)
+{
+    for (int i = 0; i < a->n_jobs; i++) {
+        if (ftc_lighthouse_configure_job(lh, a->jobs[i]) != 0) {
+            fprintf(stderr, "ftc lighthouse: --job %s: %s\n", a->jobs[i],
+                    ftc_last_error());
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static void print_serving(ftc_lighthouse *lh, const lh_args *a, const char *how)
+{
+    char addr[300], url[300];
+    ftc_lighthouse_address(lh, addr, sizeof(addr));
+    dashboard_url(addr, ftc_lighthouse_port(lh), a->o.tls_cert != NULL, url,
+                  sizeof(url));
+    printf("ftc lighthouse: %sserving on %s%s\n", how, addr,
+           a->o.token == NULL  ? ""
+           : a->o.public_reads ? " (token required for writes)"
+                               : " (token required; a browser asks for it as "
+                                 "the password)");
+    printf("dashboard: %s\n", url);
+    fflush(stdout);
+}
+
+/* An elected lighthouse starts serving (the election thread). */
+static void on_lead(ftc_lighthouse *lh, void *arg)
+{
+    declare_jobs(lh, arg);
+    print_serving(lh, arg, "elected, ");
+}
+
+/* --etcd: stands for election until a signal in stop. */
+static int serve_elected(lh_args *a, sigset_t *stop)
+{
+    a->ha.on_lead = on_lead;
+    a->ha.on_lead_arg = a;
+    ftc_lighthouse_ha *h;
+    int rc = ftc_lighthouse_ha_create(&a->o, &a->ha, &h);
+    if (rc != 0) {
+        fprintf(stderr, "ftc lighthouse: %s: %s\n", ftc_strerror(rc),
+                ftc_last_error());
+        return rc == FTC_EINVAL ? 2 : 1;
+    }
+    printf("ftc lighthouse: standing for election in %s\n", a->ha.etcd);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(stop, &sig);
+    printf("ftc lighthouse: %s, stopping\n",
+           sig == SIGINT ? "SIGINT" : "SIGTERM");
+    fflush(stdout);
+    ftc_lighthouse_ha_destroy(h);
+    return 0;
+}
+
 int ftc__cmd_lighthouse(int argc, char **argv)
 {
     lh_args a;
     memset(&a, 0, sizeof(a));
     ftc_lighthouse_opts_init(&a.o);
+    ftc_lighthouse_ha_opts_init(&a.ha);
     int r = ftc__cli_parse(&command, &a, argc, argv, NULL);
     if (r != FTC__CLI_PARSED) {
         return r;
@@ -142,6 +216,9 @@ int ftc__cmd_lighthouse(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    if (a.ha.etcd != NULL) {
+        return serve_elected(&a, &stop);
+    }
     ftc_lighthouse *lh;
     int rc = ftc_lighthouse_create(&a.o, &lh);
     if (rc != 0) {
@@ -149,26 +226,12 @@ int ftc__cmd_lighthouse(int argc, char **argv)
                 ftc_last_error());
         return 1;
     }
-    for (int i = 0; i < a.n_jobs; i++) {
-        rc = ftc_lighthouse_configure_job(lh, a.jobs[i]);
-        if (rc != 0) {
-            fprintf(stderr, "ftc lighthouse: --job %s: %s\n", a.jobs[i],
-                    ftc_last_error());
-            ftc_lighthouse_destroy(lh);
-            return 2;
-        }
+    rc = declare_jobs(lh, &a);
+    if (rc != 0) {
+        ftc_lighthouse_destroy(lh);
+        return rc;
     }
-    char addr[300], url[300];
-    ftc_lighthouse_address(lh, addr, sizeof(addr));
-    dashboard_url(addr, ftc_lighthouse_port(lh), a.o.tls_cert != NULL, url,
-                  sizeof(url));
-    printf("ftc lighthouse: serving on %s%s\n", addr,
-           a.o.token == NULL  ? ""
-           : a.o.public_reads ? " (token required for writes)"
-                              : " (token required; a browser asks for it as "
-                                "the password)");
-    printf("dashboard: %s\n", url);
-    fflush(stdout);
+    print_serving(lh, &a, "");
     int sig = 0;
     sigwait(&stop, &sig);
     printf("ftc lighthouse: %s, stopping\n",

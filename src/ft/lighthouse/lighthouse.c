@@ -37,7 +37,8 @@ void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
 }
 
 /* The caller's fields over the defaults; then every field is checked. */
-static int resolve_opts(const ftc_lighthouse_opts *in, ftc_lighthouse_opts *o)
+int ftc__lighthouse_resolve_opts(const ftc_lighthouse_opts *in,
+                                 ftc_lighthouse_opts *o)
 {
     ftc_lighthouse_opts d;
     ftc_lighthouse_opts_init(&d);
@@ -501,7 +502,7 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
     }
     *out = NULL;
     ftc_lighthouse_opts o;
-    int rc = resolve_opts(in, &o);
+    int rc = ftc__lighthouse_resolve_opts(in, &o);
     if (rc != 0) {
         return rc;
     }

@@ -198,6 +198,12 @@ struct ftc_lighthouse {
     pthread_t clock;
     bool clock_running;
     atomic_bool stopping;
+    /* High availability (lighthouse_ha.c): the epochs new jobs take,
+     * [epoch_next, epoch_end), under mu (both 0: each job draws one at
+     * random), and the monotonic ms until which this lighthouse may form
+     * quorums (0: always; a leader's lease in etcd otherwise). */
+    uint32_t epoch_next, epoch_end;
+    atomic_int_fast64_t lease_until_ms;
     atomic_uint_fast64_t http[FTC__LH_NCODES];
     /* Request latency (arrival to answer) by ftc__lighthouse_kind. */
     atomic_uint_fast64_t req_buckets[FTC__LH_REQ_KINDS][FTC__LH_REQ_BUCKETS];
@@ -206,6 +212,11 @@ struct ftc_lighthouse {
 };
 
 /* ---- lighthouse.c: requests and responses */
+
+/* opts (NULL: defaults) checked and with its defaults filled in, as
+ * create does; FTC_EINVAL. Pointers are not copied. */
+int ftc__lighthouse_resolve_opts(const ftc_lighthouse_opts *in,
+                                 ftc_lighthouse_opts *o);
 
 /* Queues status with answer (ownership of one reference passes) or, for a
  * suspended request later. MHD_NO if MHD refused. */
@@ -302,6 +313,17 @@ void ftc__lighthouse_job_unlink(ftc__lighthouse_job *job,
                                 ftc__lighthouse_req *r);
 /* The answer {"epoch", "event_seq"}; NULL on FTC_ENOMEM. */
 ftc__lighthouse_blob *ftc__lighthouse_job_ack(const ftc__lighthouse_job *job);
+
+/* ---- lighthouse_ha.c: what a leader in etcd hands its lighthouse */
+
+/* New jobs take their epochs from [first, first + count) from now on
+ * (replacing what was left). */
+void ftc__lighthouse_give_epochs(ftc_lighthouse *lh, uint32_t first,
+                                 uint32_t count);
+uint32_t ftc__lighthouse_epochs_left(ftc_lighthouse *lh);
+/* Quorums form only before now_ms reaches until_ms (monotonic). */
+void ftc__lighthouse_set_lease(ftc_lighthouse *lh, int64_t until_ms);
+bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh, int64_t now_ms);
 
 /* ---- lighthouse_clock.c: the clock thread */
 

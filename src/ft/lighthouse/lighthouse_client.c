@@ -21,9 +21,23 @@ typedef struct lhc_conn {
     struct lhc_conn *next, *prev;
 } lhc_conn;
 
+#define LHC_ADDRS_MAX 8
+/* The longest pause between rounds of addresses of a highly available
+ * set (the retry_max_ms of a single lighthouse otherwise). */
+#define LHC_FAILOVER_MAX_MS 200
+
 struct ftc_lighthouse_client {
-    char base[FTC_HOST_MAX + 32]; /* "http://host:port", "https://..." */
-    char *tls_ca;                 /* NULL: the system's CAs */
+    /* "http://host:port" or "https://...": one lighthouse, or each of a
+     * highly available set of which one serves (ftc_lighthouse_ha). */
+    char bases[LHC_ADDRS_MAX][FTC_HOST_MAX + 32];
+    unsigned n_bases;
+    /* Where calls go: the last that answered. A call stuck elsewhere
+     * follows when another call gets an answer from a new one. */
+    atomic_uint current;
+    /* current + 1 after a short call timed out there (frozen or cut off),
+     * so that the next call looks elsewhere first; 0: none. */
+    atomic_uint timed_out_at;
+    char *tls_ca; /* NULL: the system's CAs */
     char job[FTC_LIGHTHOUSE_JOB_MAX];
     struct curl_slist *headers;
     int64_t timeout_ms, retry_initial_ms, retry_max_ms;
@@ -74,6 +88,37 @@ static int base_url(const char *addr, char *out, size_t cap)
     snprintf(out, cap, "%s://%s%s%s:%d", scheme, v6 ? "[" : "", host,
              v6 ? "]" : "", port);
     return 0;
+}
+
+/* addr: one address, or several separated by commas. */
+static int base_urls(ftc_lighthouse_client *c, const char *addr, bool has_token,
+                     bool insecure)
+{
+    for (const char *p = addr;; p++) {
+        size_t n = strcspn(p, ",");
+        char one[FTC_HOST_MAX + 32];
+        if (c->n_bases == LHC_ADDRS_MAX || n >= sizeof(one)) {
+            return ftc__seterr(FTC_EINVAL,
+                               "lighthouse addresses: more than "
+                               "%d or one too long",
+                               LHC_ADDRS_MAX);
+        }
+        memcpy(one, p, n);
+        one[n] = '\0';
+        char *base = c->bases[c->n_bases];
+        int rc = base_url(one, base, sizeof(c->bases[0]));
+        if (rc == 0 && has_token) {
+            rc = ftc__http_token_may_go(base, insecure);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        c->n_bases++;
+        p += n;
+        if (*p == '\0') {
+            return 0;
+        }
+    }
 }
 
 static struct curl_slist *make_headers(const char *token)
@@ -148,10 +193,7 @@ int ftc_lighthouse_client_create(const char *addr,
         curl_global_cleanup();
         return ftc__seterr(FTC_ENOMEM, "lighthouse client");
     }
-    rc = base_url(addr, c->base, sizeof(c->base));
-    if (rc == 0 && o.token != NULL) {
-        rc = ftc__http_token_may_go(c->base, o.insecure);
-    }
+    rc = base_urls(c, addr, o.token != NULL, o.insecure);
     if (rc == 0 && o.tls_ca != NULL) {
         c->tls_ca = ftc__strdup(o.tls_ca);
         rc = c->tls_ca == NULL ? ftc__seterr(FTC_ENOMEM, "tls_ca") : 0;
@@ -243,6 +285,28 @@ ftc__deadline ftc__lighthouse_client_deadline(const ftc_lighthouse_client *c,
     return ftc__deadline_from_timeout(timeout_ms, c->timeout_ms);
 }
 
+/* The address a call starts at. */
+static unsigned first_base(ftc_lighthouse_client *c)
+{
+    unsigned at = atomic_load(&c->current);
+    return atomic_load(&c->timed_out_at) == at + 1 ? (at + 1) % c->n_bases : at;
+}
+
+/* base at answered: calls go there from now on, and calls waiting on
+ * another one (which no longer leads) are woken to follow. */
+static void answered_at(ftc_lighthouse_client *c, unsigned at)
+{
+    atomic_store(&c->timed_out_at, 0);
+    if (c->n_bases == 1 || atomic_exchange(&c->current, at) == at) {
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    for (lhc_conn *k = c->busy; k != NULL; k = k->next) {
+        curl_multi_wakeup(k->multi);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* A connection from the pool (or a new one), registered as busy. */
 static int acquire(ftc_lighthouse_client *c, lhc_conn **out)
 {
@@ -298,6 +362,7 @@ void ftc__lighthouse_client_reply_init(ftc__lighthouse_client_reply *r,
                                        size_t max)
 {
     r->status = 0;
+    r->waits = false;
     ftc__buf_init(&r->body, max);
 }
 
@@ -341,10 +406,13 @@ static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
     }
 }
 
-/* Runs the transfer on k's multi handle until it ends or the client is
- * aborted (then the transfer is dropped, closing its connection). */
-static int run(ftc_lighthouse_client *c, lhc_conn *k, CURLcode *res)
+/* Runs the transfer to base at on k's multi handle until it ends, the
+ * client is aborted, or calls moved from current to another base than at
+ * (*moved): then the transfer is dropped, closing its connection. */
+static int run(ftc_lighthouse_client *c, lhc_conn *k, unsigned at,
+               unsigned current, CURLcode *res, bool *moved)
 {
+    *moved = false;
     *res = CURLE_ABORTED_BY_CALLBACK;
     if (curl_multi_add_handle(k->multi, k->easy) != CURLM_OK) {
         return ftc__seterr(FTC_ENOMEM, "lighthouse client: curl multi");
@@ -358,6 +426,11 @@ static int run(ftc_lighthouse_client *c, lhc_conn *k, CURLcode *res)
         }
         if (atomic_load(&c->aborted)) {
             rc = ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
+            break;
+        }
+        unsigned now = atomic_load(&c->current);
+        if (now != current && now != at) {
+            *moved = true;
             break;
         }
         curl_multi_poll(k->multi, NULL, 0, 1000, NULL);
@@ -408,9 +481,7 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                                     ftc__deadline dl,
                                     ftc__lighthouse_client_reply *reply)
 {
-    char url[sizeof(c->base) + 2048];
-    int n = snprintf(url, sizeof(url), "%s%s", c->base, path);
-    if (n < 0 || (size_t)n >= sizeof(url)) {
+    if (strlen(path) > 2048) {
         return ftc__seterr(FTC_EINVAL, "lighthouse URL too long");
     }
     lhc_conn *k = NULL;
@@ -418,52 +489,78 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
     if (rc != 0) {
         return rc;
     }
+    /* With several lighthouses a round of refusals is what a failover
+     * looks like until the new leader listens: look again soon. */
+    int64_t max_ms = c->n_bases > 1 && c->retry_max_ms > LHC_FAILOVER_MAX_MS
+                         ? LHC_FAILOVER_MAX_MS
+                         : c->retry_max_ms;
     ftc__backoff bo;
-    ftc__backoff_init(&bo, c->retry_initial_ms, c->retry_max_ms);
+    ftc__backoff_init(&bo, c->retry_initial_ms,
+                      max_ms > c->retry_initial_ms ? max_ms
+                                                   : c->retry_initial_ms);
     char last[CURL_ERROR_SIZE] = "";
-    for (;;) {
+    unsigned at = first_base(c);
+    for (unsigned tried = 1;; tried++) {
+        const char *base = c->bases[at];
         if (atomic_load(&c->aborted)) {
             rc = ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
             break;
         }
         if (ftc__deadline_expired(dl)) {
-            rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse %s: %s %s: %s", c->base,
+            rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse %s: %s %s: %s", base,
                              method, path,
                              last[0] != '\0' ? last : "deadline passed");
             break;
         }
+        char url[sizeof(c->bases[0]) + 2048];
+        snprintf(url, sizeof(url), "%s%s", base, path);
         ftc__buf_reset(&reply->body);
         set_request(c, k, method, url, body, len, dl, reply);
         CURLcode res = CURLE_OK;
-        rc = run(c, k, &res);
+        bool moved;
+        rc = run(c, k, at, atomic_load(&c->current), &res, &moved);
         if (rc != 0) {
             break;
+        }
+        if (moved) { /* another call found the serving lighthouse */
+            at = atomic_load(&c->current);
+            continue;
         }
         if (res == CURLE_OK) {
             curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &reply->status);
             if (reply->status != 503) {
+                answered_at(c, at);
                 break;
             }
             snprintf(last, sizeof(last), "HTTP 503 (lighthouse stopping)");
         } else if (res == CURLE_OPERATION_TIMEDOUT) {
+            if (!reply->waits && c->n_bases > 1) {
+                atomic_store(&c->timed_out_at, at + 1);
+            }
             rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse %s: %s %s: timed out",
-                             c->base, method, path);
+                             base, method, path);
             break;
         } else if (res == CURLE_WRITE_ERROR) {
             rc = ftc__seterr(FTC_EMSGSIZE, "lighthouse %s: answer over %zu B",
-                             c->base, c->max_response_bytes);
+                             base, c->max_response_bytes);
             break;
         } else if (!retryable(res)) {
             rc = ftc__seterr(
                 ftc__http_tls_refused(res) ? FTC_EAUTH : FTC_EPROTO,
-                "lighthouse %s: %s %s: %s", c->base, method, path,
+                "lighthouse %s: %s %s: %s", base, method, path,
                 k->error[0] != '\0' ? k->error : curl_easy_strerror(res));
             break;
         } else {
             snprintf(last, sizeof(last), "%s",
                      k->error[0] != '\0' ? k->error : curl_easy_strerror(res));
         }
-        /* Unreachable (restarting?): back off, never past the deadline. */
+        /* Unreachable or stopping (restarting, or standing by in a highly
+         * available set): the next address at once, and after a round of
+         * them a backoff, never past the deadline. */
+        at = (at + 1) % c->n_bases;
+        if (tried % c->n_bases != 0) {
+            continue;
+        }
         int64_t wait = ftc__backoff_next_ms(&bo);
         int64_t left = ftc__deadline_left_ms(dl);
         rc = pause_ms(c, k, wait < left ? wait : left);
@@ -511,6 +608,7 @@ int ftc__lighthouse_client_status_error(
     default:
         rc = reply->status >= 500 ? FTC_EPEER : FTC_EPROTO;
     }
-    return ftc__seterr(rc, "lighthouse %s: %s: HTTP %ld %s: %s", c->base, what,
-                       reply->status, code, detail);
+    return ftc__seterr(rc, "lighthouse %s: %s: HTTP %ld %s: %s",
+                       c->bases[atomic_load(&c->current)], what, reply->status,
+                       code, detail);
 }

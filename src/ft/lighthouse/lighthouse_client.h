@@ -16,6 +16,9 @@
 typedef struct ftc__lighthouse_client_reply {
     long status; /* HTTP status */
     ftc__buf body;
+    /* The lighthouse may hold it until its own deadline (a long-poll), so
+     * its timing out says nothing of the lighthouse; false at init. */
+    bool waits;
 } ftc__lighthouse_client_reply;
 
 void ftc__lighthouse_client_reply_init(ftc__lighthouse_client_reply *r,

@@ -439,6 +439,7 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
         int64_t sent = ftc__now_ms();
         ftc__lighthouse_client_reply reply;
         ftc__lighthouse_client_reply_init(&reply, 64u << 20);
+        reply.waits = true;
         rc = post(c, "quorum",
                   json_pack("{s:O, s:I, s:I}", "member", mj, "timeout_ms",
                             (json_int_t)wait, "roster",
@@ -675,6 +676,7 @@ int ftc_lighthouse_client_watch(ftc_lighthouse_client *c,
              replica_id != NULL ? "&replica_id=" : "", id);
     ftc__lighthouse_client_reply reply;
     ftc__lighthouse_client_reply_init(&reply, 64u << 20);
+    reply.waits = true;
     int rc =
         ftc__lighthouse_client_exchange(c, "GET", path, NULL, 0, dl, &reply);
     if (rc == 0) {

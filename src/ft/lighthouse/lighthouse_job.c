@@ -49,7 +49,24 @@ static uint32_t draw_epoch(void)
     return ftc__quorum_epoch_from_random(r);
 }
 
-static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name)
+/* The epoch of a job about to be created, with lh->mu held: the next of
+ * the leader's block, or a random one. */
+static int take_epoch(ftc_lighthouse *lh, uint32_t *epoch)
+{
+    if (lh->epoch_end == 0) {
+        *epoch = draw_epoch();
+        return 0;
+    }
+    if (lh->epoch_next == lh->epoch_end) {
+        return ftc__seterr(FTC_ECLOSED, "no quorum epoch left for a new job "
+                                        "until etcd grants more");
+    }
+    *epoch = lh->epoch_next++;
+    return 0;
+}
+
+static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name,
+                                    uint32_t epoch)
 {
     ftc__lighthouse_job *job = ftc__calloc(1, sizeof(*job));
     if (job == NULL) {
@@ -65,7 +82,7 @@ static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name)
     snprintf(job->name, sizeof(job->name), "%s", name);
     pthread_mutex_init(&job->mu, NULL);
     job->o = lh->job_defaults;
-    job->epoch = draw_epoch();
+    job->epoch = epoch;
     ftc__quorum_state_init(&job->s, job->epoch);
     ftc__lh_replicas_init(&job->reps, job->o.max_replicas);
     job->next_ms = INT64_MAX;
@@ -108,10 +125,12 @@ int ftc__lighthouse_job_get(ftc_lighthouse *lh, const char *name, bool create,
         rc = ftc__seterr(FTC_EMSGSIZE, "job %s: max_jobs %u reached", name,
                          lh->max_jobs);
     } else if (job == NULL) {
-        job = job_new(lh, name);
-        if (job == NULL) {
+        uint32_t epoch = 0;
+        rc = take_epoch(lh, &epoch);
+        job = rc == 0 ? job_new(lh, name, epoch) : NULL;
+        if (rc == 0 && job == NULL) {
             rc = ftc__seterr(FTC_ENOMEM, "job %s", name);
-        } else {
+        } else if (rc == 0) {
             job->next = lh->jobs;
             lh->jobs = job;
             lh->n_jobs++;
@@ -541,6 +560,11 @@ static void tick(ftc__lighthouse_job *job, int64_t now,
     bool skip = ftc__quorum_cannot_form(&job->s, &job->o, now);
     if (skip) {
         job->next_ms = job->s.hint.until_ms;
+    }
+    if (!ftc__lighthouse_may_decide(job->lh, now)) {
+        /* A leader whose lease in etcd ran out: its successor decides. */
+        skip = true;
+        job->next_ms = now + 100;
     }
     for (size_t guard = job->s.n_participants + 2; !skip && guard > 0;
          guard--) {

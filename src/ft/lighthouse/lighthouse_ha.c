@@ -1,0 +1,453 @@
+/* A lighthouse that serves only while it leads, elected through etcd
+ * (ftc/ft.h, "a highly available lighthouse"; docs/decisions.md, "The
+ * highly available lighthouse").
+ *
+ * The election: a standby reads PREFIX/leader every poll_ms; when the key
+ * is absent it takes a lease and creates the key attached to it in one
+ * transaction, which one standby wins. The winner reserves a block of
+ * quorum epochs (PREFIX/epochs, a guarded read-modify-write that only the
+ * key's holder can make), then starts its lighthouse. It renews the lease
+ * every quarter TTL; its lighthouse forms quorums only until the time the
+ * last successful renewal was sent plus the TTL less a tenth, a bound that
+ * ends before etcd can expire the lease, so two leaders never decide at
+ * once, whatever the network or the scheduler does (a frozen leader wakes
+ * with its bound behind it). When the lease is gone or the bound passes it
+ * stops its lighthouse and stands by again. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base_int.h"
+#include "ft/lighthouse/etcd.h"
+#include "ft/lighthouse/lighthouse.h"
+
+/* Epochs reserved per election; a leader asks for more below a quarter. */
+#define HA_EPOCH_BLOCK 4096u
+
+struct ftc_lighthouse_ha {
+    ftc_lighthouse_opts lo; /* its strings below, owned */
+    char *bind, *token, *tls_cert, *tls_key;
+    ftc_lighthouse_ha_opts o;
+    char leader_key[300], epochs_key[300], name[FTC_HOST_MAX + 16];
+    int64_t ttl_s;
+    ftc__etcd *etcd;
+    pthread_t thr;
+    bool thr_running;
+    ftc__event stop;
+    /* The election thread's state; mu guards the copies others read. */
+    ftc_lighthouse *lh; /* serving: leading */
+    int64_t lease, term, renew_ms, lease_until_ms;
+    char holder[FTC__ETCD_VALUE_MAX]; /* the leader seen last, for logs */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool leading;
+    int64_t leading_term;
+};
+
+void ftc_lighthouse_ha_opts_init(ftc_lighthouse_ha_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+    o->lease_ms = 2000;
+    o->poll_ms = 100;
+}
+
+static void publish(ftc_lighthouse_ha *h, bool leading, int64_t term)
+{
+    pthread_mutex_lock(&h->mu);
+    h->leading = leading;
+    h->leading_term = term;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* A short deadline for one step of the election: a quarter of the TTL. */
+static ftc__deadline step_deadline(const ftc_lighthouse_ha *h)
+{
+    return ftc__deadline_in_ms(h->ttl_s * 250);
+}
+
+static void give_up_lease(ftc_lighthouse_ha *h)
+{
+    if (h->lease != 0 &&
+        ftc__etcd_lease_revoke(h->etcd, h->lease, step_deadline(h)) != 0) {
+        FTC_LOG_INFO("lighthouse.ha", "lease not revoked (it expires): %s",
+                     ftc_last_error());
+    }
+    h->lease = 0;
+}
+
+/* Reserves the next block of epochs, guarded by our leader key. 0 with
+ * [*first, *first + HA_EPOCH_BLOCK), FTC_ESTALE if the key is no longer
+ * ours, FTC_EMSGSIZE past the 31-bit epoch space. */
+static int reserve_epochs(ftc_lighthouse_ha *h, uint32_t *first)
+{
+    ftc__deadline dl = step_deadline(h);
+    ftc__etcd_kv kv;
+    int rc = ftc__etcd_get(h->etcd, h->epochs_key, dl, &kv);
+    if (rc != 0) {
+        return rc;
+    }
+    unsigned long long last = kv.found ? strtoull(kv.value, NULL, 10) : 0;
+    if (last + HA_EPOCH_BLOCK > FTC__QUORUM_EPOCH_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE,
+                           "%s is %llu: the quorum epochs are used up (delete "
+                           "the key only when no job of these lighthouses "
+                           "lives)",
+                           h->epochs_key, last);
+    }
+    char next[24];
+    snprintf(next, sizeof(next), "%llu", last + HA_EPOCH_BLOCK);
+    bool done = false;
+    rc = ftc__etcd_put_guarded(h->etcd, h->leader_key, h->term, h->epochs_key,
+                               kv.found ? kv.mod_revision : 0, next, dl, &done);
+    if (rc == 0 && !done) {
+        rc = ftc__seterr(FTC_ESTALE, "%s changed or %s is not ours",
+                         h->epochs_key, h->leader_key);
+    }
+    *first = (uint32_t)last + 1;
+    return rc;
+}
+
+/* Renewed (or won) at sent_ms: quorums may form until the bound. */
+static void renewed(ftc_lighthouse_ha *h, int64_t sent_ms, int64_t ttl_s)
+{
+    h->lease_until_ms = sent_ms + ttl_s * 900;
+    h->renew_ms = sent_ms + ttl_s * 250;
+    if (h->lh != NULL) {
+        ftc__lighthouse_set_lease(h->lh, h->lease_until_ms);
+    }
+}
+
+static void step_down(ftc_lighthouse_ha *h, const char *why)
+{
+    FTC_LOG_WARN("lighthouse.ha", "%s stops leading (term %lld): %s", h->name,
+                 (long long)h->term, why);
+    ftc__lighthouse_set_lease(h->lh, 1); /* no decision from here on */
+    publish(h, false, 0);
+    ftc_lighthouse_destroy(h->lh);
+    h->lh = NULL;
+    give_up_lease(h);
+}
+
+/* Starts serving as the leader of term h->term. */
+static int start_serving(ftc_lighthouse_ha *h)
+{
+    uint32_t first;
+    int rc = reserve_epochs(h, &first);
+    ftc_lighthouse *lh = NULL;
+    rc = rc != 0 ? rc : ftc_lighthouse_create(&h->lo, &lh);
+    if (rc != 0) {
+        return rc;
+    }
+    ftc__lighthouse_give_epochs(lh, first, HA_EPOCH_BLOCK);
+    ftc__lighthouse_set_lease(lh, h->lease_until_ms);
+    h->lh = lh;
+    if (h->o.on_lead != NULL) {
+        h->o.on_lead(lh, h->o.on_lead_arg);
+    }
+    FTC_LOG_INFO("lighthouse.ha", "%s leads (term %lld, epochs from %u)",
+                 h->name, (long long)h->term, first);
+    publish(h, true, h->term);
+    return 0;
+}
+
+/* One look at the seat; takes it when it is empty. */
+static void stand_by(ftc_lighthouse_ha *h)
+{
+    ftc__deadline dl = step_deadline(h);
+    ftc__etcd_kv kv;
+    int rc = ftc__etcd_get(h->etcd, h->leader_key, dl, &kv);
+    if (rc == 0 && kv.found) {
+        if (strcmp(kv.value, h->holder) != 0) {
+            FTC_LOG_INFO("lighthouse.ha", "%s stands by; %s leads", h->name,
+                         kv.value);
+            snprintf(h->holder, sizeof(h->holder), "%s", kv.value);
+        }
+        return;
+    }
+    int64_t sent = ftc__now_ms();
+    rc = rc != 0 ? rc : ftc__etcd_lease_grant(h->etcd, h->ttl_s, dl, &h->lease);
+    bool won = false;
+    rc = rc != 0 ? rc
+                 : ftc__etcd_put_if_absent(h->etcd, h->leader_key, h->name,
+                                           h->lease, dl, &won, &h->term, &kv);
+    if (rc == 0 && won) {
+        renewed(h, sent, h->ttl_s);
+        rc = start_serving(h);
+        if (rc == 0) {
+            return;
+        }
+    }
+    if (rc != 0) {
+        FTC_LOG_WARN("lighthouse.ha", "%s: election: %s", h->name,
+                     ftc_last_error());
+    }
+    give_up_lease(h);
+}
+
+/* Renews the lease when due; steps down when it is gone or the bound is
+ * reached without a renewal. */
+static void lead(ftc_lighthouse_ha *h)
+{
+    int64_t now = ftc__now_ms();
+    if (now >= h->lease_until_ms) {
+        step_down(h, "the lease could not be renewed in time");
+        return;
+    }
+    if (now < h->renew_ms) {
+        return;
+    }
+    int64_t ttl = 0;
+    int rc = ftc__etcd_lease_keepalive(
+        h->etcd, h->lease, ftc__deadline_in_ms(h->lease_until_ms - now), &ttl);
+    if (rc == 0 && ttl == 0) {
+        step_down(h, "etcd let the lease expire");
+    } else if (rc == 0) {
+        renewed(h, now, ttl);
+        if (ftc__lighthouse_epochs_left(h->lh) < HA_EPOCH_BLOCK / 4) {
+            uint32_t first;
+            if (reserve_epochs(h, &first) == 0) {
+                ftc__lighthouse_give_epochs(h->lh, first, HA_EPOCH_BLOCK);
+            }
+        }
+    } else if (ftc__now_ms() >= h->lease_until_ms) {
+        step_down(h, ftc_last_error());
+    }
+}
+
+/* Sleeps until ms (monotonic) or the stop event. */
+static bool wait_until(ftc_lighthouse_ha *h, int64_t ms)
+{
+    int64_t left = ms - ftc__now_ms();
+    struct pollfd p = {.fd = h->stop.fd, .events = POLLIN};
+    if (left > 0) {
+        poll(&p, 1, (int)left);
+    }
+    return !ftc__event_is_set(&h->stop);
+}
+
+static void *ha_main(void *arg)
+{
+    ftc_lighthouse_ha *h = arg;
+    do {
+        if (h->lh == NULL) {
+            stand_by(h);
+        } else {
+            lead(h);
+        }
+    } while (wait_until(h, h->lh == NULL ? ftc__now_ms() + h->o.poll_ms
+                                         : h->renew_ms));
+    if (h->lh != NULL) {
+        step_down(h, "stopping");
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------ create/destroy */
+
+static int copy_str(const char *in, char **out)
+{
+    *out = NULL;
+    if (in != NULL && (*out = ftc__strdup(in)) == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "lighthouse ha");
+    }
+    return 0;
+}
+
+/* The lighthouse options, with our copies of their strings. */
+static int keep_lighthouse_opts(ftc_lighthouse_ha *h,
+                                const ftc_lighthouse_opts *in)
+{
+    int rc = ftc__lighthouse_resolve_opts(in, &h->lo);
+    if (rc != 0) {
+        return rc;
+    }
+    char host[FTC_HOST_MAX];
+    int port = 0;
+    rc =
+        ftc__addr_split(h->lo.bind != NULL ? h->lo.bind : "[::]",
+                        FTC_LIGHTHOUSE_DEFAULT_PORT, host, sizeof(host), &port);
+    if (rc == 0 && port == 0) {
+        rc = ftc__seterr(FTC_EINVAL,
+                         "lighthouse ha: bind '%s' must name the "
+                         "port its clients list",
+                         h->lo.bind);
+    }
+    rc = rc != 0 ? rc : copy_str(h->lo.bind, &h->bind);
+    rc = rc != 0 ? rc : copy_str(h->lo.token, &h->token);
+    rc = rc != 0 ? rc : copy_str(h->lo.tls_cert, &h->tls_cert);
+    rc = rc != 0 ? rc : copy_str(h->lo.tls_key, &h->tls_key);
+    h->lo.bind = h->bind;
+    h->lo.token = h->token;
+    h->lo.tls_cert = h->tls_cert;
+    h->lo.tls_key = h->tls_key;
+    return rc;
+}
+
+static int keep_ha_opts(ftc_lighthouse_ha *h, const ftc_lighthouse_ha_opts *in)
+{
+    ftc_lighthouse_ha_opts d;
+    ftc_lighthouse_ha_opts_init(&d);
+    h->o = d;
+    int rc = FTC__OPTS_MERGE(&h->o, in, ftc_lighthouse_ha_opts, on_lead_arg);
+    if (rc != 0) {
+        return rc;
+    }
+    if (h->o.etcd == NULL || h->o.lease_ms < 1 || h->o.poll_ms < 1 ||
+        h->o.lease_ms > 3600000 || h->o.poll_ms > 60000) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse ha: etcd is required, lease_ms %lld "
+                           "in [1, 3600000], poll_ms %lld in [1, 60000]",
+                           (long long)h->o.lease_ms, (long long)h->o.poll_ms);
+    }
+    const char *prefix = h->o.prefix != NULL ? h->o.prefix : "ftc/lighthouse";
+    if (strlen(prefix) > 256) {
+        return ftc__seterr(FTC_EINVAL, "lighthouse ha: prefix over 256 B");
+    }
+    snprintf(h->leader_key, sizeof(h->leader_key), "%s/leader", prefix);
+    snprintf(h->epochs_key, sizeof(h->epochs_key), "%s/epochs", prefix);
+    const char *name = h->o.name != NULL ? h->o.name : h->bind;
+    if (name == NULL || strlen(name) >= sizeof(h->name) ||
+        strlen(name) >= FTC__ETCD_VALUE_MAX) {
+        return ftc__seterr(FTC_EINVAL,
+                           "lighthouse ha: name missing or over "
+                           "%zu B",
+                           sizeof(h->name) - 1);
+    }
+    snprintf(h->name, sizeof(h->name), "%s", name);
+    h->o.etcd = h->o.prefix = h->o.name = NULL; /* copied or not kept */
+    h->ttl_s = (h->o.lease_ms + 999) / 1000;
+    return 0;
+}
+
+int ftc_lighthouse_ha_create(const ftc_lighthouse_opts *opts,
+                             const ftc_lighthouse_ha_opts *ha,
+                             ftc_lighthouse_ha **out)
+{
+    ftc__clearerr();
+    if (out == NULL || ha == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "lighthouse ha: NULL argument");
+    }
+    *out = NULL;
+    ftc_lighthouse_ha *h = ftc__calloc(1, sizeof(*h));
+    if (h == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "lighthouse ha");
+    }
+    h->stop.fd = -1;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    int rc = keep_lighthouse_opts(h, opts);
+    rc = rc != 0 ? rc : keep_ha_opts(h, ha);
+    /* An attempt on one etcd endpoint: a quarter of the election's step,
+     * so a cut-off member leaves time to try the others. */
+    rc = rc != 0 ? rc
+                 : ftc__etcd_create(ha->etcd, h->ttl_s * 250 / 4 + 1, &h->etcd);
+    rc = rc != 0 ? rc : ftc__event_open(&h->stop);
+    rc = rc != 0 ? rc : ftc__thread_start(&h->thr, "ftc-lh-ha", ha_main, h);
+    h->thr_running = rc == 0;
+    if (rc != 0) {
+        ftc_lighthouse_ha_destroy(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+bool ftc_lighthouse_ha_leading(ftc_lighthouse_ha *h, int64_t *term)
+{
+    pthread_mutex_lock(&h->mu);
+    bool leading = h->leading;
+    if (term != NULL) {
+        *term = h->leading_term;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return leading;
+}
+
+int ftc_lighthouse_ha_wait(ftc_lighthouse_ha *h, bool leading,
+                           int64_t timeout_ms)
+{
+    if (ftc__timeout_check(timeout_ms, "ftc_lighthouse_ha_wait") != 0) {
+        return FTC_EINVAL;
+    }
+    ftc__deadline dl = ftc__deadline_from_timeout(timeout_ms, 60000);
+    int rc = 0;
+    pthread_mutex_lock(&h->mu);
+    while (h->leading != leading && rc == 0) {
+        if (ftc__deadline_expired(dl)) {
+            rc = ftc__seterr(FTC_ETIMEDOUT, "lighthouse ha: still %s",
+                             h->leading ? "leading" : "standing by");
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ms = ftc__deadline_left_ms(dl);
+        ms = ms < 1000 ? ms : 1000;
+        ts.tv_sec += (time_t)(ms / 1000);
+        ts.tv_nsec += (long)(ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+void ftc_lighthouse_ha_destroy(ftc_lighthouse_ha *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    if (h->thr_running) {
+        ftc__event_signal(&h->stop);
+        pthread_join(h->thr, NULL);
+    }
+    if (h->stop.fd >= 0) {
+        ftc__event_close(&h->stop);
+    }
+    ftc__etcd_destroy(h->etcd);
+    ftc__free(h->bind);
+    ftc__free(h->token);
+    ftc__free(h->tls_cert);
+    ftc__free(h->tls_key);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    ftc__free(h);
+}
+
+/* ------------------------------------ what the leader hands its lighthouse */
+
+void ftc__lighthouse_give_epochs(ftc_lighthouse *lh, uint32_t first,
+                                 uint32_t count)
+{
+    pthread_mutex_lock(&lh->mu);
+    lh->epoch_next = first;
+    lh->epoch_end = first + count;
+    pthread_mutex_unlock(&lh->mu);
+}
+
+uint32_t ftc__lighthouse_epochs_left(ftc_lighthouse *lh)
+{
+    pthread_mutex_lock(&lh->mu);
+    uint32_t left = lh->epoch_end - lh->epoch_next;
+    pthread_mutex_unlock(&lh->mu);
+    return left;
+}
+
+void ftc__lighthouse_set_lease(ftc_lighthouse *lh, int64_t until_ms)
+{
+    atomic_store(&lh->lease_until_ms, until_ms);
+}
+
+bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh, int64_t now_ms)
+{
+    int64_t until = atomic_load(&lh->lease_until_ms);
+    return until == 0 || now_ms < until;
+}
