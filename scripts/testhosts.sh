@@ -14,6 +14,8 @@
 #   testhosts.sh exec NAME I CMD  runs CMD in host I
 #   testhosts.sh cut NAME I       host I's link down (it keeps running)
 #   testhosts.sh restore NAME I   its link up again
+#   testhosts.sh crash NAME I     host I dies: its link down and kill -9
+#                                 of every process inside
 #   testhosts.sh split NAME I J   I and J cannot reach each other
 #   testhosts.sh join NAME I J    they can again
 #   testhosts.sh down NAME        removes everything of NAME, also after a
@@ -28,7 +30,7 @@ die() {
   exit 2
 }
 
-[[ $# -ge 2 ]] || die "usage: testhosts.sh up|addr|exec|cut|restore|split|join|down|left NAME ..."
+[[ $# -ge 2 ]] || die "usage: testhosts.sh up|addr|exec|cut|restore|crash|split|join|down|left NAME ..."
 cmd=$1
 name=$2
 shift 2
@@ -63,13 +65,18 @@ up() {
   done
 }
 
+kill_inside() {
+  local p
+  for p in $(ip netns pids "$1" 2>/dev/null || true); do
+    kill -9 "$p" 2>/dev/null || true
+  done
+}
+
 down() {
   local n p
   for n in $(ip netns list | awk '{print $1}' | grep "^ft${name}-h[0-9]*$" || true); do
     # Processes started inside would keep the namespace's sockets alive.
-    for p in $(ip netns pids "$n" 2>/dev/null || true); do
-      kill -9 "$p" 2>/dev/null || true
-    done
+    kill_inside "$n"
     ip netns del "$n"
   done
   for n in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 |
@@ -116,6 +123,11 @@ cut)
 restore)
   host_index "${1:?I}"
   ip -n "$(ns $1)" link set eth0 up
+  ;;
+crash)
+  host_index "${1:?I}"
+  ip -n "$(ns $1)" link set eth0 down
+  kill_inside "$(ns $1)"
   ;;
 split | join)
   host_index "${1:?I}"

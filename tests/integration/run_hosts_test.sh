@@ -24,14 +24,9 @@ work=$(mktemp -d)
 port=29610
 steps=4000
 
-fail() {
-  echo "run_hosts_test: FAIL: $*" >&2
-  for f in "$work"/*.out; do
-    echo "--- $f" >&2
-    tail -20 "$f" >&2
-  done
-  exit 1
-}
+test_name=run_hosts_test
+# shellcheck source=hosts_kit.sh
+source "$(dirname "$0")/hosts_kit.sh"
 [[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces)"
 # One token for the whole job, exported on every host as on real machines:
 # it guards the lighthouse, the stores and heals, and the process groups
@@ -79,35 +74,9 @@ q = json.load(sys.stdin).get("quorum") or {}
 print(len(q.get("members", [])), q.get("max_step", 0))' 2>/dev/null || true
 }
 
-# until_quorum TEXT TEST: polls (up to 60 s) until TEST (an arithmetic
-# expression of $members and $step) holds.
-until_quorum() {
-  local end=$((SECONDS + 60)) pause=0.02
-  while :; do
-    read -r members step <<<"$(quorum)" || true
-    members=${members:-0} step=${step:-0}
-    (($2)) && return 0
-    ((SECONDS < end)) || fail "$1 (last quorum: $members members, step $step)"
-    sleep "$pause"
-    pause=$(awk -v p="$pause" 'BEGIN { print (p < 0.2 ? p * 2 : p) }')
-  done
-}
-
-# until_stalled: polls (up to 60 s) until the quorum's step has not moved
-# for 2 s.
-until_stalled() {
-  local end=$((SECONDS + 60)) last=-1 since=$SECONDS
-  while :; do
-    read -r members step <<<"$(quorum)" || true
-    step=${step:-0}
-    if ((step != last)); then
-      last=$step since=$SECONDS
-    elif ((SECONDS - since >= 2)); then
-      return 0
-    fi
-    ((SECONDS < end)) || fail "the job kept committing across the split (step $step)"
-    sleep 0.1
-  done
+read_quorum() {
+  read -r members step <<<"$(quorum)" || true
+  members=${members:-0} step=${step:-0}
 }
 
 until_quorum "the two hosts never trained together" "members == 2 && step >= 30"
@@ -122,7 +91,7 @@ lighthouse)
   ;;
 peers)
   "$hosts" split "$name" 1 2
-  until_stalled
+  until_stalled "the job kept committing across the split"
   stalled_step=$step
   "$hosts" join "$name" 1 2
   until_quorum "the job did not go on after the split healed" \

@@ -17,3 +17,14 @@ foreach(mode lighthouse peers)
                        $<TARGET_FILE:train_ddp> ${mode}
                TIMEOUT 240 LABELS integration chaos)
 endforeach()
+# A job that outlives its lighthouse's host: three lighthouses elected
+# through a 3-member etcd on test hosts 0-2, two replica groups on 3-4;
+# the leader's host dies, then etcd loses its quorum and gets it back.
+# Not under the sanitizers (a minute of training; lighthouse_ha_test runs
+# the election code there).
+ftc_add_test(run_ha_test
+             COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_ha_test.sh
+                     $<TARGET_FILE:ftc_cli>
+                     ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
+                     $<TARGET_FILE:train_ddp>
+             TIMEOUT 240 LABELS integration chaos nosan)

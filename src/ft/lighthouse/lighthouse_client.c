@@ -25,6 +25,9 @@ typedef struct lhc_conn {
 /* The longest pause between rounds of addresses of a highly available
  * set (the retry_max_ms of a single lighthouse otherwise). */
 #define LHC_FAILOVER_MAX_MS 200
+/* How long one of a set may take to accept a connection: a dead host
+ * answers nothing, and the next address must still be tried in time. */
+#define LHC_CONNECT_MS 1000
 
 struct ftc_lighthouse_client {
     /* "http://host:port" or "https://...": one lighthouse, or each of a
@@ -404,6 +407,9 @@ static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
         long left = (long)ftc__deadline_left_ms(dl);
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0 ? left : 1L);
     }
+    if (c->n_bases > 1) {
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)LHC_CONNECT_MS);
+    }
 }
 
 /* Runs the transfer to base at on k's multi handle until it ends, the
@@ -533,6 +539,11 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                 break;
             }
             snprintf(last, sizeof(last), "HTTP 503 (lighthouse stopping)");
+        } else if (res == CURLE_OPERATION_TIMEDOUT &&
+                   ftc__deadline_left_ms(dl) > 10) {
+            /* Before the call's own timeout (the deadline): one of a set
+             * that did not accept a connection in LHC_CONNECT_MS. */
+            snprintf(last, sizeof(last), "%s", k->error);
         } else if (res == CURLE_OPERATION_TIMEDOUT) {
             if (!reply->waits && c->n_bases > 1) {
                 atomic_store(&c->timed_out_at, at + 1);

@@ -8,6 +8,7 @@
 
 #include "base/base_int.h"
 #include "cli_args.h"
+#include "ftc/ftc.h"
 #include "run/run_env.h"
 
 static const char *check_job(const char *s)
@@ -33,18 +34,14 @@ static const char *check_env(const char *kv)
                                       : NULL;
 }
 
+/* An address a lighthouse client takes: one, or a highly available
+ * set's, separated by commas. */
 static const char *check_lighthouse(const char *v)
 {
-    char host[FTC_HOST_MAX];
-    int port;
-    if (strncmp(v, "https://", 8) == 0) {
-        v += 8;
-    } else if (strncmp(v, "http://", 7) == 0) {
-        v += 7;
-    }
-    return ftc__addr_split(v, -1, host, sizeof(host), &port) != 0 || port == 0
-               ? "[http[s]://]host:port"
-               : NULL;
+    ftc_lighthouse_client *c = NULL;
+    int rc = ftc_lighthouse_client_create(v, NULL, &c);
+    ftc_lighthouse_client_destroy(c);
+    return rc != 0 ? "[http[s]://]host:port[,...]" : NULL;
 }
 
 static const char *check_host(const char *v)
@@ -70,9 +67,9 @@ static const ftc__cli_option options[] = {
      .metavar = "NAME", .help = "job name"},
     {"lighthouse", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, lighthouse),
      .check = check_lighthouse, .metavar = "ADDR",
-     .help =
-         "use this lighthouse ([https://]host:port) instead of starting one in "
-         "this process"},
+     .help = "use this lighthouse ([https://]host:port; a highly available "
+             "set's: each, comma-separated) instead of starting one in this "
+             "process"},
     {"token-file", FTC__CLI_STRING, FTC__CLI_FIELD(run_opts, token_file),
      .metavar = "PATH",
      .help = "the job's shared secret (else $FTC_TOKEN); without either, a "

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A job that outlives its lighthouse's host (scripts/testhosts.sh): hosts
+# 0-2 each run an etcd member (one 3-member cluster) and an `ftc lighthouse
+# --etcd`; hosts 3 and 4 each run one replica group (`ftc run --host`),
+# given all three lighthouses. While it trains:
+#   1. the leader lighthouse's host dies (link down, kill -9 of everything
+#      on it, its etcd member too): a standby takes over, etcd goes on with
+#      2 of 3 members, the job goes on;
+#   2. one more etcd member freezes (SIGSTOP): etcd has no quorum, the
+#      leader cannot renew its lease and stops, the job stalls (nothing
+#      commits, nothing diverges); SIGCONT: a leader again, the job goes on.
+# Every quorum id the job's status shows is larger than or equal to the
+# one before, and both groups end at the last step with one checksum.
+# Needs root and etcd.
+# usage: run_ha_test.sh FTC_BINARY HARNESS TRAINER
+set -euo pipefail
+ftc=$1
+hosts=$2
+trainer=$3
+name="h$(($$ % 100000))"
+work=$(mktemp -d)
+port=29620
+steps=8000
+prefix="ftc/ha-test-$$"
+
+test_name=run_ha_test
+# shellcheck source=hosts_kit.sh
+source "$(dirname "$0")/hosts_kit.sh"
+[[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces)"
+command -v etcd >/dev/null || fail "etcd is not installed (scripts/deps.sh)"
+export FTC_TOKEN="run-ha-$$-$RANDOM$RANDOM"
+trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
+
+"$hosts" up "$name" 5
+addr() { "$hosts" addr "$name" "$1"; }
+
+# etcd, tuned as docs/operations.md says (its shortest lease is then 1 s).
+cluster="e0=http://$(addr 0):2380,e1=http://$(addr 1):2380,e2=http://$(addr 2):2380"
+etcd_urls="http://$(addr 0):2379,http://$(addr 1):2379,http://$(addr 2):2379"
+for i in 0 1 2; do
+  "$hosts" exec "$name" $i etcd --name e$i --data-dir "$work/etcd$i" \
+    --listen-client-urls "http://$(addr $i):2379" \
+    --advertise-client-urls "http://$(addr $i):2379" \
+    --listen-peer-urls "http://$(addr $i):2380" \
+    --initial-advertise-peer-urls "http://$(addr $i):2380" \
+    --initial-cluster "$cluster" --initial-cluster-state new \
+    --heartbeat-interval 50 --election-timeout 500 >"$work/etcd$i.out" 2>&1 &
+  eval "etcd$i=\$!"
+done
+
+# TLS on every HTTP plane, one certificate naming the five hosts (the
+# token may not cross hosts in clear text).
+sans=$(for i in 0 1 2 3 4; do printf 'IP:%s,' "$(addr $i)"; done)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -days 2 -subj /CN=run-ha -addext "subjectAltName=${sans%,}" \
+  -keyout "$work/tls.key" -out "$work/tls.pem" 2>/dev/null ||
+  fail "openssl could not make the test certificate"
+export FTC_TLS_CERT="$work/tls.pem" FTC_TLS_KEY="$work/tls.key"
+export FTC_TLS_CA="$work/tls.pem"
+
+lhs=""
+for i in 0 1 2; do
+  "$hosts" exec "$name" $i "$ftc" lighthouse --bind "$(addr $i):$port" \
+    --etcd "$etcd_urls" --etcd-prefix "$prefix" --lease-ms 1000 \
+    >"$work/lighthouse$i.out" 2>&1 &
+  lhs="$lhs${lhs:+,}https://$(addr $i):$port"
+done
+
+for i in 0 1; do
+  h=$((i + 3))
+  "$hosts" exec "$name" $h "$ftc" run --quiet --host "$(addr $h)" \
+    --lighthouse "$lhs" --job ha --replicas 1 --first-replica $i \
+    --total-replicas 2 --env FTC_TIMEOUT_MS=2000 \
+    --summary-json "$work/summary$i.json" -- \
+    "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
+  eval "run$i=\$!"
+done
+
+# quorum: "<members> <max_step> <quorum_id>" of the job's quorum, read from
+# host 3 through the lighthouse list; every id read is checked against the
+# largest seen so far.
+last_id=0
+quorum() {
+  "$hosts" exec "$name" 3 "$ftc" status --addr "$lhs" --job ha --json \
+    --timeout-ms 3000 2>/dev/null | python3 -c '
+import json, sys
+q = json.load(sys.stdin).get("quorum") or {}
+print(len(q.get("members", [])), q.get("max_step", 0), q.get("quorum_id", 0))' \
+    2>/dev/null || true
+}
+read_quorum() {
+  read -r members step id <<<"$(quorum)" || true
+  members=${members:-0} step=${step:-0} id=${id:-0}
+  if ((id > 0)); then
+    ((id >= last_id)) || fail "quorum id $id after $last_id: ids went back"
+    last_id=$id
+  fi
+}
+
+# The leader's host index, from its key in etcd (read from host 3).
+leader() {
+  "$hosts" exec "$name" 3 curl -s -m 3 -X POST \
+    "http://$(addr ${1:-0}):2379/v3/kv/range" \
+    -d "{\"key\":\"$(printf '%s/leader' "$prefix" | base64 -w0)\"}" |
+    python3 -c '
+import base64, json, sys
+kvs = json.load(sys.stdin).get("kvs") or []
+v = base64.b64decode(kvs[0]["value"]).decode() if kvs else ""
+print(int(v.split(":")[0].split(".")[-1]) - 1 if v else -1)'
+}
+
+until_quorum "the two groups never trained together" "members == 2 && step >= 30"
+
+# 1. The leader's host dies.
+old=$(leader 0)
+((old >= 0 && old <= 2)) || fail "no leader in etcd ($old)"
+read_quorum
+before_id=$last_id
+killed_at=$step
+t0=$(date +%s%N)
+"$hosts" crash "$name" "$old"
+alive=$(((old + 1) % 3))
+until_quorum "the job did not go on after the leader's host died" \
+  "members == 2 && step >= killed_at + 30 && id > before_id"
+echo "run_ha_test: leader host $old died; the job went on with a new" \
+  "leader $(( ($(date +%s%N) - t0) / 1000000 )) ms later (30 steps)"
+new=$(leader "$alive")
+((new >= 0 && new != old)) || fail "the new leader is $new (old $old)"
+
+# 2. etcd loses its quorum: the other surviving member freezes.
+other=$((3 - old - new))
+frozen=$(eval echo "\$etcd$other")
+kill -STOP "$frozen"
+until_stalled "the job kept committing without an etcd quorum"
+stalled=$step
+kill -CONT "$frozen"
+until_quorum "the job did not go on once etcd had its quorum back" \
+  "members == 2 && step >= stalled + 30"
+
+wait "$run0" || fail "the run on host 3 failed"
+wait "$run1" || fail "the run on host 4 failed"
+python3 - "$work/summary0.json" "$work/summary1.json" "$steps" <<'EOF' ||
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+ga, gb = a["replica_groups"][0], b["replica_groups"][0]
+assert ga["last_step"] == gb["last_step"] == int(sys.argv[3]), (
+    ga["last_step"], gb["last_step"])
+assert ga["checksum"] and ga["checksum"] == gb["checksum"], (
+    ga["checksum"], gb["checksum"])
+print("run_ha_test: both groups ended at step", ga["last_step"],
+      "with checksum", ga["checksum"], "; restarts", ga["restarts"],
+      gb["restarts"])
+EOF
+  fail "the two replica groups do not match"
+echo "run_ha_test: passed"
