@@ -1,4 +1,6 @@
-/* The highly available lighthouse against a real etcd: three `ftc
+/* A client given several lighthouses finds the one that serves and leaves
+ * one that stopped answering. The highly available lighthouse against a
+ * real etcd: three `ftc
  * lighthouse --etcd` processes, one serving; two replica groups (threads
  * with the manager's heartbeat and join pattern) given all three
  * addresses. A kill -9 of the leader, a frozen leader (SIGSTOP, then
@@ -249,11 +251,26 @@ static uint32_t last_epoch(group *g)
 
 /* Both groups have joined k quorums of an epoch above `above`; returns
  * when the first of them formed (ms). */
+static bool have_new_epoch(group *gs, uint32_t above, int k)
+{
+    return last_epoch(&gs[0]) > above && last_epoch(&gs[1]) > above &&
+           atomic_load(&gs[0].n) >= k && atomic_load(&gs[1].n) >= k;
+}
+
 static int64_t wait_new_epoch(group *gs, uint32_t above, int k)
 {
-    TK_WAIT_UNTIL(last_epoch(&gs[0]) > above && last_epoch(&gs[1]) > above &&
-                      atomic_load(&gs[0].n) >= k && atomic_load(&gs[1].n) >= k,
-                  30000);
+    int64_t end = tk_now_ms() + tk_ms(30000);
+    while (!have_new_epoch(gs, above, k)) {
+        if (tk_now_ms() > end) {
+            for (int i = 0; i < 2; i++) {
+                printf("%s: %d quorums, last epoch %u, %d errors: %s\n",
+                       gs[i].id, atomic_load(&gs[i].n), last_epoch(&gs[i]),
+                       gs[i].errors, gs[i].last_error);
+            }
+            fail_msg("no quorum of an epoch above %u within 30 s", above);
+        }
+        tk_pause_ms(20);
+    }
     int n = atomic_load(&gs[0].n), i = n - 1;
     while (i > 0 && gs[0].epochs[i - 1] > above) {
         i--;
@@ -367,9 +384,112 @@ static void clean_stop_hands_over(void **state)
     groups_stop(gs, 2);
 }
 
+/* ------------------------------------- a client of several lighthouses */
+
+/* A socket that accepts connections (the kernel's backlog) and never
+ * answers: a frozen lighthouse. */
+static int silent_listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static ftc_lighthouse *lone_lighthouse(char *addr, size_t cap)
+{
+    ftc_lighthouse_opts o;
+    ftc_lighthouse_opts_init(&o);
+    o.bind = "127.0.0.1:0";
+    o.join_timeout_ms = 100;
+    ftc_lighthouse *lh;
+    TK_OK(ftc_lighthouse_create(&o, &lh));
+    TK_OK(ftc_lighthouse_address(lh, addr, cap));
+    return lh;
+}
+
+static void address_lists_are_checked(void **state)
+{
+    (void)state;
+    const char *bad[] = {
+        "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9",
+        "127.0.0.1:1,,127.0.0.1:2",
+        "127.0.0.1:1,",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ftc_lighthouse_client *c = (ftc_lighthouse_client *)1;
+        TK_EXPECT(ftc_lighthouse_client_create(bad[i], NULL, &c), FTC_EINVAL);
+        assert_null(c);
+    }
+    /* The token may not go in clear text to any of them. */
+    ftc_lighthouse_client_opts o;
+    ftc_lighthouse_client_opts_init(&o);
+    o.token = "secret";
+    ftc_lighthouse_client *c;
+    TK_EXPECT(
+        ftc_lighthouse_client_create("127.0.0.1:1,10.1.2.3:29510", &o, &c),
+        FTC_EINVAL);
+    TK_OK(ftc_lighthouse_client_create("127.0.0.1:1,https://10.1.2.3:29510", &o,
+                                       &c));
+    ftc_lighthouse_client_destroy(c);
+}
+
+static void a_call_finds_the_one_that_serves(void **state)
+{
+    (void)state;
+    char live[64], list[160];
+    ftc_lighthouse *lh = lone_lighthouse(live, sizeof(live));
+    snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d,%s", free_port(),
+             free_port(), live);
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(list, NULL, &c));
+    for (int i = 0; i < 3; i++) {
+        TK_OK(ftc_lighthouse_client_heartbeat(c, "r0", tk_ms(2000), NULL));
+    }
+    ftc_lighthouse_client_destroy(c);
+    ftc_lighthouse_destroy(lh);
+}
+
+static void a_silent_one_is_left(void **state)
+{
+    (void)state;
+    char live[64], list[160];
+    ftc_lighthouse *lh = lone_lighthouse(live, sizeof(live));
+    int silent_port;
+    int silent = silent_listener(&silent_port);
+    snprintf(list, sizeof(list), "127.0.0.1:%d,%s", silent_port, live);
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(list, NULL, &c));
+    /* A join goes to the first, which never answers... */
+    static lt_join j;
+    ftc_lighthouse_member m = lt_member("r0", 0);
+    lt_join_start(&j, c, &m, tk_ms(20000));
+    /* ...as does a heartbeat, which times out... */
+    TK_EXPECT(ftc_lighthouse_client_heartbeat(c, "r0", 300, NULL),
+              FTC_ETIMEDOUT);
+    /* ...so the next one tries elsewhere, is answered, and the join
+     * follows it to the lighthouse that serves. */
+    TK_OK(ftc_lighthouse_client_heartbeat(c, "r0", tk_ms(2000), NULL));
+    TK_WAIT_UNTIL(atomic_load(&j.done), 10000);
+    TK_OK(lt_join_wait(&j));
+    assert_int_equal(lt_find(&j.result.quorum, "r0"), 0);
+    ftc_lighthouse_join_result_fini(&j.result);
+    ftc_lighthouse_client_destroy(c);
+    close(silent);
+    ftc_lighthouse_destroy(lh);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(address_lists_are_checked),
+        cmocka_unit_test(a_call_finds_the_one_that_serves),
+        cmocka_unit_test(a_silent_one_is_left),
         cmocka_unit_test(kill9_of_the_leader_moves_service),
         cmocka_unit_test(frozen_leader_is_fenced),
         cmocka_unit_test(etcd_frozen_pauses_then_resumes),

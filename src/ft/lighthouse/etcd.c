@@ -287,7 +287,11 @@ static int read_kv(const json_t *o, ftc__etcd_kv *kv)
 /* The first of the "kvs" of a range answer into kv (absent: not found). */
 static int read_range(const json_t *a, ftc__etcd_kv *kv)
 {
-    const json_t *first = json_array_get(json_object_get(a, "kvs"), 0);
+    const json_t *kvs = json_object_get(a, "kvs");
+    if (kvs != NULL && !json_is_array(kvs)) {
+        return ftc__seterr(FTC_EPROTO, "etcd: kvs is not an array");
+    }
+    const json_t *first = json_array_get(kvs, 0);
     if (first == NULL) {
         memset(kv, 0, sizeof(*kv));
         return 0;
