@@ -28,6 +28,8 @@ typedef struct lhc_conn {
 /* How long one of a set may take to accept a connection: a dead host
  * answers nothing, and the next address must still be tried in time. */
 #define LHC_CONNECT_MS 1000
+/* The least time an attempt of a short call gets in a set. */
+#define LHC_ATTEMPT_MIN_MS 100
 
 struct ftc_lighthouse_client {
     /* "http://host:port" or "https://...": one lighthouse, or each of a
@@ -506,6 +508,14 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                                                    : c->retry_initial_ms);
     char last[CURL_ERROR_SIZE] = "";
     unsigned at = first_base(c);
+    /* In a set, one that does not answer a short call (a heartbeat) in a
+     * third of its time is left for the next: it may be frozen while a
+     * standby takes over. A long-poll's time is the server's to use. */
+    int64_t attempt_ms = ftc__deadline_left_ms(dl);
+    if (c->n_bases > 1 && !reply->waits) {
+        attempt_ms = attempt_ms / 3 > LHC_ATTEMPT_MIN_MS ? attempt_ms / 3
+                                                         : LHC_ATTEMPT_MIN_MS;
+    }
     for (unsigned tried = 1;; tried++) {
         const char *base = c->bases[at];
         if (atomic_load(&c->aborted)) {
@@ -521,7 +531,9 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
         char url[sizeof(c->bases[0]) + 2048];
         snprintf(url, sizeof(url), "%s%s", base, path);
         ftc__buf_reset(&reply->body);
-        set_request(c, k, method, url, body, len, dl, reply);
+        set_request(c, k, method, url, body, len,
+                    ftc__deadline_min(dl, ftc__deadline_in_ms(attempt_ms)),
+                    reply);
         CURLcode res = CURLE_OK;
         bool moved;
         rc = run(c, k, at, atomic_load(&c->current), &res, &moved);
@@ -542,7 +554,11 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
         } else if (res == CURLE_OPERATION_TIMEDOUT &&
                    ftc__deadline_left_ms(dl) > 10) {
             /* Before the call's own timeout (the deadline): one of a set
-             * that did not accept a connection in LHC_CONNECT_MS. */
+             * that did not accept a connection in LHC_CONNECT_MS, or did
+             * not answer a short call in its share of the call's time. */
+            if (!reply->waits) {
+                atomic_store(&c->timed_out_at, at + 1);
+            }
             snprintf(last, sizeof(last), "%s", k->error);
         } else if (res == CURLE_OPERATION_TIMEDOUT) {
             if (!reply->waits && c->n_bases > 1) {
