@@ -3,10 +3,13 @@
 # 0-2 each run an etcd member (one 3-member cluster) and an `ftc lighthouse
 # --etcd`; hosts 3 and 4 each run one replica group (`ftc run --host`),
 # given all three lighthouses. While it trains:
-#   1. the leader lighthouse's host dies (link down, kill -9 of everything
+#   1. the leader lighthouse's host is split from the other two (it still
+#      reaches the training hosts): it loses its lease and stops deciding,
+#      the majority side elects another, the job goes on;
+#   2. the leader lighthouse's host dies (link down, kill -9 of everything
 #      on it, its etcd member too): a standby takes over, etcd goes on with
 #      2 of 3 members, the job goes on;
-#   2. one more etcd member freezes (SIGSTOP): etcd has no quorum, the
+#   3. one more etcd member freezes (SIGSTOP): etcd has no quorum, the
 #      leader cannot renew its lease and stops, the job stalls (nothing
 #      commits, nothing diverges); SIGCONT: a leader again, the job goes on.
 # Every quorum id the job's status shows is larger than or equal to the
@@ -20,7 +23,7 @@ trainer=$3
 name="h$(($$ % 100000))"
 work=$(mktemp -d)
 port=29620
-steps=8000
+steps=12000
 prefix="ftc/ha-test-$$"
 
 test_name=run_ha_test
@@ -29,7 +32,7 @@ source "$(dirname "$0")/hosts_kit.sh"
 [[ $(id -u) -eq 0 ]] || fail "needs root (network namespaces)"
 command -v etcd >/dev/null || fail "etcd is not installed (scripts/deps.sh)"
 export FTC_TOKEN="run-ha-$$-$RANDOM$RANDOM"
-trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
+trap 'disown -a; "$hosts" down "$name"; rm -rf "$work"' EXIT
 
 "$hosts" up "$name" 5
 addr() { "$hosts" addr "$name" "$1"; }
@@ -111,8 +114,33 @@ print(int(v.split(":")[0].split(".")[-1]) - 1 if v else -1)'
 
 until_quorum "the two groups never trained together" "members == 2 && step >= 30"
 
-# 1. The leader's host dies.
-old=$(leader 0)
+# 1. The leader ends up on the minority side: its host is split from the
+# other two etcd and lighthouse hosts but still reaches the training
+# hosts. It cannot renew its lease and stops deciding; the majority side
+# elects another; the job goes on with it (quorum ids still only grow).
+minority=$(leader 0)
+((minority >= 0 && minority <= 2)) || fail "no leader in etcd ($minority)"
+read_quorum
+before_id=$last_id
+split_at=$step
+t0=$(date +%s%N)
+for i in 0 1 2; do
+  ((i == minority)) || "$hosts" split "$name" "$minority" $i
+done
+until_quorum "the job did not go on after its leader ended up alone" \
+  "members == 2 && step >= split_at + 30 && id > before_id"
+majority=$(leader $(((minority + 1) % 3)))
+((majority >= 0 && majority != minority)) ||
+  fail "the majority side's leader is $majority (minority $minority)"
+for i in 0 1 2; do
+  ((i == minority)) || "$hosts" join "$name" "$minority" $i
+done
+echo "run_ha_test: leader host $minority split from the majority; host" \
+  "$majority leads, the job 30 steps further" \
+  "$(( ($(date +%s%N) - t0) / 1000000 )) ms later"
+
+# 2. The leader's host dies.
+old=$(leader "$majority")
 ((old >= 0 && old <= 2)) || fail "no leader in etcd ($old)"
 read_quorum
 before_id=$last_id
@@ -127,7 +155,7 @@ echo "run_ha_test: leader host $old died; the job went on with a new" \
 new=$(leader "$alive")
 ((new >= 0 && new != old)) || fail "the new leader is $new (old $old)"
 
-# 2. etcd loses its quorum: the other surviving member freezes.
+# 3. etcd loses its quorum: the other surviving member freezes.
 other=$((3 - old - new))
 frozen=$(eval echo "\$etcd$other")
 kill -STOP "$frozen"
