@@ -11,9 +11,12 @@
 #               reaching the lighthouse: both stay in every quorum, their
 #               cross-replica group cannot work, so no step commits (the
 #               job stalls, nobody diverges) until the split heals; then
-#               it goes on and both finish bit-identical.
+#               it goes on and both finish bit-identical;
+#   flap        group 1's host's link goes down and up five times: each
+#               time it may drop out and heal back; both finish
+#               bit-identical.
 # Needs root.
-# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers
+# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers|flap
 set -euo pipefail
 ftc=$1
 hosts=$2
@@ -97,7 +100,22 @@ peers)
   until_quorum "the job did not go on after the split healed" \
     "members == 2 && step >= stalled_step + 30"
   ;;
-*) fail "mode lighthouse or peers, not '$mode'" ;;
+flap)
+  # Group 1's link goes down and up five times, each cut around the
+  # heartbeat timeout (0.4-0.8 s), a second apart: the schedule of the
+  # fault, not a wait for anything.
+  for k in 4 5 6 7 8; do
+    "$hosts" cut "$name" 2
+    sleep "0.$k"
+    "$hosts" restore "$name" 2
+    sleep 1
+  done
+  until_quorum "group 1 did not come back once the link held" "members == 2"
+  flap_step=$step
+  until_quorum "the job did not go on once the link held" \
+    "members == 2 && step >= flap_step + 30"
+  ;;
+*) fail "mode lighthouse, peers or flap, not '$mode'" ;;
 esac
 
 grep -q "^dashboard: https://" "$work/lighthouse.out" ||

@@ -7,9 +7,9 @@ ftc_add_test(testhosts_test
                      ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
              TIMEOUT 120 LABELS integration)
 # One job over test hosts (ftc run --host per host, a shared lighthouse):
-# a replica group split from the lighthouse's host, then the two groups
-# split from each other; each heals.
-foreach(mode lighthouse peers)
+# a replica group split from the lighthouse's host, the two groups split
+# from each other, a training host's link flapping; each heals.
+foreach(mode lighthouse peers flap)
   ftc_add_test(run_hosts_${mode}_test
                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_hosts_test.sh
                        $<TARGET_FILE:ftc_cli>
