@@ -14,9 +14,13 @@
 #               it goes on and both finish bit-identical;
 #   flap        group 1's host's link goes down and up five times: each
 #               time it may drop out and heal back; both finish
+#               bit-identical;
+#   chaos       each launcher kills or stops its own group every 3 s
+#               (seeded) for the whole run, and group 1's host is split
+#               from the lighthouse's for 3 s meanwhile: both finish
 #               bit-identical.
 # Needs root.
-# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers|flap
+# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers|flap|chaos
 set -euo pipefail
 ftc=$1
 hosts=$2
@@ -58,10 +62,18 @@ export FTC_TLS_CA="$work/tls.pem"
 lh="https://$lh"
 
 # One ftc run per training host; replica group I on host I+1.
+# chaos: two groups per host, and each launcher kills (kill -9) or stops
+# (SIGSTOP for 1 s) one of its own every 3 s, seeded.
+per_host=1 chaos=()
+if [[ $mode == chaos ]]; then
+  per_host=2 chaos=(--kill-every 3 --kill-mode mixed --stop-duration 1)
+fi
+all=$((2 * per_host))
 for i in 0 1; do
   "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
     --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
-    --job hosts --replicas 1 --first-replica $i --total-replicas 2 \
+    --job hosts --replicas $per_host --first-replica $((i * per_host)) \
+    --total-replicas $all "${chaos[@]}" ${chaos:+--seed $((17 + i))} \
     --env FTC_TIMEOUT_MS=2000 --summary-json "$work/summary$i.json" -- \
     "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
   eval "run$i=\$!"
@@ -82,7 +94,8 @@ read_quorum() {
   members=${members:-0} step=${step:-0}
 }
 
-until_quorum "the two hosts never trained together" "members == 2 && step >= 30"
+until_quorum "the two hosts never trained together" \
+  "members == all && step >= 30"
 case $mode in
 lighthouse)
   "$hosts" split "$name" 2 0
@@ -115,7 +128,17 @@ flap)
   until_quorum "the job did not go on once the link held" \
     "members == 2 && step >= flap_step + 30"
   ;;
-*) fail "mode lighthouse, peers or flap, not '$mode'" ;;
+chaos)
+  # Kills and stops go on all along; in the middle, group 1's host is
+  # split from the lighthouse's for 3 s (the fault's length, not a wait).
+  until_quorum "the job made no progress under the kills" "step >= 500"
+  "$hosts" split "$name" 2 0
+  sleep 3
+  "$hosts" join "$name" 2 0
+  until_quorum "host 2's groups did not come back after the split" \
+    "members == all"
+  ;;
+*) fail "mode lighthouse, peers, flap or chaos, not '$mode'" ;;
 esac
 
 grep -q "^dashboard: https://" "$work/lighthouse.out" ||
@@ -125,19 +148,23 @@ wait "$run1" || fail "the run on host 2 failed"
 python3 - "$work/summary0.json" "$work/summary1.json" "$steps" "$mode" <<'EOF' ||
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
-ga, gb = a["replica_groups"][0], b["replica_groups"][0]
-assert ga["replica_id"] == "replica_0" and gb["replica_id"] == "replica_1", (
-    ga["replica_id"], gb["replica_id"])
-assert ga["last_step"] == gb["last_step"] == int(sys.argv[3]), (
-    ga["last_step"], gb["last_step"])
-assert (ga["replica_index"], gb["replica_index"]) == (0, 1)
-assert ga["checksum"] and ga["checksum"] == gb["checksum"], (
-    ga["checksum"], gb["checksum"])
+steps, mode = int(sys.argv[3]), sys.argv[4]
+groups = a["replica_groups"] + b["replica_groups"]
+assert [g["replica_id"] for g in groups] == [
+    f"replica_{i}" for i in range(len(groups))], groups
+assert [g["replica_index"] for g in groups] == list(range(len(groups)))
+assert all(g["last_step"] == steps for g in groups), groups
+sums = {g["checksum"] for g in groups}
+assert len(sums) == 1 and "" not in sums, sums
 # split from the lighthouse, group 1 fell behind and came back by healing
-assert sys.argv[4] != "lighthouse" or gb["heals"] >= 1, gb
-print("run_hosts_test: both hosts ended at step", ga["last_step"],
-      "with checksum", ga["checksum"], "; group 1 healed", gb["heals"],
-      "time(s), restarts", ga["restarts"], gb["restarts"])
+assert mode != "lighthouse" or groups[1]["heals"] >= 1, groups[1]
+# under chaos every group was hit and came back
+assert mode != "chaos" or all(g["restarts"] >= 1 or g["heals"] >= 1
+                              for g in groups), groups
+print("run_hosts_test:", len(groups), "groups on two hosts ended at step",
+      steps, "with checksum", sums.pop(), "; heals",
+      [g["heals"] for g in groups], "restarts",
+      [g["restarts"] for g in groups])
 EOF
   fail "the two hosts' replica groups do not match"
 echo "run_hosts_test: passed"

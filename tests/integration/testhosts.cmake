@@ -8,8 +8,9 @@ ftc_add_test(testhosts_test
              TIMEOUT 120 LABELS integration)
 # One job over test hosts (ftc run --host per host, a shared lighthouse):
 # a replica group split from the lighthouse's host, the two groups split
-# from each other, a training host's link flapping; each heals.
-foreach(mode lighthouse peers flap)
+# from each other, a training host's link flapping, and kills and stops
+# of groups on both hosts with a split meanwhile (chaos); each heals.
+foreach(mode lighthouse peers flap chaos)
   ftc_add_test(run_hosts_${mode}_test
                COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_hosts_test.sh
                        $<TARGET_FILE:ftc_cli>
