@@ -31,6 +31,9 @@ extern "C" {
 #define FTC_LIGHTHOUSE_JOB_MAX 65
 /* torchft's lighthouse port. */
 #define FTC_LIGHTHOUSE_DEFAULT_PORT 29510
+/* The longest lighthouse address a client takes, NUL included: one, or a
+ * highly available set's (at most 8, comma-separated). */
+#define FTC_LIGHTHOUSE_ADDR_MAX 2048
 
 /* ------------------------------------------------------------ lighthouse */
 
@@ -147,7 +150,8 @@ typedef struct ftc_lighthouse_ha_opts {
     int64_t lease_ms;
     int64_t poll_ms; /* a standby looks for an empty seat this often; 100 */
     /* Called on the election thread each time this one starts serving,
-     * before any client can reach it (declare jobs there); NULL: none. */
+     * as it starts listening (declare jobs there: a client that comes
+     * first creates the job with the defaults); NULL: none. */
     void (*on_lead)(ftc_lighthouse *lh, void *arg);
     void *on_lead_arg;
 } ftc_lighthouse_ha_opts;

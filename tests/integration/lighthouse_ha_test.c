@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ft/lighthouse/lighthouse.h"
 #include "lighthouse_kit.h"
 #include "testkit.h"
 
@@ -484,9 +485,65 @@ static void a_silent_one_is_left(void **state)
     ftc_lighthouse_destroy(lh);
 }
 
+/* The fence in one process: an elected lighthouse creates no job before
+ * its epochs arrive, takes them in order, and once its lease has ended
+ * forms no quorum (not even one its clock would form) and answers
+ * nothing. */
+static void a_leader_past_its_lease_decides_nothing(void **state)
+{
+    (void)state;
+    ftc_lighthouse_opts o;
+    ftc_lighthouse_opts_init(&o);
+    o.bind = "127.0.0.1:0";
+    o.join_timeout_ms = 300;
+    o.heartbeat_timeout_ms = 5000;
+    ftc_lighthouse *lh;
+    TK_OK(ftc__lighthouse_create_fenced(&o, ftc__lighthouse_now_ms() + 60000,
+                                        &lh));
+    char addr[64];
+    TK_OK(ftc_lighthouse_address(lh, addr, sizeof(addr)));
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(addr, NULL, &c));
+    /* No epochs yet: no job, so nothing to join. */
+    ftc_lighthouse_member m0 = lt_member("r0", 0);
+    ftc_lighthouse_join_result r;
+    TK_EXPECT(ftc_lighthouse_client_quorum(c, &m0, 300, &r), FTC_ETIMEDOUT);
+    ftc_lighthouse_join_result_fini(&r);
+    ftc__lighthouse_give_epochs(lh, 100, 4);
+    /* r2 is alive, so once r0 and r1 joined the lighthouse waits for it
+     * as a straggler until join_timeout_ms, then its clock forms a
+     * quorum without it. */
+    TK_OK(ftc_lighthouse_client_heartbeat(c, "r2", tk_ms(2000), NULL));
+    assert_int_equal(ftc__lighthouse_epochs_left(lh), 3);
+    static lt_join j[2];
+    ftc_lighthouse_member m1 = lt_member("r1", 0);
+    lt_join_start(&j[0], c, &m0, tk_ms(20000));
+    lt_join_start(&j[1], c, &m1, tk_ms(20000));
+    TK_WAIT_UNTIL(lt_is_participant(addr, "default", "r0") &&
+                      lt_is_participant(addr, "default", "r1"),
+                  10000);
+    ftc__lighthouse_set_lease(lh, ftc__lighthouse_now_ms() - 1);
+    /* Three times join_timeout_ms later they still wait... */
+    tk_pause_ms(900);
+    assert_false(atomic_load(&j[0].done) || atomic_load(&j[1].done));
+    /* ...and every request is refused. */
+    assert_int_equal(lt_http(addr, "GET", "/v1/jobs", NULL, NULL, NULL), 503);
+    /* A lease again: the clock forms it. */
+    ftc__lighthouse_set_lease(lh, ftc__lighthouse_now_ms() + 60000);
+    for (int k = 0; k < 2; k++) {
+        TK_OK(lt_join_wait(&j[k]));
+        assert_int_equal(j[k].result.epoch, 100);
+        assert_int_equal(j[k].result.quorum.n_members, 2);
+        ftc_lighthouse_join_result_fini(&j[k].result);
+    }
+    ftc_lighthouse_client_destroy(c);
+    ftc_lighthouse_destroy(lh);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_leader_past_its_lease_decides_nothing),
         cmocka_unit_test(address_lists_are_checked),
         cmocka_unit_test(a_call_finds_the_one_that_serves),
         cmocka_unit_test(a_silent_one_is_left),

@@ -71,8 +71,8 @@ int ftc__etcd_create(const char *urls, int64_t attempt_ms, ftc__etcd **out)
     if (urls == NULL || attempt_ms < 1) {
         return ftc__seterr(FTC_EINVAL, "etcd: no endpoints or attempt_ms < 1");
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-        sodium_init() < 0) {
+    if (sodium_init() < 0 ||
+        curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         return ftc__seterr(FTC_ESYS, "etcd: curl or libsodium init failed");
     }
     ftc__etcd *e = ftc__calloc(1, sizeof(*e));
@@ -163,6 +163,26 @@ static bool unavailable(long code)
     return code == 4 /* DEADLINE_EXCEEDED */ || code == 14 /* UNAVAILABLE */;
 }
 
+/* etcd's error in an answer, if any: {"error": "text", "code": n} for a
+ * call, {"error": {"grpc_code": n, "message": "text"}} for a stream's
+ * (lease keepalive), even with HTTP 200. */
+static bool answer_error(const json_t *a, const char **msg, long *code)
+{
+    const json_t *e = json_object_get(a, "error");
+    if (e == NULL) {
+        return false;
+    }
+    if (json_is_object(e)) {
+        *msg = json_string_value(json_object_get(e, "message"));
+        *code = (long)json_integer_value(json_object_get(e, "grpc_code"));
+    } else {
+        *msg = json_string_value(e);
+        *code = (long)json_integer_value(json_object_get(a, "code"));
+    }
+    *msg = *msg != NULL ? *msg : "?";
+    return true;
+}
+
 static void pause_until(int64_t ms, ftc__deadline dl)
 {
     int64_t left = ftc__deadline_left_ms(dl);
@@ -207,17 +227,21 @@ static int post(ftc__etcd *e, const char *path, json_t *req, ftc__deadline dl,
             rc = ftc__seterr(FTC_EPROTO, "etcd %s%s: HTTP %ld, not JSON",
                              e->urls[i], path, status);
             break;
-        } else if (status == 200) {
-            *out = a;
-            rc = 0;
-            break;
         } else {
-            const char *msg = json_string_value(json_object_get(a, "error"));
-            long code = (long)json_integer_value(json_object_get(a, "code"));
+            const char *msg = "?";
+            long code = 0;
+            if (!answer_error(a, &msg, &code) && status == 200) {
+                *out = a;
+                rc = 0;
+                break;
+            }
             snprintf(last, sizeof(last), "%s: HTTP %ld: %s", e->urls[i], status,
-                     msg != NULL ? msg : "?");
+                     msg);
             json_decref(a);
             if (!unavailable(code)) {
+                /* The next call starts at another endpoint: this one may
+                 * be the cause. */
+                e->current = (i + 1) % e->n;
                 rc = ftc__seterr(FTC_EPEER, "etcd %s: %s", path, last);
                 break;
             }

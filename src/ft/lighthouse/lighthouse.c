@@ -496,6 +496,12 @@ static int start_http(ftc_lighthouse *lh, const ftc_lighthouse_opts *o, int fd)
 
 int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
 {
+    return ftc__lighthouse_create_fenced(in, 0, out);
+}
+
+int ftc__lighthouse_create_fenced(const ftc_lighthouse_opts *in,
+                                  int64_t lease_until_ms, ftc_lighthouse **out)
+{
     ftc__clearerr();
     if (out == NULL) {
         return ftc__seterr(FTC_EMISUSE, "lighthouse create: out is NULL");
@@ -532,6 +538,12 @@ int ftc_lighthouse_create(const ftc_lighthouse_opts *in, ftc_lighthouse **out)
     }
     pthread_mutex_init(&lh->mu, NULL);
     pthread_cond_init(&lh->cv, NULL);
+    if (lease_until_ms != 0) {
+        /* Elected: no job before the leader's epochs arrive (an empty
+         * block, never a random epoch), no quorum past its lease. */
+        lh->epoch_next = lh->epoch_end = 1;
+        atomic_store(&lh->lease_until_ms, lease_until_ms);
+    }
     lh->epfd = -1;
     lh->wake.fd = -1;
     int fd = -1;

@@ -213,6 +213,13 @@ struct ftc_lighthouse {
 
 /* ---- lighthouse.c: requests and responses */
 
+/* ftc_lighthouse_create for an elected leader (lighthouse_ha.c): from
+ * before it listens it forms no quorum once ftc__lighthouse_now_ms()
+ * reaches lease_until_ms (0: a lone lighthouse, no bound) and creates no
+ * job until ftc__lighthouse_give_epochs. */
+int ftc__lighthouse_create_fenced(const ftc_lighthouse_opts *in,
+                                  int64_t lease_until_ms, ftc_lighthouse **out);
+
 /* opts (NULL: defaults) checked and with its defaults filled in, as
  * create does; FTC_EINVAL. Pointers are not copied. */
 int ftc__lighthouse_resolve_opts(const ftc_lighthouse_opts *in,
@@ -321,9 +328,15 @@ ftc__lighthouse_blob *ftc__lighthouse_job_ack(const ftc__lighthouse_job *job);
 void ftc__lighthouse_give_epochs(ftc_lighthouse *lh, uint32_t first,
                                  uint32_t count);
 uint32_t ftc__lighthouse_epochs_left(ftc_lighthouse *lh);
-/* Quorums form only before now_ms reaches until_ms (monotonic). */
+/* The lease's clock: CLOCK_BOOTTIME in ms, which goes on while the
+ * machine sleeps (as etcd's clock does elsewhere), unlike ftc__now_ms. */
+int64_t ftc__lighthouse_now_ms(void);
+/* Quorums form only before ftc__lighthouse_now_ms() reaches until_ms. */
 void ftc__lighthouse_set_lease(ftc_lighthouse *lh, int64_t until_ms);
-bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh, int64_t now_ms);
+/* Whether it may decide now: read at the moment of the decision, never
+ * from a time taken before a lock or a wait (the process may have been
+ * frozen in between). */
+bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh);
 
 /* ---- lighthouse_clock.c: the clock thread */
 

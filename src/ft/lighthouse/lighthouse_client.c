@@ -99,6 +99,10 @@ static int base_url(const char *addr, char *out, size_t cap)
 static int base_urls(ftc_lighthouse_client *c, const char *addr, bool has_token,
                      bool insecure)
 {
+    if (strlen(addr) >= FTC_LIGHTHOUSE_ADDR_MAX) {
+        return ftc__seterr(FTC_EINVAL, "lighthouse addresses: over %d B",
+                           FTC_LIGHTHOUSE_ADDR_MAX - 1);
+    }
     for (const char *p = addr;; p++) {
         size_t n = strcspn(p, ",");
         char one[FTC_HOST_MAX + 32];
@@ -368,6 +372,7 @@ void ftc__lighthouse_client_reply_init(ftc__lighthouse_client_reply *r,
 {
     r->status = 0;
     r->waits = false;
+    r->at = -1;
     ftc__buf_init(&r->body, max);
 }
 
@@ -507,16 +512,22 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                       max_ms > c->retry_initial_ms ? max_ms
                                                    : c->retry_initial_ms);
     char last[CURL_ERROR_SIZE] = "";
-    unsigned at = first_base(c);
+    unsigned at =
+        reply->at >= 0 ? (unsigned)reply->at % c->n_bases : first_base(c);
     /* In a set, one that does not answer a short call (a heartbeat) in a
-     * third of its time is left for the next: it may be frozen while a
-     * standby takes over. A long-poll's time is the server's to use. */
+     * third of its time is left for the next in the first round: it may
+     * be frozen while a standby takes over. After that (the others
+     * refused) each gets what is left. A long-poll's time is the
+     * server's to use. */
     int64_t attempt_ms = ftc__deadline_left_ms(dl);
     if (c->n_bases > 1 && !reply->waits) {
         attempt_ms = attempt_ms / 3 > LHC_ATTEMPT_MIN_MS ? attempt_ms / 3
                                                          : LHC_ATTEMPT_MIN_MS;
     }
     for (unsigned tried = 1;; tried++) {
+        if (tried == c->n_bases + 1) {
+            attempt_ms = INT64_MAX / 2;
+        }
         const char *base = c->bases[at];
         if (atomic_load(&c->aborted)) {
             rc = ftc__seterr(FTC_ECANCELED, "lighthouse call aborted");
@@ -542,6 +553,11 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
         }
         if (moved) { /* another call found the serving lighthouse */
             at = atomic_load(&c->current);
+            if (reply->waits) {
+                reply->at = (int)at;
+                rc = FTC__LH_AGAIN;
+                break;
+            }
             continue;
         }
         if (res == CURLE_OK) {
@@ -585,13 +601,19 @@ int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
          * available set): the next address at once, and after a round of
          * them a backoff, never past the deadline. */
         at = (at + 1) % c->n_bases;
-        if (tried % c->n_bases != 0) {
-            continue;
+        if (tried % c->n_bases == 0) {
+            int64_t wait = ftc__backoff_next_ms(&bo);
+            int64_t left = ftc__deadline_left_ms(dl);
+            rc = pause_ms(c, k, wait < left ? wait : left);
+            if (rc != 0) {
+                break;
+            }
         }
-        int64_t wait = ftc__backoff_next_ms(&bo);
-        int64_t left = ftc__deadline_left_ms(dl);
-        rc = pause_ms(c, k, wait < left ? wait : left);
-        if (rc != 0) {
+        if (reply->waits && !ftc__deadline_expired(dl)) {
+            /* Time passed: the caller asks the next one for a shorter
+             * wait. */
+            reply->at = (int)at;
+            rc = FTC__LH_AGAIN;
             break;
         }
     }

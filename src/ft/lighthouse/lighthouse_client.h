@@ -17,19 +17,27 @@ typedef struct ftc__lighthouse_client_reply {
     long status; /* HTTP status */
     ftc__buf body;
     /* The lighthouse may hold it until its own deadline (a long-poll), so
-     * its timing out says nothing of the lighthouse; false at init. */
+     * its timing out says nothing of the lighthouse; false at init. Such a
+     * request carries that deadline, so it is sent once per exchange:
+     * instead of sending it again later or elsewhere the exchange returns
+     * FTC__LH_AGAIN with at, where to send the rebuilt one. */
     bool waits;
+    int at; /* the address to start at; -1 (init): the client's choice */
 } ftc__lighthouse_client_reply;
 
 void ftc__lighthouse_client_reply_init(ftc__lighthouse_client_reply *r,
                                        size_t max);
 void ftc__lighthouse_client_reply_fini(ftc__lighthouse_client_reply *r);
 
+/* A waiting request must be rebuilt and sent again (reply->waits). */
+#define FTC__LH_AGAIN 1
+
 /* Sends method path (with the query) and body (NULL: none) to the
  * lighthouse and reads the answer, retrying refused or reset connections
  * and 503 answers with backoff until dl. 0 with reply->status set, or
- * FTC_ETIMEDOUT, FTC_ECANCELED (ftc_lighthouse_client_abort), FTC_EMSGSIZE
- * (answer over max_response_bytes), FTC_EPROTO. */
+ * FTC__LH_AGAIN, FTC_ETIMEDOUT, FTC_ECANCELED
+ * (ftc_lighthouse_client_abort), FTC_EMSGSIZE (answer over
+ * max_response_bytes), FTC_EPROTO. */
 int ftc__lighthouse_client_exchange(ftc_lighthouse_client *c,
                                     const char *method, const char *path,
                                     const char *body, size_t len,

@@ -434,17 +434,25 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
         rc = FTC_ENOMEM;
     }
     ftc__deadline dl = ftc__lighthouse_client_deadline(c, timeout_ms);
+    int at = -1;
     while (rc == 0) {
         int64_t wait = server_wait_ms(dl);
         int64_t sent = ftc__now_ms();
         ftc__lighthouse_client_reply reply;
         ftc__lighthouse_client_reply_init(&reply, 64u << 20);
         reply.waits = true;
+        reply.at = at;
         rc = post(c, "quorum",
                   json_pack("{s:O, s:I, s:I}", "member", mj, "timeout_ms",
                             (json_int_t)wait, "roster",
                             (json_int_t)held_roster(c)),
                   dl, &reply);
+        at = reply.at;
+        if (rc == FTC__LH_AGAIN) {
+            ftc__lighthouse_client_reply_fini(&reply);
+            rc = 0;
+            continue;
+        }
         if (rc == 0) {
             rc = reply.status == 200
                      ? decode_join(c, &reply, out)
@@ -669,16 +677,25 @@ int ftc_lighthouse_client_watch(ftc_lighthouse_client *c,
         escape(id, sizeof(id), replica_id);
     }
     char path[sizeof(id) + 256];
-    snprintf(path, sizeof(path),
-             "/v1/jobs/%s/watch?epoch=%" PRIu32 "&since=%" PRIu64
-             "&timeout_ms=%" PRId64 "%s%s",
-             ftc__lighthouse_client_job(c), epoch, since, server_wait_ms(dl),
-             replica_id != NULL ? "&replica_id=" : "", id);
     ftc__lighthouse_client_reply reply;
-    ftc__lighthouse_client_reply_init(&reply, 64u << 20);
-    reply.waits = true;
-    int rc =
-        ftc__lighthouse_client_exchange(c, "GET", path, NULL, 0, dl, &reply);
+    int rc = FTC__LH_AGAIN, at = -1;
+    while (rc == FTC__LH_AGAIN) { /* the wait is worked out for each send */
+        snprintf(path, sizeof(path),
+                 "/v1/jobs/%s/watch?epoch=%" PRIu32 "&since=%" PRIu64
+                 "&timeout_ms=%" PRId64 "%s%s",
+                 ftc__lighthouse_client_job(c), epoch, since,
+                 server_wait_ms(dl), replica_id != NULL ? "&replica_id=" : "",
+                 id);
+        ftc__lighthouse_client_reply_init(&reply, 64u << 20);
+        reply.waits = true;
+        reply.at = at;
+        rc = ftc__lighthouse_client_exchange(c, "GET", path, NULL, 0, dl,
+                                             &reply);
+        at = reply.at;
+        if (rc == FTC__LH_AGAIN) {
+            ftc__lighthouse_client_reply_fini(&reply);
+        }
+    }
     if (rc == 0) {
         rc = reply.status == 200
                  ? decode_watch(&reply, out)

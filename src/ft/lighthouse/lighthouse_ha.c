@@ -40,7 +40,9 @@ struct ftc_lighthouse_ha {
     ftc__event stop;
     /* The election thread's state; mu guards the copies others read. */
     ftc_lighthouse *lh; /* serving: leading */
-    int64_t lease, term, renew_ms, lease_until_ms;
+    /* Times on ftc__lighthouse_now_ms's clock. stale_lease: one we could
+     * not revoke (etcd unreachable), revoked when seen holding the key. */
+    int64_t lease, stale_lease, term, renew_ms, lease_until_ms, retry_ms;
     char holder[FTC__ETCD_VALUE_MAX]; /* the leader seen last, for logs */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -65,10 +67,11 @@ static void publish(ftc_lighthouse_ha *h, bool leading, int64_t term)
     pthread_mutex_unlock(&h->mu);
 }
 
-/* A short deadline for one step of the election: a quarter of the TTL. */
+/* A short deadline for one step of the election: a quarter of the TTL,
+ * at most 2 s (a stop waits for at most one step). */
 static ftc__deadline step_deadline(const ftc_lighthouse_ha *h)
 {
-    return ftc__deadline_in_ms(h->ttl_s * 250);
+    return ftc__deadline_in_ms(h->ttl_s < 8 ? h->ttl_s * 250 : 2000);
 }
 
 static void give_up_lease(ftc_lighthouse_ha *h)
@@ -77,8 +80,28 @@ static void give_up_lease(ftc_lighthouse_ha *h)
         ftc__etcd_lease_revoke(h->etcd, h->lease, step_deadline(h)) != 0) {
         FTC_LOG_INFO("lighthouse.ha", "lease not revoked (it expires): %s",
                      ftc_last_error());
+        h->stale_lease = h->lease;
     }
     h->lease = 0;
+}
+
+/* The last epoch handed out, from PREFIX/epochs' value: digits only. */
+static int parse_epochs(const ftc_lighthouse_ha *h, const ftc__etcd_kv *kv,
+                        unsigned long long *last)
+{
+    *last = 0;
+    if (!kv->found) {
+        return 0;
+    }
+    char *end = NULL;
+    *last = strtoull(kv->value, &end, 10);
+    if (kv->value[0] < '0' || kv->value[0] > '9' || *end != '\0') {
+        return ftc__seterr(FTC_EPROTO,
+                           "%s holds '%.40s', not a number: "
+                           "refusing to hand out epochs",
+                           h->epochs_key, kv->value);
+    }
+    return 0;
 }
 
 /* Reserves the next block of epochs, guarded by our leader key. 0 with
@@ -92,7 +115,11 @@ static int reserve_epochs(ftc_lighthouse_ha *h, uint32_t *first)
     if (rc != 0) {
         return rc;
     }
-    unsigned long long last = kv.found ? strtoull(kv.value, NULL, 10) : 0;
+    unsigned long long last;
+    rc = parse_epochs(h, &kv, &last);
+    if (rc != 0) {
+        return rc;
+    }
     if (last + HA_EPOCH_BLOCK > FTC__QUORUM_EPOCH_MAX) {
         return ftc__seterr(FTC_EMSGSIZE,
                            "%s is %llu: the quorum epochs are used up (delete "
@@ -105,6 +132,14 @@ static int reserve_epochs(ftc_lighthouse_ha *h, uint32_t *first)
     bool done = false;
     rc = ftc__etcd_put_guarded(h->etcd, h->leader_key, h->term, h->epochs_key,
                                kv.found ? kv.mod_revision : 0, next, dl, &done);
+    if (rc == 0 && !done) {
+        /* A retried put whose first attempt was applied fails its compare:
+         * only the key's holder writes it, so "next" there is ours. */
+        unsigned long long now_last;
+        done = ftc__etcd_get(h->etcd, h->epochs_key, dl, &kv) == 0 &&
+               parse_epochs(h, &kv, &now_last) == 0 &&
+               now_last == last + HA_EPOCH_BLOCK;
+    }
     if (rc == 0 && !done) {
         rc = ftc__seterr(FTC_ESTALE, "%s changed or %s is not ours",
                          h->epochs_key, h->leader_key);
@@ -134,18 +169,26 @@ static void step_down(ftc_lighthouse_ha *h, const char *why)
     give_up_lease(h);
 }
 
-/* Starts serving as the leader of term h->term. */
+/* Starts serving as the leader of term h->term: the lighthouse is
+ * created fenced (no job, no quorum past the lease) before it listens,
+ * then gets its epochs. */
 static int start_serving(ftc_lighthouse_ha *h)
 {
-    uint32_t first;
-    int rc = reserve_epochs(h, &first);
     ftc_lighthouse *lh = NULL;
-    rc = rc != 0 ? rc : ftc_lighthouse_create(&h->lo, &lh);
+    int rc = ftc__lighthouse_create_fenced(&h->lo, h->lease_until_ms, &lh);
     if (rc != 0) {
+        /* Likely to fail again (the port in use, a TLS file): do not take
+         * the seat again for a lease. */
+        h->retry_ms = ftc__lighthouse_now_ms() + h->ttl_s * 1000;
+        return rc;
+    }
+    uint32_t first;
+    rc = reserve_epochs(h, &first);
+    if (rc != 0) {
+        ftc_lighthouse_destroy(lh);
         return rc;
     }
     ftc__lighthouse_give_epochs(lh, first, HA_EPOCH_BLOCK);
-    ftc__lighthouse_set_lease(lh, h->lease_until_ms);
     h->lh = lh;
     if (h->o.on_lead != NULL) {
         h->o.on_lead(lh, h->o.on_lead_arg);
@@ -159,9 +202,19 @@ static int start_serving(ftc_lighthouse_ha *h)
 /* One look at the seat; takes it when it is empty. */
 static void stand_by(ftc_lighthouse_ha *h)
 {
+    if (ftc__lighthouse_now_ms() < h->retry_ms) {
+        return;
+    }
     ftc__deadline dl = step_deadline(h);
     ftc__etcd_kv kv;
     int rc = ftc__etcd_get(h->etcd, h->leader_key, dl, &kv);
+    if (rc == 0 && kv.found && kv.lease == h->stale_lease) {
+        /* Our own key from before etcd went away: let go of it now. */
+        h->lease = h->stale_lease;
+        h->stale_lease = 0;
+        give_up_lease(h);
+        return;
+    }
     if (rc == 0 && kv.found) {
         if (strcmp(kv.value, h->holder) != 0) {
             FTC_LOG_INFO("lighthouse.ha", "%s stands by; %s leads", h->name,
@@ -170,12 +223,17 @@ static void stand_by(ftc_lighthouse_ha *h)
         }
         return;
     }
-    int64_t sent = ftc__now_ms();
+    int64_t sent = ftc__lighthouse_now_ms();
     rc = rc != 0 ? rc : ftc__etcd_lease_grant(h->etcd, h->ttl_s, dl, &h->lease);
     bool won = false;
     rc = rc != 0 ? rc
                  : ftc__etcd_put_if_absent(h->etcd, h->leader_key, h->name,
                                            h->lease, dl, &won, &h->term, &kv);
+    if (rc == 0 && !won && kv.found && kv.lease == h->lease) {
+        /* A retried transaction whose first attempt won. */
+        won = true;
+        h->term = kv.create_revision;
+    }
     if (rc == 0 && won) {
         renewed(h, sent, h->ttl_s);
         rc = start_serving(h);
@@ -194,7 +252,7 @@ static void stand_by(ftc_lighthouse_ha *h)
  * reached without a renewal. */
 static void lead(ftc_lighthouse_ha *h)
 {
-    int64_t now = ftc__now_ms();
+    int64_t now = ftc__lighthouse_now_ms();
     if (now >= h->lease_until_ms) {
         step_down(h, "the lease could not be renewed in time");
         return;
@@ -202,9 +260,11 @@ static void lead(ftc_lighthouse_ha *h)
     if (now < h->renew_ms) {
         return;
     }
+    int64_t left = h->lease_until_ms - now;
     int64_t ttl = 0;
     int rc = ftc__etcd_lease_keepalive(
-        h->etcd, h->lease, ftc__deadline_in_ms(h->lease_until_ms - now), &ttl);
+        h->etcd, h->lease, ftc__deadline_in_ms(left < 2000 ? left : 2000),
+        &ttl);
     if (rc == 0 && ttl == 0) {
         step_down(h, "etcd let the lease expire");
     } else if (rc == 0) {
@@ -213,20 +273,25 @@ static void lead(ftc_lighthouse_ha *h)
             uint32_t first;
             if (reserve_epochs(h, &first) == 0) {
                 ftc__lighthouse_give_epochs(h->lh, first, HA_EPOCH_BLOCK);
+            } else {
+                FTC_LOG_WARN("lighthouse.ha", "%s: more epochs: %s", h->name,
+                             ftc_last_error());
             }
         }
-    } else if (ftc__now_ms() >= h->lease_until_ms) {
+    } else if (ftc__lighthouse_now_ms() >= h->lease_until_ms) {
         step_down(h, ftc_last_error());
+    } else {
+        h->renew_ms = ftc__lighthouse_now_ms() + 50; /* try again soon */
     }
 }
 
-/* Sleeps until ms (monotonic) or the stop event. */
+/* Sleeps until ms (ftc__lighthouse_now_ms) or the stop event. */
 static bool wait_until(ftc_lighthouse_ha *h, int64_t ms)
 {
-    int64_t left = ms - ftc__now_ms();
+    int64_t left = ms - ftc__lighthouse_now_ms();
     struct pollfd p = {.fd = h->stop.fd, .events = POLLIN};
     if (left > 0) {
-        poll(&p, 1, (int)left);
+        poll(&p, 1, (int)(left < 1000 ? left : 1000));
     }
     return !ftc__event_is_set(&h->stop);
 }
@@ -240,8 +305,9 @@ static void *ha_main(void *arg)
         } else {
             lead(h);
         }
-    } while (wait_until(h, h->lh == NULL ? ftc__now_ms() + h->o.poll_ms
-                                         : h->renew_ms));
+    } while (wait_until(h, h->lh == NULL
+                               ? ftc__lighthouse_now_ms() + h->o.poll_ms
+                               : h->renew_ms));
     if (h->lh != NULL) {
         step_down(h, "stopping");
     }
@@ -441,13 +507,20 @@ uint32_t ftc__lighthouse_epochs_left(ftc_lighthouse *lh)
     return left;
 }
 
+int64_t ftc__lighthouse_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void ftc__lighthouse_set_lease(ftc_lighthouse *lh, int64_t until_ms)
 {
     atomic_store(&lh->lease_until_ms, until_ms);
 }
 
-bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh, int64_t now_ms)
+bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh)
 {
     int64_t until = atomic_load(&lh->lease_until_ms);
-    return until == 0 || now_ms < until;
+    return until == 0 || ftc__lighthouse_now_ms() < until;
 }

@@ -561,7 +561,7 @@ static void tick(ftc__lighthouse_job *job, int64_t now,
     if (skip) {
         job->next_ms = job->s.hint.until_ms;
     }
-    if (!ftc__lighthouse_may_decide(job->lh, now)) {
+    if (!ftc__lighthouse_may_decide(job->lh)) {
         /* A leader whose lease in etcd ran out: its successor decides. */
         skip = true;
         job->next_ms = now + 100;

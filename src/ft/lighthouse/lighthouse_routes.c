@@ -415,6 +415,12 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
                                            rt.id == R_JOB ? "use PUT or GET"
                                                           : method_of(rt.id));
     }
+    if (!ftc__lighthouse_may_decide(r->lh)) {
+        /* A leader past its lease answers nothing, so that no client
+         * follows it back from its successor. */
+        return ftc__lighthouse_queue_error(r, 503, "not_leading",
+                                           "this lighthouse's lease ended");
+    }
     switch (rt.id) {
     case R_PAGE:
     case R_CHART_JS:

@@ -91,7 +91,7 @@ struct ftc_manager_work {
 struct ftc_manager {
     uint32_t magic;
     ftc_manager_opts o; /* strings point at the copies below */
-    char lighthouse[FTC_HOST_MAX + 16], job[FTC_LIGHTHOUSE_JOB_MAX];
+    char lighthouse[FTC_LIGHTHOUSE_ADDR_MAX], job[FTC_LIGHTHOUSE_JOB_MAX];
     char base_id[FTC__MGR_BASE_ID_MAX + 1];
     char store_addr[FTC_HOST_MAX + 16], store_prefix[FTC__MGR_BASE_ID_MAX + 64];
     char host[FTC_HOST_MAX], token[FTC_HOST_MAX];

@@ -243,6 +243,20 @@ static void an_endpoint_that_cannot_serve_hands_over(void **state)
     fake_say(&b, 200, "{\"header\":{}}");
     TK_OK(ftc__etcd_get(e, "ftc/x", soon(), &kv));
     assert_false(kv.found);
+    /* A stream's error (lease keepalive) comes as an object, with HTTP
+     * 200: UNAVAILABLE hands over too, anything else is etcd's word. */
+    fake_say(&b, 200,
+             "{\"error\":{\"grpc_code\":14,\"http_code\":503,"
+             "\"message\":\"etcdserver: no leader\"}}");
+    fake_say(&a, 200, "{\"result\":{\"ID\":\"7\",\"TTL\":\"4\"}}");
+    int64_t ttl = 0;
+    TK_OK(ftc__etcd_lease_keepalive(e, 7, soon(), &ttl));
+    assert_int_equal(ttl, 4);
+    fake_say(&a, 200,
+             "{\"error\":{\"grpc_code\":9,\"message\":\"etcdserver: "
+             "lease expired\"}}");
+    TK_EXPECT(ftc__etcd_lease_keepalive(e, 7, soon(), &ttl), FTC_EPEER);
+    assert_non_null(strstr(ftc_last_error(), "lease expired"));
     ftc__etcd_destroy(e);
     fake_stop(&a);
     fake_stop(&b);

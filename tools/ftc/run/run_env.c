@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/base_int.h"
+#include "ftc/ft.h"
 
 static const char *const contract[] = {
     "FTC_JOB",
@@ -138,7 +139,8 @@ char **run_env_build(char *const base[], const run_env_rank *r,
         env[n] = ftc__strdup(base[i]);
         failed |= env[n++] == NULL;
     }
-    char id[32], prefix[48], master[256], lighthouse_url[300];
+    char id[32], prefix[48], master[256];
+    char lighthouse_url[FTC_LIGHTHOUSE_ADDR_MAX + 8];
     const char *master_port;
     run_env_replica_id(r->replica_index, id, sizeof(id));
     split_addr(r->store_addr, master, sizeof(master), &master_port);

@@ -34,14 +34,33 @@ static const char *check_env(const char *kv)
                                       : NULL;
 }
 
-/* An address a lighthouse client takes: one, or a highly available
- * set's, separated by commas. */
+/* "[http[s]://]host:port" with the port spelled out (the trainers and the
+ * other hosts must agree on it), or several, comma-separated (a highly
+ * available set), as a lighthouse client takes them. */
 static const char *check_lighthouse(const char *v)
 {
+    static const char *const usage = "[http[s]://]host:port[,...]";
     ftc_lighthouse_client *c = NULL;
     int rc = ftc_lighthouse_client_create(v, NULL, &c);
     ftc_lighthouse_client_destroy(c);
-    return rc != 0 ? "[http[s]://]host:port[,...]" : NULL;
+    for (const char *p = v; rc == 0 && *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        char one[FTC_HOST_MAX + 16], host[FTC_HOST_MAX];
+        int port = 0;
+        const char *at = strstr(p, "://");
+        at = at != NULL && at < p + n ? at + 3 : p;
+        if ((size_t)(p + n - at) >= sizeof(one)) {
+            return usage;
+        }
+        memcpy(one, at, (size_t)(p + n - at));
+        one[p + n - at] = '\0';
+        if (ftc__addr_split(one, -1, host, sizeof(host), &port) != 0 ||
+            port == 0) {
+            return usage;
+        }
+        p += n + (p[n] == ',');
+    }
+    return rc != 0 ? usage : NULL;
 }
 
 static const char *check_host(const char *v)
