@@ -129,8 +129,8 @@ static void bad_endpoint_lists_are_refused(void **state)
         "127.0.0.1:2379",
         "https://127.0.0.1:2379",
         "http://",
-        "http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,http://a:6,"
-        "http://a:7,http://a:8,http://a:9",
+        ("http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,http://a:6,"
+         "http://a:7,http://a:8,http://a:9"),
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ftc__etcd *e = (ftc__etcd *)1;
