@@ -153,15 +153,20 @@ groups = a["replica_groups"] + b["replica_groups"]
 assert [g["replica_id"] for g in groups] == [
     f"replica_{i}" for i in range(len(groups))], groups
 assert [g["replica_index"] for g in groups] == list(range(len(groups)))
-assert all(g["last_step"] == steps for g in groups), groups
-sums = {g["checksum"] for g in groups}
+# Under chaos a group frozen when training finished is ended, not compared.
+done = [g for g in groups if mode != "chaos" or g["status"] != "ended"]
+assert len(done) >= len(groups) - 2 * (mode == "chaos") >= 2, groups
+assert all(g["status"] == "finished" and g["last_step"] == steps
+           for g in done), groups
+sums = {g["checksum"] for g in done}
 assert len(sums) == 1 and "" not in sums, sums
 # split from the lighthouse, group 1 fell behind and came back by healing
 assert mode != "lighthouse" or groups[1]["heals"] >= 1, groups[1]
 # under chaos every group was hit and came back
 assert mode != "chaos" or all(g["restarts"] >= 1 or g["heals"] >= 1
                               for g in groups), groups
-print("run_hosts_test:", len(groups), "groups on two hosts ended at step",
+print("run_hosts_test:", len(done), "of", len(groups),
+      "groups on two hosts ended at step",
       steps, "with checksum", sums.pop(), "; heals",
       [g["heals"] for g in groups], "restarts",
       [g["restarts"] for g in groups])

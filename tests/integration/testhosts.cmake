@@ -11,8 +11,8 @@ ftc_add_test(testhosts_test
 # from each other, a training host's link flapping; each heals. flap runs
 # the same code paths as the first two, longer: not again under the
 # sanitizers (docs/decisions.md, CI time). The script's chaos mode is not
-# here: it finds a divergence that is not fixed yet (docs/decisions.md,
-# "A group frozen past the end of training trains alone").
+# here: it can still find a divergence (docs/decisions.md, "a group
+# frozen past the end of training trains alone").
 foreach(mode lighthouse peers flap)
   set(labels integration chaos)
   if(mode STREQUAL "flap")

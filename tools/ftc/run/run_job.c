@@ -406,7 +406,10 @@ static void inject(run_job *job, int64_t now)
 /* A group that has not committed a step in its incarnation when another
  * finished (restarted, or slow to start) can never catch up: the groups
  * it would heal from are leaving. Left alone it would train from step 0
- * by itself and end with other parameters, so it is stopped and ends. */
+ * by itself and end with other parameters, so it is stopped and ends.
+ * So is a group frozen (SIGSTOP) when another finished: the last quorums
+ * went on without it, and woken it would commit their steps again alone
+ * (docs/decisions.md, "a group frozen past the end of training"). */
 static void end_stragglers(run_job *job)
 {
     if (job->stats.max_step <= 0) {
@@ -414,13 +417,19 @@ static void end_stragglers(run_job *job)
     }
     for (int g = 0; g < job->n; g++) {
         run_group *grp = &job->groups[g];
-        if (grp->state == RUN_GROUP_RUNNING && !grp->stepped) {
+        bool frozen = grp->state == RUN_GROUP_STOPPED;
+        if ((grp->state == RUN_GROUP_RUNNING && !grp->stepped) || frozen) {
             run_out_note(&job->out,
-                         "%s is stopped: it had not caught up when training "
-                         "finished (no group is left to heal from)",
+                         frozen ? "%s is stopped: it was frozen when training "
+                                  "finished (the last steps went on without "
+                                  "it)"
+                                : "%s is stopped: it had not caught up when "
+                                  "training finished (no group is left to "
+                                  "heal from)",
                          grp->id);
-            snprintf(grp->death, sizeof(grp->death),
-                     "stopped: not caught up when training finished");
+            snprintf(grp->death, sizeof(grp->death), "%s",
+                     frozen ? "stopped: frozen when training finished"
+                            : "stopped: not caught up when training finished");
             grp->state = RUN_GROUP_DYING;
             run_group_signal(grp, SIGTERM);
             run_group_signal(grp, SIGCONT);
