@@ -46,8 +46,9 @@ typedef struct ftc_lighthouse ftc_lighthouse;
  * idle limit); 0 in a count or size limit other than max_data_bytes (0:
  * members carry no data) is FTC_EINVAL, as is any out-of-range value. The
  * quorum options (min_replicas ... strict_shrink_only, max_replicas,
- * max_data_bytes) are the defaults of each new job; a job can change its
- * own with PUT /v1/jobs/{job} or ftc_lighthouse_configure_job. */
+ * max_data_bytes, rollback_after_ms) are the defaults of each new job; a job
+ * can change its own with PUT /v1/jobs/{job} or ftc_lighthouse_configure_job.
+ */
 typedef struct ftc_lighthouse_opts {
     size_t struct_size; /* set by the _init (see ftc/base.h) */
     /* "host:port" to listen on; NULL: "[::]:29510" (every interface, IPv6
@@ -86,6 +87,12 @@ typedef struct ftc_lighthouse_opts {
      * its key, both or neither, read at create; clients then reach it at
      * https://. NULL: plain HTTP. */
     const char *tls_cert, *tls_key;
+    /* A quorum whose members are all below the job's committed step (the
+     * highest step a quorum had or a leaving replica reported) would commit
+     * those steps again: it forms only after no replica that has the step
+     * was heard for this long, rolling the job back to the best step left.
+     * 60000; 0: at once (torchft); INT64_MAX: never. A job option. */
+    int64_t rollback_after_ms;
 } ftc_lighthouse_opts;
 
 /* Fills the defaults above. */
@@ -108,7 +115,8 @@ FTC_API int ftc_lighthouse_port(const ftc_lighthouse *lh);
 
 /* Declares a job up front from "NAME" or "NAME:key=value,key=value"
  * (keys: min_replicas, join_timeout_ms, heartbeat_timeout_ms,
- * strict_shrink_only, max_replicas, max_data_bytes; booleans true|false).
+ * strict_shrink_only, max_replicas, max_data_bytes, rollback_after_ms;
+ * booleans true|false).
  * A declared job is never deleted for being idle. Creates the job or
  * changes its options. FTC_EINVAL (bad name, key or value; nothing
  * changed), FTC_EMSGSIZE (max_jobs reached), FTC_ENOMEM. Thread-safe. */
@@ -378,9 +386,11 @@ FTC_API void ftc_lighthouse_watch_result_fini(ftc_lighthouse_watch_result *r);
 
 /* Tells the lighthouse replica_id is shutting down cleanly: it is
  * forgotten at once and every watcher gets member_lost (cause goodbye).
- * out may be NULL. FTC_ENOENT if the lighthouse did not know it. */
+ * step: the steps it committed, which the job's committed step (no quorum
+ * forms below it, docs/protocol.md) then counts; -1 if not known. out may
+ * be NULL. FTC_ENOENT if the lighthouse did not know it. */
 FTC_API int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *client,
-                                          const char *replica_id,
+                                          const char *replica_id, int64_t step,
                                           int64_t timeout_ms,
                                           ftc_lighthouse_ack *out);
 

@@ -1,9 +1,9 @@
 # Lighthouse integration tests: real HTTP on loopback, in one process
-# (api), old and new clients on one lighthouse (compact) and across
-# processes killed and stopped (chaos), and three lighthouses elected
-# through a real etcd (ha).
+# (api), old and new clients on one lighthouse (compact), the job's
+# committed step (mark), across processes killed and stopped (chaos), and
+# three lighthouses elected through a real etcd (ha).
 set(FTC_LH_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(t api chaos compact ha)
+foreach(t api chaos compact ha mark)
   ftc_add_test(lighthouse_${t}_test
                SOURCES ${FTC_LH_TEST_DIR}/lighthouse_${t}_test.c
                KITS lighthouse DEPENDS ftc_cli

@@ -43,6 +43,9 @@ static const ftc__cli_option options[] = {
            "wait for stragglers"),
     NUMBER("heartbeat-timeout-ms", heartbeat_timeout_ms, 1, INT64_MAX, "MS",
            "a replica is dead after"),
+    NUMBER("rollback-after-ms", rollback_after_ms, 0, INT64_MAX, "MS",
+           "let laggards go on below the job's committed step after none "
+           "that has it was heard for (0: at once)"),
     {"strict-shrink-only", FTC__CLI_FLAG,
      FTC__CLI_FIELD(lh_args, o.strict_shrink_only),
      .help = "shrink_only counts only kept members"},

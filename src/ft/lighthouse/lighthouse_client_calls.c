@@ -212,11 +212,11 @@ static int check_id(const char *id)
     return 0;
 }
 
-/* heartbeat (maybe with stats) and goodbye: {"replica_id", "stats"} ->
- * {"epoch", "event_seq"}. */
+/* heartbeat (maybe with stats) and goodbye (maybe with the step):
+ * {"replica_id", "stats", "step"} -> {"epoch", "event_seq"}. */
 static int replica_call(ftc_lighthouse_client *c, const char *action,
                         const char *replica_id,
-                        const ftc_lighthouse_replica_stats *stats,
+                        const ftc_lighthouse_replica_stats *stats, int64_t step,
                         int64_t timeout_ms, ftc_lighthouse_ack *out)
 {
     ftc__clearerr();
@@ -239,6 +239,11 @@ static int replica_call(ftc_lighthouse_client *c, const char *action,
         json_decref(req);
         req = NULL;
     }
+    if (req != NULL && step >= 0 &&
+        json_object_set_new(req, "step", json_integer(step)) != 0) {
+        json_decref(req);
+        req = NULL;
+    }
     ftc__lighthouse_client_reply reply;
     ftc__lighthouse_client_reply_init(&reply, 1u << 20);
     rc = post(c, action, req, ftc__lighthouse_client_deadline(c, timeout_ms),
@@ -256,7 +261,7 @@ int ftc_lighthouse_client_heartbeat(ftc_lighthouse_client *c,
                                     const char *replica_id, int64_t timeout_ms,
                                     ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "heartbeat", replica_id, NULL, timeout_ms, out);
+    return replica_call(c, "heartbeat", replica_id, NULL, -1, timeout_ms, out);
 }
 
 int ftc_lighthouse_client_report(ftc_lighthouse_client *c,
@@ -269,14 +274,14 @@ int ftc_lighthouse_client_report(ftc_lighthouse_client *c,
         return ftc__seterr(FTC_EINVAL, "ftc_lighthouse_client_report: NULL "
                                        "stats");
     }
-    return replica_call(c, "heartbeat", replica_id, stats, timeout_ms, out);
+    return replica_call(c, "heartbeat", replica_id, stats, -1, timeout_ms, out);
 }
 
 int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *c,
-                                  const char *replica_id, int64_t timeout_ms,
-                                  ftc_lighthouse_ack *out)
+                                  const char *replica_id, int64_t step,
+                                  int64_t timeout_ms, ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "goodbye", replica_id, NULL, timeout_ms, out);
+    return replica_call(c, "goodbye", replica_id, NULL, step, timeout_ms, out);
 }
 
 /* How long to ask the lighthouse to hold a long-poll: a little less than

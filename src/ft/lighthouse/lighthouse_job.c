@@ -579,6 +579,19 @@ static void tick(ftc__lighthouse_job *job, int64_t now,
         if (!t.met) {
             break;
         }
+        if (t.rolled_back_from >= 0 && t.newcomers) {
+            FTC_LOG_INFO("lighthouse.restart",
+                         "job %s: replicas new to the job start below its "
+                         "committed step %lld (a new run of the job)",
+                         job->name, (long long)t.rolled_back_from);
+        } else if (t.rolled_back_from >= 0) {
+            FTC_LOG_WARN("lighthouse.rollback",
+                         "job %s: a quorum goes on below step %lld, which "
+                         "was committed, after no replica that has it was "
+                         "heard for %lld ms",
+                         job->name, (long long)t.rolled_back_from,
+                         (long long)job->o.rollback_after_ms);
+        }
         formed(job, &t, now, wall, rs);
     }
     check_lapses(job, now);
@@ -692,13 +705,14 @@ int ftc__lighthouse_job_watch(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
 }
 
 int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
-                                const char *replica_id, int64_t now,
-                                ftc__lighthouse_resume *rs)
+                                const char *replica_id, int64_t step,
+                                int64_t now, ftc__lighthouse_resume *rs)
 {
     int rc = ftc__quorum_forget(&job->s, replica_id);
     if (rc != 0) {
         return rc;
     }
+    ftc__quorum_note_step(&job->s, step, now);
     job->active_ms = now;
     report_lost(job, replica_id, FTC_LIGHTHOUSE_LOST_GOODBYE);
     tick(job, now, rs);

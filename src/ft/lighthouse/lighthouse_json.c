@@ -334,7 +334,7 @@ int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
 int ftc__lhj_replica_request(const char *body, size_t len,
                              char id[FTC__QUORUM_STR_MAX],
                              ftc_lighthouse_replica_stats *stats,
-                             bool *has_stats)
+                             bool *has_stats, int64_t *step)
 {
     json_t *j;
     int rc = ftc__lhj_parse_object(body, len, &j);
@@ -352,11 +352,18 @@ int ftc__lhj_replica_request(const char *body, size_t len,
     if (rc == 0 && sj != NULL && stats != NULL) {
         rc = ftc__lhj_replica_stats(sj, &st);
     }
+    int64_t committed = -1;
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(j, "step", false, 0, INT64_MAX, &committed);
+    }
     if (rc == 0) {
         memcpy(id, tmp, sizeof(tmp));
         if (stats != NULL) {
             *stats = st;
             *has_stats = sj != NULL;
+        }
+        if (step != NULL) {
+            *step = committed;
         }
     }
     json_decref(j);
@@ -420,6 +427,10 @@ int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o)
         rc = ftc__lhj_get_int(obj, "max_data_bytes", false, 0,
                               FTC__QUORUM_MAX_DATA_CEIL, &data);
     }
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(obj, "rollback_after_ms", false, 0, INT64_MAX,
+                              &t.rollback_after_ms);
+    }
     if (rc != 0) {
         return rc;
     }
@@ -436,13 +447,14 @@ int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o)
 json_t *ftc__lhj_job_options_json(const ftc__quorum_opts *o)
 {
     json_t *j = json_pack(
-        "{s:I, s:I, s:I, s:b, s:I, s:I}", "min_replicas",
+        "{s:I, s:I, s:I, s:b, s:I, s:I, s:I}", "min_replicas",
         (json_int_t)(o->min_replicas > INT64_MAX ? INT64_MAX : o->min_replicas),
         "join_timeout_ms", (json_int_t)o->join_timeout_ms,
         "heartbeat_timeout_ms", (json_int_t)o->heartbeat_timeout_ms,
         "strict_shrink_only", (int)o->strict_shrink_only, "max_replicas",
         (json_int_t)o->max_replicas, "max_data_bytes",
-        (json_int_t)o->max_data_bytes);
+        (json_int_t)o->max_data_bytes, "rollback_after_ms",
+        (json_int_t)o->rollback_after_ms);
     if (j == NULL) {
         ftc__seterr(FTC_ENOMEM, "JSON of job options");
     }

@@ -43,13 +43,14 @@ json_t *ftc__lhj_quorum_json(const ftc__quorum *q);
  * they are kept in the order sent. On error q is left empty. */
 int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q);
 
-/* {"replica_id": "...", "stats": {...}} (heartbeat, goodbye). stats is
- * optional; when stats is not NULL, *has_stats says whether it came and
- * *stats holds it (zeros otherwise). */
+/* {"replica_id": "...", "stats": {...}, "step": N} (heartbeat, goodbye).
+ * stats is optional; when stats is not NULL, *has_stats says whether it
+ * came and *stats holds it (zeros otherwise). step is optional (>= 0);
+ * when step is not NULL, *step holds it or -1. */
 int ftc__lhj_replica_request(const char *body, size_t len,
                              char id[FTC__QUORUM_STR_MAX],
                              ftc_lighthouse_replica_stats *stats,
-                             bool *has_stats);
+                             bool *has_stats, int64_t *step);
 
 /* A replica's stats (lighthouse_json_replica.c): every count >= 0,
  * heal_seconds finite and >= 0, healing_from terminated; FTC_EINVAL. */

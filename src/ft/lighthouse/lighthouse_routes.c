@@ -214,29 +214,31 @@ static const char *body(ftc__lighthouse_req *r, size_t *len)
 /* ------------------------------------------------------------ handlers */
 
 /* heartbeat (creates the job; may carry the replica's stats) and goodbye
- * (does not): a replica_id in, an acknowledgement out. */
-static enum MHD_Result
-do_replica(ftc__lighthouse_req *r, const route *rt, bool create,
-           int (*call)(ftc__lighthouse_job *, const char *, int64_t,
-                       ftc__lighthouse_resume *))
+ * (does not; may carry the steps it committed): a replica_id in, an
+ * acknowledgement out. */
+static enum MHD_Result do_replica(ftc__lighthouse_req *r, const route *rt,
+                                  bool goodbye)
 {
     char id[FTC__QUORUM_STR_MAX];
     size_t len;
     const char *text = body(r, &len);
     ftc_lighthouse_replica_stats stats;
     bool has_stats = false;
-    int rc = ftc__lhj_replica_request(text, len, id, create ? &stats : NULL,
-                                      &has_stats);
+    int64_t step;
+    int rc = ftc__lhj_replica_request(text, len, id, goodbye ? NULL : &stats,
+                                      &has_stats, &step);
     if (rc != 0) {
         return ftc__lighthouse_queue_ftc_error(r, rc);
     }
     ftc__lighthouse_job *job;
-    rc = ftc__lighthouse_job_get(r->lh, rt->job, create, &job);
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, !goodbye, &job);
     if (rc != 0) {
         return job_error(r, rc, "too_many_jobs");
     }
     ftc__lighthouse_resume rs = {NULL};
-    rc = call(job, id, ftc__now_ms(), &rs);
+    int64_t now = ftc__now_ms();
+    rc = goodbye ? ftc__lighthouse_job_goodbye(job, id, step, now, &rs)
+                 : ftc__lighthouse_job_heartbeat(job, id, now, &rs);
     if (rc == 0 && has_stats) {
         ftc__lighthouse_job_report(job, id, &stats);
     }
@@ -428,13 +430,13 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
     case R_JOBS:
         return do_read(r, rt.id);
     case R_HEARTBEAT:
-        return do_replica(r, &rt, true, ftc__lighthouse_job_heartbeat);
+        return do_replica(r, &rt, false);
     case R_QUORUM:
         return do_quorum(r, &rt);
     case R_WATCH:
         return do_watch(r, &rt);
     case R_GOODBYE:
-        return do_replica(r, &rt, false, ftc__lighthouse_job_goodbye);
+        return do_replica(r, &rt, true);
     case R_KILL:
         return do_kill(r, &rt);
     case R_JOB:

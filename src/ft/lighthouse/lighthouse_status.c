@@ -14,9 +14,9 @@
 
 static const char *verdict_name(ftc__quorum_verdict v)
 {
-    static const char *const names[] = {"fast",      "need_min",
-                                        "need_half", "wait_straggler",
-                                        "valid",     "none_left"};
+    static const char *const names[] = {
+        "fast",  "need_min",  "need_half", "wait_straggler",
+        "valid", "none_left", "behind"};
     return (size_t)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
 }
 
@@ -316,6 +316,7 @@ json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                           "joins_waiting", (json_int_t)job->n_joins,
                           "watches_waiting", (json_int_t)job->n_watches);
     bool ok = put(j, "decision", decision_json(&d, now)) &&
+              put(j, "committed_step", json_integer(job->s.mark.step)) &&
               put(j, "quorum",
                   job->s.has_prev ? quorum_status_json(&job->s.prev, wall)
                                   : json_null()) &&

@@ -364,8 +364,11 @@ void ftc_manager_destroy(ftc_manager *m)
     if (m->o.group_rank == 0 && joined) {
         /* Leave at once rather than by the heartbeat timeout, and before
          * the watch (this replica's presence) closes: the others then
-         * learn of a goodbye, not of a dropped connection. */
-        ftc_lighthouse_client_goodbye(m->lh, m->replica_id, 1000, NULL);
+         * learn of a goodbye, not of a dropped connection. The steps it
+         * committed keep a quorum of laggards from committing them again
+         * after it (the job's committed step, docs/protocol.md). */
+        ftc_lighthouse_client_goodbye(m->lh, m->replica_id,
+                                      atomic_load(&m->step), 1000, NULL);
     }
     stop_threads(m);
     drop_works(m);

@@ -65,6 +65,16 @@ typedef struct ftc__quorum_opts {
      * only previous members are returned. On: they count what is returned.
      * See docs/decisions.md. */
     bool strict_shrink_only;
+    /* A quorum whose members are all below the job's committed step (the
+     * mark, ftc__quorum_state), one of them back from an earlier quorum of
+     * the job, would commit again steps another quorum committed: it forms
+     * only once no replica at that step has been heard (a heartbeat, a
+     * quorum, a goodbye) for this long, which rolls the job back to the
+     * best step left. Replicas new to the job (a new run, restarted
+     * processes) start from their own state at once. 0: at once (torchft,
+     * and this module's default); INT64_MAX: never, wait for a replica
+     * that has the step. */
+    int64_t rollback_after_ms;
 } ftc__quorum_opts;
 
 /* Fills the defaults above. */
@@ -152,6 +162,21 @@ typedef struct ftc__quorum_hint {
     ftc__quorum_opts opts; /* the rules it was counted under */
 } ftc__quorum_hint;
 
+/* The job's committed high-water mark: the highest step a member of a
+ * formed quorum had, or a replica reported as it left (goodbye), and when
+ * a replica at that step was last heard. */
+typedef struct ftc__quorum_mark {
+    int64_t step;
+    int64_t heard_ms;
+} ftc__quorum_mark;
+
+/* A replica a formed quorum left out that never said goodbye (frozen, cut
+ * off, or dead without its connection dropping), since when. */
+typedef struct ftc__quorum_dropped {
+    char replica_id[FTC__QUORUM_STR_MAX];
+    int64_t since_ms;
+} ftc__quorum_dropped;
+
 /* One job's lighthouse state. Both tables are kept sorted by replica_id, so
  * every answer is independent of the order in which replicas arrived. The
  * fields are readable by the shell (status pages); change them only through
@@ -165,6 +190,10 @@ typedef struct ftc__quorum_state {
     ftc__quorum prev; /* the last quorum formed (torchft prev_quorum) */
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
+    ftc__quorum_mark mark;
+    /* Sorted; at most max_replicas, the oldest dropped first. */
+    ftc__quorum_dropped *dropped;
+    size_t n_dropped, cap_dropped;
     ftc__quorum_hint hint;
 } ftc__quorum_state;
 
@@ -205,9 +234,19 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
 int ftc__quorum_leave(ftc__quorum_state *s, const char *replica_id);
 
 /* Forgets a replica at once (it said goodbye, or its connection dropped):
- * its participant entry and its heartbeat go, so no decision waits for its
- * heartbeat to expire. 0, or FTC_ENOENT if it had neither. */
+ * its participant entry, its heartbeat and its dropped entry go, so no
+ * decision waits for its heartbeat to expire. 0, or FTC_ENOENT if it had
+ * none. */
 int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id);
+
+/* Whether replica_id was a member of a formed quorum of this job: of the
+ * last one, or of an earlier one that dropped it (and it did not leave). */
+bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id);
+
+/* A replica that leaves (goodbye) reports the steps it committed: the
+ * mark rises to step if that is higher, heard at now_ms. Steps < 0 (not
+ * known) change nothing. */
+void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, int64_t now_ms);
 
 /* Whether replica_id's heartbeat is younger than o->heartbeat_timeout_ms
  * at now_ms. A heartbeat can only change a decision when this was false
@@ -236,6 +275,7 @@ typedef enum ftc__quorum_verdict {
     FTC__QUORUM_WAIT_STRAGGLER, /* "... due to join timeout ..." */
     FTC__QUORUM_VALID,          /* "Valid quorum found ..." */
     FTC__QUORUM_NONE_LEFT,      /* shrink_only excluded everyone (ftc) */
+    FTC__QUORUM_BEHIND,         /* every member below the mark (ftc) */
 } ftc__quorum_verdict;
 
 typedef struct ftc__quorum_decision {
@@ -253,6 +293,9 @@ typedef struct ftc__quorum_decision {
      * (0: a fast quorum), and the earliest healthy participant's join. */
     size_t missing_previous;
     int64_t first_joined;
+    /* FTC__QUORUM_BEHIND: the highest step among the members it would
+     * have, and the mark above it. */
+    int64_t members_step, mark_step;
     /* The first time at which this answer can change without new input (a
      * heartbeat expiring, the join timeout passing); INT64_MAX if never. A
      * shell can sleep until then instead of ticking every 100 ms. */
@@ -288,13 +331,20 @@ typedef struct ftc__quorum_tick_result {
     ftc__quorum_id_change change; /* when met */
     ftc__quorum_verdict verdict;
     int64_t next_ms; /* as in the decision; after a quorum, now_ms */
+    /* When met below the mark: the mark it rolled back from, else -1;
+     * newcomers: every member is new to the job (a new run, restarted
+     * processes), else o->rollback_after_ms passed. */
+    int64_t rolled_back_from;
+    bool newcomers;
     char reason[FTC__QUORUM_REASON_MAX];
 } ftc__quorum_tick_result;
 
 /* torchft _quorum_tick: computes the decision; if a quorum forms, bumps the
  * id as torchft does (first quorum, changed membership, or any member with
- * commit_failures > 0), makes it s->prev (created at wall_ms) and removes
- * its members from the participants. Participants left out (shrink_only,
+ * commit_failures > 0), makes it s->prev (created at wall_ms), sets the
+ * mark to its highest step (heard at now_ms), records the members of the
+ * previous quorum it drops and removes its members from the
+ * participants. Participants left out (shrink_only,
  * unhealthy) stay with joined = now_ms, as torchft's waiters re-insert
  * themselves. 0 or FTC_ENOMEM (the state unchanged). */
 int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,

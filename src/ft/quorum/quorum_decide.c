@@ -126,7 +126,72 @@ static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
                  "previous quorum %s",
                  meta);
         break;
+    case FTC__QUORUM_BEHIND:
+        snprintf(r, cap,
+                 "New quorum not ready, its members reached step %lld but "
+                 "step %lld was committed in this job: waiting for a "
+                 "replica that has it %s",
+                 (long long)d->members_step, (long long)d->mark_step, meta);
+        break;
     }
+}
+
+/* The last time a replica at the mark was heard: the mark's own stamp, or
+ * a heartbeat of a member of the last quorum that had the step. */
+static int64_t mark_heard_ms(const ftc__quorum_state *s)
+{
+    int64_t heard = s->mark.heard_ms;
+    for (size_t i = 0; i < s->prev.n; i++) {
+        const ftc__quorum_member *m = &s->prev.members[i];
+        if (m->step < s->mark.step) {
+            continue;
+        }
+        bool found;
+        size_t h = ftc__quorum_lower_bound(s->heartbeats, s->n_heartbeats,
+                                           sizeof(*s->heartbeats),
+                                           m->replica_id, &found);
+        if (found && s->heartbeats[h].last_ms > heard) {
+            heard = s->heartbeats[h].last_ms;
+        }
+    }
+    return heard;
+}
+
+/* The committed high-water mark: members that are all below it would
+ * commit again steps another quorum committed (a group dropped, then woken
+ * after the others went on). They wait for a replica that has the step,
+ * or until none was heard for o->rollback_after_ms. */
+static bool behind(int64_t now, const ftc__quorum_state *s,
+                   const ftc__quorum_opts *o, ftc__quorum_decision *d)
+{
+    int64_t top = 0;
+    for (size_t i = 0; i < d->n_members; i++) {
+        int64_t step = s->participants[d->member_idx[i]].member.step;
+        top = step > top ? step : top;
+    }
+    if (top >= s->mark.step) {
+        return false;
+    }
+    /* Replicas new to the job (a new run, restarted processes) start from
+     * their own state: only one back from an earlier quorum is behind. */
+    bool back = false;
+    for (size_t i = 0; i < d->n_members && !back; i++) {
+        back = ftc__quorum_was_member(
+            s, s->participants[d->member_idx[i]].member.replica_id);
+    }
+    if (!back) {
+        return false;
+    }
+    int64_t heard = mark_heard_ms(s);
+    if (ftc__quorum_elapsed_ms(now, heard) >= o->rollback_after_ms) {
+        return false;
+    }
+    d->next_ms =
+        min_ms(d->next_ms, ftc__quorum_add_ms(heard, o->rollback_after_ms));
+    d->members_step = top;
+    d->mark_step = s->mark.step;
+    say(d, FTC__QUORUM_BEHIND, d->n_members, o->min_replicas);
+    return true;
 }
 
 /* The rules in torchft's order, on the healthy participants in idx. */
@@ -151,7 +216,9 @@ static void decide(int64_t now, const ftc__quorum_state *s,
      * because its min_replicas cannot change, but an operator who raises it
      * (PUT /v1/jobs/{job}) means the next quorum. */
     if (fast && counted >= o->min_replicas) {
-        say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
+        if (!behind(now, s, o, d)) {
+            say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
+        }
         return;
     }
     if (counted < o->min_replicas) {
@@ -172,8 +239,11 @@ static void decide(int64_t now, const ftc__quorum_state *s,
     }
     /* torchft would return an empty quorum here, after which any single
      * joiner forms a "fast" quorum alone; ftc waits instead. */
-    say(d, d->n_members == 0 ? FTC__QUORUM_NONE_LEFT : FTC__QUORUM_VALID, hp,
-        o->min_replicas);
+    if (d->n_members == 0) {
+        say(d, FTC__QUORUM_NONE_LEFT, hp, o->min_replicas);
+    } else if (!behind(now, s, o, d)) {
+        say(d, FTC__QUORUM_VALID, hp, o->min_replicas);
+    }
 }
 
 int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
@@ -265,7 +335,8 @@ static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      const ftc__quorum_decision *d)
 {
     s->hint = (ftc__quorum_hint){
-        .valid = !d->met && !d->shrink_only,
+        /* Behind depends on steps, which the hint does not count. */
+        .valid = !d->met && !d->shrink_only && d->verdict != FTC__QUORUM_BEHIND,
         .has_prev = s->has_prev,
         .healthy_replicas = d->healthy_replicas,
         .healthy_participants = d->healthy_participants,
@@ -282,7 +353,8 @@ bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
     return a->min_replicas == b->min_replicas &&
            a->join_timeout_ms == b->join_timeout_ms &&
            a->heartbeat_timeout_ms == b->heartbeat_timeout_ms &&
-           a->strict_shrink_only == b->strict_shrink_only;
+           a->strict_shrink_only == b->strict_shrink_only &&
+           a->rollback_after_ms == b->rollback_after_ms;
 }
 
 /* decide() on the hint's counts, for the verdicts that form nothing. */
@@ -307,11 +379,41 @@ bool ftc__quorum_cannot_form(const ftc__quorum_state *s,
            ftc__quorum_elapsed_ms(now_ms, h->first_joined) < o->join_timeout_ms;
 }
 
+/* A formed quorum sets the mark to its highest step: higher than the mark,
+ * or equal, as a rule; lower only for replicas new to the job or when the
+ * mark's replicas were given up (a rollback, reported). Before q becomes
+ * s->prev. */
+static void raise_mark(ftc__quorum_state *s, const ftc__quorum *q, int64_t now,
+                       ftc__quorum_tick_result *out)
+{
+    int64_t top = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        top = q->members[i].step > top ? q->members[i].step : top;
+    }
+    if (top < s->mark.step) {
+        out->rolled_back_from = s->mark.step;
+        out->newcomers = true;
+        for (size_t i = 0; i < q->n && out->newcomers; i++) {
+            out->newcomers =
+                !ftc__quorum_was_member(s, q->members[i].replica_id);
+        }
+    }
+    s->mark = (ftc__quorum_mark){top, now};
+}
+
+void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, int64_t now_ms)
+{
+    if (step >= s->mark.step) {
+        s->mark = (ftc__quorum_mark){step, now_ms};
+    }
+}
+
 int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      int64_t now_ms, int64_t wall_ms,
                      ftc__quorum_tick_result *out)
 {
     memset(out, 0, sizeof(*out));
+    out->rolled_back_from = -1;
     ftc__quorum_decision d;
     int rc = ftc__quorum_compute(now_ms, s, o, &d);
     if (rc != 0) {
@@ -325,6 +427,11 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
         ftc__quorum_decision_fini(&d);
         return 0;
     }
+    rc = ftc__quorum_dropped_reserve(s, o);
+    if (rc != 0) {
+        ftc__quorum_decision_fini(&d);
+        return rc;
+    }
     ftc__quorum q;
     ftc__quorum_init(&q);
     q.members = ftc__calloc(d.n_members, sizeof(*q.members));
@@ -335,9 +442,13 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     take_members(s, &d, &q, now_ms);
     ftc__quorum_decision_fini(&d);
     out->met = true;
+    raise_mark(s, &q, now_ms, out);
     out->change = id_change(s, &q);
     if (out->change != FTC__QUORUM_ID_KEPT) {
         bump_id(s);
+    }
+    if (out->change == FTC__QUORUM_ID_MEMBERSHIP) {
+        ftc__quorum_dropped_update(s, o, &s->prev, &q, now_ms);
     }
     q.quorum_id = ftc__quorum_state_id(s);
     q.created_wall_ms = wall_ms;

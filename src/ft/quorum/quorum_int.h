@@ -26,6 +26,19 @@ size_t ftc__quorum_lower_bound(const void *base, size_t n, size_t stride,
 bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
                             const ftc__quorum_opts *b);
 
+/* Room for the members of s->prev that the next quorum may drop, within
+ * o->max_replicas; FTC_ENOMEM changes nothing. */
+int ftc__quorum_dropped_reserve(ftc__quorum_state *s,
+                                const ftc__quorum_opts *o);
+/* q (sorted) replaces old (sorted) with other members: old's members not
+ * in q are dropped since now (the oldest evicted beyond o->max_replicas),
+ * q's members are not. Needs ftc__quorum_dropped_reserve first. */
+void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                                const ftc__quorum *old, const ftc__quorum *q,
+                                int64_t now);
+/* Removes replica_id's dropped entry; whether it had one. */
+bool ftc__quorum_dropped_remove(ftc__quorum_state *s, const char *replica_id);
+
 /* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
  * else FTC_EINVAL naming what (the text says "<what> ..."). */
 int ftc__quorum_check_id(const char *id, const char *what);

@@ -18,12 +18,15 @@ void ftc__quorum_opts_init(ftc__quorum_opts *o)
 
 int ftc__quorum_opts_check(const ftc__quorum_opts *o)
 {
-    if (o->join_timeout_ms < 0 || o->heartbeat_timeout_ms < 0) {
+    if (o->join_timeout_ms < 0 || o->heartbeat_timeout_ms < 0 ||
+        o->rollback_after_ms < 0) {
         return ftc__seterr(FTC_EINVAL,
-                           "quorum opts: join_timeout_ms %lld and "
-                           "heartbeat_timeout_ms %lld must be >= 0",
+                           "quorum opts: join_timeout_ms %lld, "
+                           "heartbeat_timeout_ms %lld and rollback_after_ms "
+                           "%lld must be >= 0",
                            (long long)o->join_timeout_ms,
-                           (long long)o->heartbeat_timeout_ms);
+                           (long long)o->heartbeat_timeout_ms,
+                           (long long)o->rollback_after_ms);
     }
     if (o->max_replicas == 0 ||
         o->max_replicas > FTC__QUORUM_MAX_REPLICAS_CEIL) {
@@ -57,6 +60,7 @@ void ftc__quorum_state_fini(ftc__quorum_state *s)
     }
     ftc__free(s->participants);
     ftc__free(s->heartbeats);
+    ftc__free(s->dropped);
     ftc__quorum_fini(&s->prev);
     memset(s, 0, sizeof(*s));
 }
@@ -312,7 +316,9 @@ int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id)
                                    sizeof(*s->participants), replica_id, &p);
     bool had_heartbeat = find_in(s->heartbeats, s->n_heartbeats,
                                  sizeof(*s->heartbeats), replica_id, &h);
-    if (!was_participant && !had_heartbeat) {
+    bool was_dropped =
+        replica_id != NULL && ftc__quorum_dropped_remove(s, replica_id);
+    if (!was_participant && !had_heartbeat && !was_dropped) {
         return ftc__seterr(FTC_ENOENT, "forget: %s is not known",
                            replica_id == NULL ? "(null)" : replica_id);
     }

@@ -285,17 +285,26 @@ static void replica_request(void **state)
         {"{\"replica_id\": \"a\", \"replica_id\": \"a\"}", FTC_EINVAL,
          "duplicate"},
         {"nope", FTC_EINVAL, "invalid JSON"},
+        {"{\"replica_id\": \"a\", \"step\": -1}", FTC_EINVAL, "step"},
+        {"{\"replica_id\": \"a\", \"step\": \"7\"}", FTC_EINVAL, "step"},
     };
+    int64_t step = 42;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TK_EXPECT(ftc__lhj_replica_request(cases[i].body, strlen(cases[i].body),
-                                           id, NULL, NULL),
+                                           id, NULL, NULL, &step),
                   cases[i].code);
         assert_non_null(strstr(ftc_last_error(), cases[i].message));
         assert_string_equal(id, "unchanged");
+        assert_int_equal(step, 42);
     }
     const char *ok = "{\"replica_id\": \"trainer_0:ab\", \"extra\": 1}";
-    TK_OK(ftc__lhj_replica_request(ok, strlen(ok), id, NULL, NULL));
+    TK_OK(ftc__lhj_replica_request(ok, strlen(ok), id, NULL, NULL, &step));
     assert_string_equal(id, "trainer_0:ab");
+    assert_int_equal(step, -1);
+    const char *left = "{\"replica_id\": \"b\", \"step\": 1234}";
+    TK_OK(ftc__lhj_replica_request(left, strlen(left), id, NULL, NULL, &step));
+    assert_string_equal(id, "b");
+    assert_int_equal(step, 1234);
 }
 
 /* A heartbeat with stats: encoded, checked, decoded the same on both
@@ -319,7 +328,7 @@ static void replica_stats(void **state)
     char id[FTC__QUORUM_STR_MAX] = "unchanged";
     ftc_lighthouse_replica_stats got;
     bool has = false;
-    TK_OK(ftc__lhj_replica_request(body, strlen(body), id, &got, &has));
+    TK_OK(ftc__lhj_replica_request(body, strlen(body), id, &got, &has, NULL));
     free(body);
     assert_true(has);
     assert_string_equal(id, "g:1");
@@ -358,7 +367,7 @@ static void replica_stats(void **state)
         memset(&got, 0x5a, sizeof(got));
         has = false;
         TK_EXPECT(ftc__lhj_replica_request(cases[i].body, strlen(cases[i].body),
-                                           id, &got, &has),
+                                           id, &got, &has, NULL),
                   cases[i].code);
         if (strstr(ftc_last_error(), cases[i].message) == NULL) {
             fail_msg("case %zu: %s", i, ftc_last_error());

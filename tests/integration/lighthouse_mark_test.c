@@ -1,0 +1,124 @@
+/* The job's committed step over real HTTP: a goodbye carries the steps its
+ * replica committed, a laggard back from an earlier quorum waits with the
+ * reason while nobody that has the committed step is there, the job option
+ * rollback_after_ms decides how long, and a new run starts at once. */
+#include <string.h>
+
+#include "lighthouse_kit.h"
+#include "testkit.h"
+
+static ftc_lighthouse_client *client(const char *addr)
+{
+    ftc_lighthouse_client_opts co;
+    ftc_lighthouse_client_opts_init(&co);
+    co.timeout_ms = tk_ms(20000);
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(addr, &co, &c));
+    return c;
+}
+
+static void join_alone(ftc_lighthouse_client *c, const char *id, int64_t step)
+{
+    ftc_lighthouse_member m = lt_member(id, step);
+    ftc_lighthouse_join_result r;
+    TK_OK(ftc_lighthouse_client_quorum(c, &m, tk_ms(5000), &r));
+    assert_int_equal(r.quorum.n_members, 1);
+    assert_string_equal(r.quorum.members[0].replica_id, id);
+    ftc_lighthouse_join_result_fini(&r);
+}
+
+static void a_laggard_waits_for_the_committed_step(void **state)
+{
+    (void)state;
+    ftc_lighthouse_opts o;
+    ftc_lighthouse_opts_init(&o);
+    assert_int_equal(o.rollback_after_ms, 60000);
+    o.bind = "127.0.0.1:0";
+    o.heartbeat_timeout_ms = 600000; /* nothing expires mid-test */
+    o.rollback_after_ms = INT64_MAX;
+    o.min_replicas = 2;
+    ftc_lighthouse *lh;
+    TK_OK(ftc_lighthouse_create(&o, &lh));
+    char addr[128];
+    TK_OK(ftc_lighthouse_address(lh, addr, sizeof(addr)));
+    ftc_lighthouse_client *c = client(addr);
+
+    /* a and c train together to step 7; then a commits step 8 without c
+     * and leaves, saying so. */
+    lt_join js[2];
+    const char *ids[] = {"a", "c"};
+    for (int i = 0; i < 2; i++) {
+        ftc_lighthouse_member m = lt_member(ids[i], 7);
+        lt_join_start(&js[i], c, &m, tk_ms(10000));
+    }
+    for (int i = 0; i < 2; i++) {
+        TK_OK(lt_join_wait(&js[i]));
+        assert_int_equal(js[i].result.quorum.n_members, 2);
+        ftc_lighthouse_join_result_fini(&js[i].result);
+    }
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 7);
+    char *out = NULL;
+    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
+                             "{\"min_replicas\": 1}", NULL, &out),
+                     200);
+    free(out);
+    TK_OK(ftc_lighthouse_client_goodbye(c, "a", 8, tk_ms(5000), NULL));
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 8);
+    /* A goodbye of an unknown replica changes nothing. */
+    TK_EXPECT(ftc_lighthouse_client_goodbye(c, "a", 90, tk_ms(5000), NULL),
+              FTC_ENOENT);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 8);
+
+    /* c was left at step 7 (frozen, say): alone it would commit step 8
+     * again. */
+    ftc_lighthouse_member m = lt_member("c", 7);
+    ftc_lighthouse_join_result r;
+    TK_EXPECT(ftc_lighthouse_client_quorum(c, &m, tk_ms(1500), &r),
+              FTC_ETIMEDOUT);
+    assert_non_null(
+        strstr(r.reason, "reached step 7 but step 8 was committed"));
+    assert_int_equal(r.quorum.n_members, 0);
+    ftc_lighthouse_join_result_fini(&r);
+    json_t *st = lt_get_json(addr, "/v1/jobs/default/status");
+    json_t *opts = json_object_get(st, "options");
+    assert_int_equal(
+        json_integer_value(json_object_get(opts, "rollback_after_ms")),
+        INT64_MAX);
+    json_decref(st);
+
+    /* The operator lets the job go on from what is left (torchft's rule). */
+    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
+                             "{\"rollback_after_ms\": 0}", NULL, &out),
+                     200);
+    assert_non_null(strstr(out, "\"rollback_after_ms\":0"));
+    free(out);
+    join_alone(c, "c", 7);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 7);
+    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
+                             "{\"rollback_after_ms\": -1}", NULL, &out),
+                     400);
+    free(out);
+
+    /* A new run of the job (replicas it never had) starts at once from
+     * its own state, even with the wait back to forever. */
+    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
+                             "{\"rollback_after_ms\": 9223372036854775807}",
+                             NULL, &out),
+                     200);
+    free(out);
+    TK_OK(ftc_lighthouse_client_goodbye(c, "c", 9, tk_ms(5000), NULL));
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 9);
+    join_alone(c, "rerun", 0);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 0);
+
+    ftc_lighthouse_client_destroy(c);
+    ftc_lighthouse_destroy(lh);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_laggard_waits_for_the_committed_step),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
