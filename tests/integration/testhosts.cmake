@@ -8,14 +8,14 @@ ftc_add_test(testhosts_test
              TIMEOUT 120 LABELS integration)
 # One job over test hosts (ftc run --host per host, a shared lighthouse):
 # a replica group split from the lighthouse's host, the two groups split
-# from each other, a training host's link flapping; each heals. flap runs
-# the same code paths as the first two, longer: not again under the
-# sanitizers (docs/decisions.md, CI time). The script's chaos mode is not
-# here: it can still find a divergence (docs/decisions.md, "a group
-# frozen past the end of training trains alone").
-foreach(mode lighthouse peers flap)
+# from each other, a training host's link flapping, and the chaos schedule
+# (two groups per host, each launcher killing or stopping one every 3 s,
+# host 2 split from the lighthouse's for 3 s); each heals and ends
+# bit-identical. flap and chaos run the same code paths as the first two,
+# longer: not again under the sanitizers (docs/decisions.md, CI time).
+foreach(mode lighthouse peers flap chaos)
   set(labels integration chaos)
-  if(mode STREQUAL "flap")
+  if(mode STREQUAL "flap" OR mode STREQUAL "chaos")
     list(APPEND labels nosan)
   endif()
   ftc_add_test(run_hosts_${mode}_test
