@@ -32,9 +32,11 @@ int main(int argc, char **argv)
     }
     int failed_rounds = 0;
     while (rc == 0 && ftc_manager_current_step(t.manager) < t.cfg.steps) {
-        if (ftc_ddp_begin_step(ddp, TIMEOUT_MS) != 0) {
+        int qrc = ftc_ddp_begin_step(ddp, TIMEOUT_MS);
+        if (qrc != 0) {
             trainer_event_error(&t, "quorum");
-            rc = ++failed_rounds > MAX_FAILED_ROUNDS;
+            /* FTC_ESTALE: the job finished without this group. */
+            rc = qrc == FTC_ESTALE || ++failed_rounds > MAX_FAILED_ROUNDS;
             continue;
         }
         failed_rounds = 0;

@@ -385,6 +385,9 @@ static uint64_t checksum(const float *p, size_t n)
 int trainer_finish(trainer *t, const float *state_shard)
 {
     enum { EVAL = 512 };
+    /* The run reached its end: the manager's goodbye says the job finished
+     * here, so a group that missed the end is refused, not trained alone. */
+    ftc_manager_finish(t->manager);
     if (state_shard != trainer_own_params(t)) {
         memcpy(trainer_own_params(t), state_shard, t->shard * sizeof(float));
     }

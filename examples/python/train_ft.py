@@ -93,6 +93,8 @@ def main():
             manager.wait_quorum()
         except ftc.Error as e:  # a failed round: the next one retries
             event(kind="error", message=str(e)[:120])
+            if e.name == "FTC_ESTALE":
+                raise  # the job finished without this group: nothing to do
             continue
         ftc.trace_step(manager.current_step)
         x, y = batch(manager.current_step, manager.replica_rank)
@@ -125,6 +127,7 @@ def main():
         digest.update(p.detach().numpy().tobytes())
     event(kind="result", checksum=digest.hexdigest()[:16],
           final_loss=loss.item(), steps=manager.current_step)
+    manager.finish()  # the goodbye says the job finished here
     manager.close()
 
 

@@ -387,11 +387,13 @@ FTC_API void ftc_lighthouse_watch_result_fini(ftc_lighthouse_watch_result *r);
 /* Tells the lighthouse replica_id is shutting down cleanly: it is
  * forgotten at once and every watcher gets member_lost (cause goodbye).
  * step: the steps it committed, which the job's committed step (no quorum
- * forms below it, docs/protocol.md) then counts; -1 if not known. out may
- * be NULL. FTC_ENOENT if the lighthouse did not know it. */
+ * forms below it, docs/protocol.md) then counts; -1 if not known.
+ * finished: its run reached its end, so the job is finished at that step
+ * and later joins below it are refused (FTC_ESTALE). out may be NULL.
+ * FTC_ENOENT if the lighthouse did not know it. */
 FTC_API int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *client,
                                           const char *replica_id, int64_t step,
-                                          int64_t timeout_ms,
+                                          bool finished, int64_t timeout_ms,
                                           ftc_lighthouse_ack *out);
 
 /* The status JSON of job (NULL: the list of every job, GET /v1/jobs) as a
@@ -579,10 +581,19 @@ FTC_API int ftc_manager_opts_from_env(ftc_manager_opts *opts);
 FTC_API int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out);
 
 /* Stops the threads (a quorum in progress is abandoned), tells the
- * lighthouse this replica leaves (the leader, bounded by 1 s), destroys
- * the process group and frees everything. Works not yet released are
- * released. NULL is a no-op. */
+ * lighthouse this replica leaves with the steps it committed (the leader,
+ * bounded by 1 s), destroys the process group and frees everything. Works
+ * not yet released are released. NULL is a no-op. */
 FTC_API void ftc_manager_destroy(ftc_manager *m);
+
+/* The trainer reached the end of its run (its last step committed): the
+ * goodbye that ftc_manager_destroy sends then says the job finished at
+ * this step, and the lighthouse refuses later joins below it
+ * (the quorum fails FTC_ESTALE, "the job finished at step
+ * S") instead of letting a replica that missed the end train those steps
+ * again alone (docs/protocol.md, "The job's committed step"). Call it on
+ * every rank or on group rank 0; FTC_EMISUSE for a bad handle. */
+FTC_API int ftc_manager_finish(ftc_manager *m);
 
 /* Registers a buffer of the state a healing replica receives: name
  * (1..255 printable ASCII characters, unique), dtype (FTC_DTYPE_*), shape

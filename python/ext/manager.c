@@ -194,6 +194,14 @@ static PyObject *manager_clear_state(PyObject *obj, PyObject *unused)
     return rc != 0 ? (m != NULL ? ftcpy_raise(rc) : NULL) : Py_NewRef(Py_None);
 }
 
+static PyObject *manager_finish(PyObject *obj, PyObject *unused)
+{
+    (void)unused;
+    ftc_manager *m = live(obj);
+    int rc = m != NULL ? ftc_manager_finish(m) : -1;
+    return rc != 0 ? (m != NULL ? ftcpy_raise(rc) : NULL) : Py_NewRef(Py_None);
+}
+
 static PyObject *manager_set_step(PyObject *obj, PyObject *args)
 {
     long long step = 0, batches = 0;
@@ -554,6 +562,9 @@ static PyMethodDef manager_methods[] = {
      "report_error(message): this step votes no"},
     {"errored", manager_errored, METH_NOARGS,
      "errored() -> str or None: the step's latched error"},
+    {"finish", manager_finish, METH_NOARGS,
+     "finish(): the run reached its end; close() then tells the lighthouse "
+     "the job finished at this step"},
     {"close", manager_close, METH_NOARGS,
      "close(): leaves the job and frees everything"},
     {NULL, NULL, 0, NULL},

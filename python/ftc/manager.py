@@ -205,6 +205,12 @@ class Manager:
     quorum_id = property(lambda self: self._m.quorum_id)
     replica_id = property(lambda self: self._m.replica_id)
 
+    def finish(self):
+        """The run reached its end (its last step committed): close() then
+        tells the lighthouse the job finished at this step, and a replica
+        that missed the end is refused rather than training it again."""
+        self._m.finish()
+
     def close(self):
         self._m.close()
         self._state = []

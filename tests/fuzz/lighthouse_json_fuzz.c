@@ -95,8 +95,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char id[FTC__QUORUM_STR_MAX];
     ftc_lighthouse_replica_stats st;
     bool has_stats;
-    int64_t step;
-    if (ftc__lhj_replica_request(text, size, id, &st, &has_stats, &step) == 0 &&
+    ftc__lhj_leaving left;
+    if (ftc__lhj_replica_request(text, size, id, &st, &has_stats, &left) == 0 &&
         has_stats) {
         /* what was accepted encodes and decodes to the same */
         json_t *sj = ftc__lhj_replica_stats_json(&st);

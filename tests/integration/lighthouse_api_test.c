@@ -490,7 +490,8 @@ static void watch_events(void **state)
     watch_start(&w, f.c, NULL, ack.epoch, seq, tk_ms(20000));
     TK_WAIT_UNTIL(lt_status_int(f.addr, "default", "watches_waiting") == 1,
                   10000);
-    TK_OK(ftc_lighthouse_client_goodbye(f.c, "a", -1, tk_ms(5000), NULL));
+    TK_OK(
+        ftc_lighthouse_client_goodbye(f.c, "a", -1, false, tk_ms(5000), NULL));
     pthread_join(w.t, NULL);
     TK_OK(w.rc);
     assert_int_equal(w.r.n_events, 1);
@@ -500,8 +501,9 @@ static void watch_events(void **state)
     assert_string_equal(w.r.events[0].replica_id, "a");
     assert_int_equal(w.r.events[0].quorum_id, jr.quorum.quorum_id);
     ftc_lighthouse_watch_result_fini(&w.r);
-    TK_EXPECT(ftc_lighthouse_client_goodbye(f.c, "a", -1, tk_ms(5000), NULL),
-              FTC_ENOENT);
+    TK_EXPECT(
+        ftc_lighthouse_client_goodbye(f.c, "a", -1, false, tk_ms(5000), NULL),
+        FTC_ENOENT);
     /* Events kept since an old position come back in order. */
     TK_OK(
         ftc_lighthouse_client_watch(f.c, NULL, ack.epoch, 0, tk_ms(5000), &r));
@@ -531,8 +533,8 @@ static void watch_behind_the_ring_resets(void **state)
         TK_OK(ftc_lighthouse_client_quorum(f.c, &m, tk_ms(5000), &jr));
         if (i < 3) {
             ftc_lighthouse_join_result_fini(&jr);
-            TK_OK(
-                ftc_lighthouse_client_goodbye(f.c, id, -1, tk_ms(5000), NULL));
+            TK_OK(ftc_lighthouse_client_goodbye(f.c, id, -1, false, tk_ms(5000),
+                                                NULL));
         }
     }
     ftc_lighthouse_watch_result r;

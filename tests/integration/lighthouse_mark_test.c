@@ -62,11 +62,12 @@ static void a_laggard_waits_for_the_committed_step(void **state)
                              "{\"min_replicas\": 1}", NULL, &out),
                      200);
     free(out);
-    TK_OK(ftc_lighthouse_client_goodbye(c, "a", 8, tk_ms(5000), NULL));
+    TK_OK(ftc_lighthouse_client_goodbye(c, "a", 8, false, tk_ms(5000), NULL));
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 8);
     /* A goodbye of an unknown replica changes nothing. */
-    TK_EXPECT(ftc_lighthouse_client_goodbye(c, "a", 90, tk_ms(5000), NULL),
-              FTC_ENOENT);
+    TK_EXPECT(
+        ftc_lighthouse_client_goodbye(c, "a", 90, false, tk_ms(5000), NULL),
+        FTC_ENOENT);
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 8);
 
     /* c was left at step 7 (frozen, say): alone it would commit step 8
@@ -106,10 +107,23 @@ static void a_laggard_waits_for_the_committed_step(void **state)
                              NULL, &out),
                      200);
     free(out);
-    TK_OK(ftc_lighthouse_client_goodbye(c, "c", 9, tk_ms(5000), NULL));
+    TK_OK(ftc_lighthouse_client_goodbye(c, "c", 9, false, tk_ms(5000), NULL));
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 9);
     join_alone(c, "rerun", 0);
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 0);
+
+    /* A run that reached its end says so: the job is finished there, and
+     * a latecomer below that step is answered at once, 409 job_finished. */
+    TK_OK(
+        ftc_lighthouse_client_goodbye(c, "rerun", 4, true, tk_ms(5000), NULL));
+    m = lt_member("latecomer", 2);
+    int64_t t0 = tk_now_ms();
+    TK_EXPECT(ftc_lighthouse_client_quorum(c, &m, tk_ms(20000), &r),
+              FTC_ESTALE);
+    assert_true(tk_now_ms() - t0 < tk_ms(10000));
+    assert_non_null(strstr(ftc_last_error(), "409 job_finished"));
+    assert_non_null(strstr(ftc_last_error(), "the job finished at step 4"));
+    ftc_lighthouse_join_result_fini(&r);
 
     ftc_lighthouse_client_destroy(c);
     ftc_lighthouse_destroy(lh);

@@ -292,10 +292,12 @@ int ftc__lighthouse_job_watch(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
                               uint64_t since, int64_t timeout_ms, int64_t now,
                               ftc__lighthouse_resume *rs);
 /* FTC_ENOENT if the replica was not known. step: the steps it committed
- * (raises the job's committed step), or -1. */
+ * (raises the job's committed step), or -1; finished: its run reached its
+ * end (the job is finished at that step). */
 int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
                                 const char *replica_id, int64_t step,
-                                int64_t now, ftc__lighthouse_resume *rs);
+                                bool finished, int64_t now,
+                                ftc__lighthouse_resume *rs);
 /* FTC_ENOENT if the replica is not in the current quorum. */
 int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
                              ftc__lighthouse_resume *rs);

@@ -212,12 +212,30 @@ static int check_id(const char *id)
     return 0;
 }
 
-/* heartbeat (maybe with stats) and goodbye (maybe with the step):
- * {"replica_id", "stats", "step"} -> {"epoch", "event_seq"}. */
+/* The parts of a goodbye after its replica_id, into req (NULL: failed). */
+static json_t *add_leaving(json_t *req, const ftc__lhj_leaving *left)
+{
+    if (req != NULL && left->step >= 0 &&
+        json_object_set_new(req, "step", json_integer(left->step)) != 0) {
+        json_decref(req);
+        req = NULL;
+    }
+    if (req != NULL && left->finished &&
+        json_object_set_new(req, "finished", json_true()) != 0) {
+        json_decref(req);
+        req = NULL;
+    }
+    return req;
+}
+
+/* heartbeat (maybe with stats) and goodbye (with what the leaving replica
+ * says, left): {"replica_id", "stats", "step", "finished"} -> {"epoch",
+ * "event_seq"}. */
 static int replica_call(ftc_lighthouse_client *c, const char *action,
                         const char *replica_id,
-                        const ftc_lighthouse_replica_stats *stats, int64_t step,
-                        int64_t timeout_ms, ftc_lighthouse_ack *out)
+                        const ftc_lighthouse_replica_stats *stats,
+                        const ftc__lhj_leaving *left, int64_t timeout_ms,
+                        ftc_lighthouse_ack *out)
 {
     ftc__clearerr();
     if (c == NULL) {
@@ -239,10 +257,8 @@ static int replica_call(ftc_lighthouse_client *c, const char *action,
         json_decref(req);
         req = NULL;
     }
-    if (req != NULL && step >= 0 &&
-        json_object_set_new(req, "step", json_integer(step)) != 0) {
-        json_decref(req);
-        req = NULL;
+    if (left != NULL) {
+        req = add_leaving(req, left);
     }
     ftc__lighthouse_client_reply reply;
     ftc__lighthouse_client_reply_init(&reply, 1u << 20);
@@ -261,7 +277,8 @@ int ftc_lighthouse_client_heartbeat(ftc_lighthouse_client *c,
                                     const char *replica_id, int64_t timeout_ms,
                                     ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "heartbeat", replica_id, NULL, -1, timeout_ms, out);
+    return replica_call(c, "heartbeat", replica_id, NULL, NULL, timeout_ms,
+                        out);
 }
 
 int ftc_lighthouse_client_report(ftc_lighthouse_client *c,
@@ -274,14 +291,17 @@ int ftc_lighthouse_client_report(ftc_lighthouse_client *c,
         return ftc__seterr(FTC_EINVAL, "ftc_lighthouse_client_report: NULL "
                                        "stats");
     }
-    return replica_call(c, "heartbeat", replica_id, stats, -1, timeout_ms, out);
+    return replica_call(c, "heartbeat", replica_id, stats, NULL, timeout_ms,
+                        out);
 }
 
 int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *c,
                                   const char *replica_id, int64_t step,
-                                  int64_t timeout_ms, ftc_lighthouse_ack *out)
+                                  bool finished, int64_t timeout_ms,
+                                  ftc_lighthouse_ack *out)
 {
-    return replica_call(c, "goodbye", replica_id, NULL, step, timeout_ms, out);
+    ftc__lhj_leaving left = {step, finished};
+    return replica_call(c, "goodbye", replica_id, NULL, &left, timeout_ms, out);
 }
 
 /* How long to ask the lighthouse to hold a long-poll: a little less than

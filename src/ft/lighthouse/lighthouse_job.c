@@ -706,13 +706,14 @@ int ftc__lighthouse_job_watch(ftc__lighthouse_job *job, ftc__lighthouse_req *r,
 
 int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
                                 const char *replica_id, int64_t step,
-                                int64_t now, ftc__lighthouse_resume *rs)
+                                bool finished, int64_t now,
+                                ftc__lighthouse_resume *rs)
 {
     int rc = ftc__quorum_forget(&job->s, replica_id);
     if (rc != 0) {
         return rc;
     }
-    ftc__quorum_note_step(&job->s, step, now);
+    ftc__quorum_note_step(&job->s, step, finished, now);
     job->active_ms = now;
     report_lost(job, replica_id, FTC_LIGHTHOUSE_LOST_GOODBYE);
     tick(job, now, rs);

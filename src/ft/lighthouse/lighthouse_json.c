@@ -334,7 +334,7 @@ int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q)
 int ftc__lhj_replica_request(const char *body, size_t len,
                              char id[FTC__QUORUM_STR_MAX],
                              ftc_lighthouse_replica_stats *stats,
-                             bool *has_stats, int64_t *step)
+                             bool *has_stats, ftc__lhj_leaving *leaving)
 {
     json_t *j;
     int rc = ftc__lhj_parse_object(body, len, &j);
@@ -352,9 +352,12 @@ int ftc__lhj_replica_request(const char *body, size_t len,
     if (rc == 0 && sj != NULL && stats != NULL) {
         rc = ftc__lhj_replica_stats(sj, &st);
     }
-    int64_t committed = -1;
+    ftc__lhj_leaving left = {-1, false};
     if (rc == 0) {
-        rc = ftc__lhj_get_int(j, "step", false, 0, INT64_MAX, &committed);
+        rc = ftc__lhj_get_int(j, "step", false, 0, INT64_MAX, &left.step);
+    }
+    if (rc == 0) {
+        rc = ftc__lhj_get_bool(j, "finished", &left.finished);
     }
     if (rc == 0) {
         memcpy(id, tmp, sizeof(tmp));
@@ -362,8 +365,8 @@ int ftc__lhj_replica_request(const char *body, size_t len,
             *stats = st;
             *has_stats = sj != NULL;
         }
-        if (step != NULL) {
-            *step = committed;
+        if (leaving != NULL) {
+            *leaving = left;
         }
     }
     json_decref(j);

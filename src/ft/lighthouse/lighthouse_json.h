@@ -43,14 +43,22 @@ json_t *ftc__lhj_quorum_json(const ftc__quorum *q);
  * they are kept in the order sent. On error q is left empty. */
 int ftc__lhj_quorum(const json_t *obj, size_t max_members, ftc__quorum *q);
 
-/* {"replica_id": "...", "stats": {...}, "step": N} (heartbeat, goodbye).
- * stats is optional; when stats is not NULL, *has_stats says whether it
- * came and *stats holds it (zeros otherwise). step is optional (>= 0);
- * when step is not NULL, *step holds it or -1. */
+/* What a goodbye says besides the replica_id: the steps it committed (-1:
+ * not said) and whether its run reached its end. */
+typedef struct ftc__lhj_leaving {
+    int64_t step;
+    bool finished;
+} ftc__lhj_leaving;
+
+/* {"replica_id": "...", "stats": {...}, "step": N, "finished": b}
+ * (heartbeat, goodbye). stats is optional; when stats is not NULL,
+ * *has_stats says whether it came and *stats holds it (zeros otherwise).
+ * step (>= 0) and finished are optional; when leaving is not NULL it holds
+ * them ({-1, false} when absent). */
 int ftc__lhj_replica_request(const char *body, size_t len,
                              char id[FTC__QUORUM_STR_MAX],
                              ftc_lighthouse_replica_stats *stats,
-                             bool *has_stats, int64_t *step);
+                             bool *has_stats, ftc__lhj_leaving *leaving);
 
 /* A replica's stats (lighthouse_json_replica.c): every count >= 0,
  * heal_seconds finite and >= 0, healing_from terminated; FTC_EINVAL. */

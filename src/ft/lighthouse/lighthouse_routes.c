@@ -145,12 +145,16 @@ static bool method_ok(route_id id, const char *method)
 
 /* Errors of ftc__lighthouse_job_get and of the job calls, where FTC_EMSGSIZE is
  * a full table or too many jobs (429), not a long input (413, found while
- * decoding). */
+ * decoding), and FTC_ESTALE a join below the step its job finished at. */
 static enum MHD_Result job_error(ftc__lighthouse_req *r, int rc,
                                  const char *full)
 {
     if (rc == FTC_EMSGSIZE) {
         return ftc__lighthouse_queue_error(r, 429, full, ftc_last_error());
+    }
+    if (rc == FTC_ESTALE) {
+        return ftc__lighthouse_queue_error(r, 409, "job_finished",
+                                           ftc_last_error());
     }
     return ftc__lighthouse_queue_ftc_error(r, rc);
 }
@@ -224,9 +228,9 @@ static enum MHD_Result do_replica(ftc__lighthouse_req *r, const route *rt,
     const char *text = body(r, &len);
     ftc_lighthouse_replica_stats stats;
     bool has_stats = false;
-    int64_t step;
+    ftc__lhj_leaving left;
     int rc = ftc__lhj_replica_request(text, len, id, goodbye ? NULL : &stats,
-                                      &has_stats, &step);
+                                      &has_stats, &left);
     if (rc != 0) {
         return ftc__lighthouse_queue_ftc_error(r, rc);
     }
@@ -237,7 +241,8 @@ static enum MHD_Result do_replica(ftc__lighthouse_req *r, const route *rt,
     }
     ftc__lighthouse_resume rs = {NULL};
     int64_t now = ftc__now_ms();
-    rc = goodbye ? ftc__lighthouse_job_goodbye(job, id, step, now, &rs)
+    rc = goodbye ? ftc__lighthouse_job_goodbye(job, id, left.step,
+                                               left.finished, now, &rs)
                  : ftc__lighthouse_job_heartbeat(job, id, now, &rs);
     if (rc == 0 && has_stats) {
         ftc__lighthouse_job_report(job, id, &stats);

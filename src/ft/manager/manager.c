@@ -353,6 +353,16 @@ static void drop_works(ftc_manager *m)
     }
 }
 
+int ftc_manager_finish(ftc_manager *m)
+{
+    ftc__clearerr();
+    if (m == NULL || m->magic != FTC__MGR_MAGIC) {
+        return ftc__seterr(FTC_EMISUSE, "ftc_manager_finish: bad handle");
+    }
+    atomic_store(&m->finished, true);
+    return 0;
+}
+
 void ftc_manager_destroy(ftc_manager *m)
 {
     if (m == NULL || m->magic != FTC__MGR_MAGIC) {
@@ -368,7 +378,8 @@ void ftc_manager_destroy(ftc_manager *m)
          * committed keep a quorum of laggards from committing them again
          * after it (the job's committed step, docs/protocol.md). */
         ftc_lighthouse_client_goodbye(m->lh, m->replica_id,
-                                      atomic_load(&m->step), 1000, NULL);
+                                      atomic_load(&m->step),
+                                      atomic_load(&m->finished), 1000, NULL);
     }
     stop_threads(m);
     drop_works(m);

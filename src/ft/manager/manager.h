@@ -188,6 +188,7 @@ struct ftc_manager {
     _Atomic int64_t quorum_id, replica_rank, replica_world_size;
     _Atomic int64_t num_participants;
     atomic_bool participating, healing;
+    atomic_bool finished;    /* ftc_manager_finish: the run reached its end */
     int64_t step0, batches0; /* at the round's start */
     int64_t commit_failures; /* in a row */
     /* A pushed abort hit a process group between steps: report a

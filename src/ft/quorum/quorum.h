@@ -164,10 +164,12 @@ typedef struct ftc__quorum_hint {
 
 /* The job's committed high-water mark: the highest step a member of a
  * formed quorum had, or a replica reported as it left (goodbye), and when
- * a replica at that step was last heard. */
+ * a replica at that step was last heard. finished: a replica left there
+ * saying it reached the end of its run (until a quorum forms again). */
 typedef struct ftc__quorum_mark {
     int64_t step;
     int64_t heard_ms;
+    bool finished;
 } ftc__quorum_mark;
 
 /* A replica a formed quorum left out that never said goodbye (frozen, cut
@@ -224,8 +226,9 @@ int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
  * included) becomes a participant that joined at now_ms, replacing an
  * earlier request of the same replica_id. FTC_EINVAL (bad id, step or
  * commit_failures < 0, data without length), FTC_EMSGSIZE (data longer than
- * o->max_data_bytes, table full), FTC_ENOMEM; the state is unchanged on any
- * error. */
+ * o->max_data_bytes, table full), FTC_ESTALE (the job finished above m's
+ * step: nothing is left for it to train), FTC_ENOMEM; the state is
+ * unchanged on any error. */
 int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      const ftc__quorum_member *m, int64_t now_ms);
 
@@ -244,9 +247,11 @@ int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id);
 bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id);
 
 /* A replica that leaves (goodbye) reports the steps it committed: the
- * mark rises to step if that is higher, heard at now_ms. Steps < 0 (not
- * known) change nothing. */
-void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, int64_t now_ms);
+ * mark rises to step if that is higher, heard at now_ms; finished (its run
+ * reached its end) marks the job finished at that step. Steps < 0 (not
+ * known) and steps below the mark change nothing. */
+void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
+                           int64_t now_ms);
 
 /* Whether replica_id's heartbeat is younger than o->heartbeat_timeout_ms
  * at now_ms. A heartbeat can only change a decision when this was false

@@ -398,14 +398,17 @@ static void raise_mark(ftc__quorum_state *s, const ftc__quorum *q, int64_t now,
                 !ftc__quorum_was_member(s, q->members[i].replica_id);
         }
     }
-    s->mark = (ftc__quorum_mark){top, now};
+    s->mark = (ftc__quorum_mark){top, now, false};
 }
 
-void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, int64_t now_ms)
+void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
+                           int64_t now_ms)
 {
-    if (step >= s->mark.step) {
-        s->mark = (ftc__quorum_mark){step, now_ms};
+    if (step < 0 || step < s->mark.step) {
+        return;
     }
+    bool was = step == s->mark.step && s->mark.finished;
+    s->mark = (ftc__quorum_mark){step, now_ms, was || finished};
 }
 
 int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,

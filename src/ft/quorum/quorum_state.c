@@ -236,6 +236,15 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
     if (rc != 0) {
         return rc;
     }
+    if (s->mark.finished && m->step < s->mark.step) {
+        return ftc__seterr(FTC_ESTALE,
+                           "the job finished at step %lld (its replicas "
+                           "said so as they left) and %s is at step %lld: "
+                           "nothing is left for it to train; a new run "
+                           "needs another job name",
+                           (long long)s->mark.step, m->replica_id,
+                           (long long)m->step);
+    }
     bool found;
     size_t i = ftc__quorum_lower_bound(s->participants, s->n_participants,
                                        sizeof(*s->participants), m->replica_id,

@@ -287,24 +287,28 @@ static void replica_request(void **state)
         {"nope", FTC_EINVAL, "invalid JSON"},
         {"{\"replica_id\": \"a\", \"step\": -1}", FTC_EINVAL, "step"},
         {"{\"replica_id\": \"a\", \"step\": \"7\"}", FTC_EINVAL, "step"},
+        {"{\"replica_id\": \"a\", \"finished\": 1}", FTC_EINVAL, "finished"},
     };
-    int64_t step = 42;
+    ftc__lhj_leaving left = {42, true};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TK_EXPECT(ftc__lhj_replica_request(cases[i].body, strlen(cases[i].body),
-                                           id, NULL, NULL, &step),
+                                           id, NULL, NULL, &left),
                   cases[i].code);
         assert_non_null(strstr(ftc_last_error(), cases[i].message));
         assert_string_equal(id, "unchanged");
-        assert_int_equal(step, 42);
+        assert_int_equal(left.step, 42);
     }
     const char *ok = "{\"replica_id\": \"trainer_0:ab\", \"extra\": 1}";
-    TK_OK(ftc__lhj_replica_request(ok, strlen(ok), id, NULL, NULL, &step));
+    TK_OK(ftc__lhj_replica_request(ok, strlen(ok), id, NULL, NULL, &left));
     assert_string_equal(id, "trainer_0:ab");
-    assert_int_equal(step, -1);
-    const char *left = "{\"replica_id\": \"b\", \"step\": 1234}";
-    TK_OK(ftc__lhj_replica_request(left, strlen(left), id, NULL, NULL, &step));
+    assert_int_equal(left.step, -1);
+    assert_false(left.finished);
+    const char *bye = "{\"replica_id\": \"b\", \"step\": 1234, "
+                      "\"finished\": true}";
+    TK_OK(ftc__lhj_replica_request(bye, strlen(bye), id, NULL, NULL, &left));
     assert_string_equal(id, "b");
-    assert_int_equal(step, 1234);
+    assert_int_equal(left.step, 1234);
+    assert_true(left.finished);
 }
 
 /* A heartbeat with stats: encoded, checked, decoded the same on both

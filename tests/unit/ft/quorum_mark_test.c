@@ -114,7 +114,7 @@ static void newcomers_start_at_once(void **state)
     /* With c, back from an earlier quorum, they wait together. */
     qf_join(&s, &o, "rerun", 1, false, 0, now + 1);
     qf_join(&s, &o, "c", 4, false, 0, now + 1);
-    ftc__quorum_note_step(&s, 9, now + 1);
+    ftc__quorum_note_step(&s, 9, false, now + 1);
     t = tick(&s, &o, now + 1);
     assert_false(t.met);
     assert_int_equal(t.verdict, FTC__QUORUM_BEHIND);
@@ -224,9 +224,9 @@ static void a_goodbye_raises_the_mark(void **state)
     qf_join(&s, &o, "b", 99, false, 0, QF_NOW);
     qf_join(&s, &o, "c", 99, false, 0, QF_NOW);
     assert_true(tick(&s, &o, QF_NOW).met);
-    ftc__quorum_note_step(&s, 100, QF_NOW + 10);
-    ftc__quorum_note_step(&s, -1, QF_NOW + 20); /* not known: no change */
-    ftc__quorum_note_step(&s, 50, QF_NOW + 30); /* lower: no change */
+    ftc__quorum_note_step(&s, 100, false, QF_NOW + 10);
+    ftc__quorum_note_step(&s, -1, true, QF_NOW + 20); /* not known: no change */
+    ftc__quorum_note_step(&s, 50, true, QF_NOW + 30); /* lower: no change */
     assert_int_equal(s.mark.step, 100);
     assert_int_equal(s.mark.heard_ms, QF_NOW + 10);
     TK_OK(ftc__quorum_forget(&s, "a"));
@@ -272,6 +272,35 @@ static void the_two_ends_of_the_option(void **state)
     assert_non_null(strstr(ftc_last_error(), "rollback_after_ms"));
 }
 
+/* A replica that leaves saying its run reached its end marks the job
+ * finished there: a join below that step is refused at once (nothing is
+ * left to train), one at the step is taken and its quorum clears it. */
+static void a_finished_job_refuses_joins_below_it(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 5, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    ftc__quorum_note_step(&s, 6, true, QF_NOW + 1);
+    TK_OK(ftc__quorum_forget(&s, "a"));
+    assert_true(s.mark.finished);
+    ftc__quorum_note_step(&s, 6, false, QF_NOW + 2); /* a second leaver */
+    assert_true(s.mark.finished);
+    ftc__quorum_member late = qf_member("late", 0);
+    TK_EXPECT(ftc__quorum_join(&s, &o, &late, QF_NOW + 3), FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "the job finished at step 6"));
+    assert_int_equal(s.n_participants, 0);
+    assert_int_equal(s.n_heartbeats, 0); /* unchanged: no heartbeat */
+    ftc__quorum_member resumed = qf_member("resumed", 6);
+    TK_OK(ftc__quorum_join(&s, &o, &resumed, QF_NOW + 4));
+    assert_true(tick(&s, &o, QF_NOW + 4).met);
+    assert_false(s.mark.finished);
+    TK_OK(ftc__quorum_join(&s, &o, &late, QF_NOW + 5));
+    ftc__quorum_state_fini(&s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +311,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(the_two_ends_of_the_option),
         cmocka_unit_test(newcomers_start_at_once),
         cmocka_unit_test(the_dropped_table_is_bounded),
+        cmocka_unit_test(a_finished_job_refuses_joins_below_it),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
