@@ -30,13 +30,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "train_ddp: %s\n", ftc_last_error());
         rc = 1;
     }
-    int failed_rounds = 0;
+    int failed_rounds = 0, ended = 0;
     while (rc == 0 && ftc_manager_current_step(t.manager) < t.cfg.steps) {
         int qrc = ftc_ddp_begin_step(ddp, TIMEOUT_MS);
+        if ((ended = trainer_end_if_job_finished(&t, qrc, "quorum")) != 0) {
+            break;
+        }
         if (qrc != 0) {
             trainer_event_error(&t, "quorum");
-            /* FTC_ESTALE: the job finished without this group. */
-            rc = qrc == FTC_ESTALE || ++failed_rounds > MAX_FAILED_ROUNDS;
+            rc = ++failed_rounds > MAX_FAILED_ROUNDS;
             continue;
         }
         failed_rounds = 0;
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
         trainer_event_step(&t, commit);
         trainer_pace(&t);
     }
-    if (rc == 0) {
+    if (rc == 0 && !ended) {
         rc = trainer_finish(&t, trainer_own_params(&t));
     }
     ftc_ddp_destroy(ddp);

@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     int64_t period =
         t.cfg.sync_every / (t.cfg.fragments > 0 ? t.cfg.fragments : 1);
     int64_t since_sync = 0;
-    int failed_syncs = 0;
+    int failed_syncs = 0, ended = 0;
     while (rc == 0 && ftc_manager_current_step(t.manager) < t.cfg.steps) {
         int64_t position =
             ftc_manager_current_step(t.manager) * period + since_sync;
@@ -76,7 +76,12 @@ int main(int argc, char **argv)
         trainer_sgd_update(&t, trainer_own_params(&t), t.mine);
         since_sync++;
         int outcome = 0;
-        if (ftc_diloco_step(dl, &outcome, TIMEOUT_MS) != 0) {
+        int src = ftc_diloco_step(dl, &outcome, TIMEOUT_MS);
+        if ((ended = trainer_end_if_job_finished(&t, src, "diloco sync")) !=
+            0) {
+            break;
+        }
+        if (src != 0) {
             trainer_event_error(&t, "diloco sync");
             rc = ++failed_syncs > MAX_FAILED_SYNCS;
             continue;
@@ -88,7 +93,7 @@ int main(int argc, char **argv)
         }
         trainer_pace(&t);
     }
-    if (rc == 0) {
+    if (rc == 0 && !ended) {
         /* The model every replica agrees on is DiLoCo's global copy; the
          * parameters hold local progress since the last syncs. */
         const ftc_algo_buffer *bufs = NULL;

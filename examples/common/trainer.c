@@ -356,19 +356,42 @@ void trainer_event_step(trainer *t, int committed)
            ftc_manager_quorum_id(t->manager));
 }
 
-void trainer_event_error(trainer *t, const char *what)
+/* text, cut to cap, with what could break a JSON string (quotes,
+ * backslashes, control characters) replaced. */
+static void json_safe(char *msg, size_t cap, const char *text)
 {
-    char msg[256];
-    snprintf(msg, sizeof(msg), "%s: %s", what, ftc_last_error());
-    /* Keep the JSON valid: no quotes or backslashes from the message. */
+    snprintf(msg, cap, "%s", text);
     for (char *p = msg; *p != '\0'; p++) {
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) {
             *p = '\'';
         }
     }
+}
+
+void trainer_event_error(trainer *t, const char *what)
+{
+    char text[256], msg[256];
+    snprintf(text, sizeof(text), "%s: %s", what, ftc_last_error());
+    json_safe(msg, sizeof(msg), text);
     printf("FTC_EVENT {\"kind\":\"error\",\"step\":%" PRId64
            ",\"message\":\"%s\"}\n",
            ftc_manager_current_step(t->manager), msg);
+}
+
+int trainer_end_if_job_finished(trainer *t, int rc, const char *what)
+{
+    if (rc != FTC_ESTALE) {
+        return 0;
+    }
+    /* The lighthouse's reason, without the layers that carried it. */
+    const char *err = ftc_last_error();
+    const char *why = strstr(err, "the job finished");
+    char msg[128];
+    json_safe(msg, sizeof(msg), why != NULL ? why : err);
+    printf("FTC_EVENT {\"kind\":\"ended\",\"message\":\"%s\"}\n", msg);
+    printf("ended at step %" PRId64 " (%s): %s\n",
+           ftc_manager_current_step(t->manager), what, err);
+    return 1;
 }
 
 /* FNV-1a over the model's bytes: equal parameters, equal checksum. */

@@ -92,9 +92,11 @@ def main():
             manager.start_quorum()
             manager.wait_quorum()
         except ftc.Error as e:  # a failed round: the next one retries
+            if e.name == "FTC_ESTALE":  # the job finished without this group
+                event(kind="ended", message=str(e)[:120])
+                manager.close()
+                return
             event(kind="error", message=str(e)[:120])
-            if e.name == "FTC_ESTALE":
-                raise  # the job finished without this group: nothing to do
             continue
         ftc.trace_step(manager.current_step)
         x, y = batch(manager.current_step, manager.replica_rank)

@@ -18,3 +18,11 @@ ftc_add_test(run_parts_test
                      ${PROJECT_SOURCE_DIR}/tools/ftc/cli_args.c
              LABELS unit TIMEOUT 60)
 target_include_directories(run_parts_test PRIVATE ${PROJECT_SOURCE_DIR}/tools/ftc)
+# A finished job run again under its name: the real trainer's groups end
+# ("ended") rather than train it again.
+ftc_add_test(run_finished_test
+             SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_finished_test.c
+             KITS run
+             ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:train_ddp>
+             DEPENDS ftc_cli train_ddp
+             LABELS integration TIMEOUT 300)

@@ -60,6 +60,11 @@ static void event_kinds(void **state)
         parse("FTC_EVENT {\"kind\":\"error\",\"message\":\"a\\nb\"}", &ev),
         RUN_EVENT_ERROR);
     assert_string_equal(ev.text, "a?b"); /* control characters replaced */
+    assert_int_equal(parse("FTC_EVENT {\"kind\":\"ended\",\"message\":"
+                           "\"the job finished at step 9\"}",
+                           &ev),
+                     RUN_EVENT_ENDED);
+    assert_string_equal(ev.text, "the job finished at step 9");
     assert_int_equal(parse("FTC_EVENT {\"kind\":\"later\"}", &ev),
                      RUN_EVENT_UNKNOWN);
 }
@@ -100,6 +105,7 @@ static void event_garbage(void **state)
         {"FTC_EVENT {\"kind\":\"result\",\"checksum\":7}", RUN_EVENT_BAD,
          "\"checksum\" is not a string"},
         {"FTC_EVENT {\"kind\":\"error\"}", RUN_EVENT_BAD, "no \"message\""},
+        {"FTC_EVENT {\"kind\":\"ended\"}", RUN_EVENT_BAD, "no \"message\""},
         {"FTC_EVENT {\"kind\":\"heal\",\"from\":[]}", RUN_EVENT_BAD,
          "\"from\" is not a string"},
     };

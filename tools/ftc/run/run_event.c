@@ -117,6 +117,10 @@ static run_event_kind parse_kind(json_t *o, const char *kind, run_event *ev)
                    ? RUN_EVENT_BAD
                    : RUN_EVENT_ERROR;
     }
+    if (strcmp(kind, "ended") == 0) {
+        return get_text(o, "message", 1, 0, ev) != 0 ? RUN_EVENT_BAD
+                                                     : RUN_EVENT_ENDED;
+    }
     if (strcmp(kind, "result") == 0) {
         return get_text(o, "checksum", 1, 1, ev) != 0 ||
                        get_number(o, "final_loss", &ev->loss, ev) != 0 ||

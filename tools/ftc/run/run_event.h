@@ -20,6 +20,7 @@ typedef enum run_event_kind {
     RUN_EVENT_HEAL,
     RUN_EVENT_ERROR,
     RUN_EVENT_RESULT,
+    RUN_EVENT_ENDED, /* the job finished without this group */
 } run_event_kind;
 
 /* Absent optional fields: -1 for counts and steps, NAN for numbers, ""
@@ -33,8 +34,8 @@ typedef struct run_event {
     int64_t quorum_id;    /* step */
     double ms;            /* heal: how long it took */
     char text[RUN_EVENT_TEXT_MAX]; /* result: "checksum" (required);
-                                      heal: "from"; error: "message"
-                                      (required) */
+                                      heal: "from"; error and ended:
+                                      "message" (required) */
     char why[96];                  /* RUN_EVENT_BAD: what is wrong */
 } run_event;
 

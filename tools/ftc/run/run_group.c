@@ -73,6 +73,7 @@ int run_group_spawn(run_group *g, const run_launch *l)
     g->hit = 0;
     g->healthy = 0;
     g->stepped = 0;
+    g->job_over = 0;
     g->death[0] = '\0';
     for (int r = 0; r < g->nranks; r++) {
         run_env_rank er = {

@@ -43,6 +43,7 @@ typedef struct run_group {
     int live;      /* ranks not reaped yet */
     int exited_ok; /* ranks of this incarnation that exited 0 */
     int hit;       /* this incarnation was killed by an injection */
+    int job_over;  /* this incarnation said the job finished without it */
     int restarts;  /* all restarts */
     int crashes;   /* deaths not caused by an injection */
     int64_t restart_at_ms;

@@ -210,6 +210,10 @@ void run_job_exited(run_job *job, int g, int r, int status)
     }
     if (grp->state == RUN_GROUP_DYING) {
         after_death(job, grp);
+    } else if (grp->state == RUN_GROUP_RUNNING && grp->job_over) {
+        grp->state = RUN_GROUP_ENDED;
+        run_out_note(&job->out, "%s ended: the job finished without it",
+                     grp->id);
     } else if (grp->state == RUN_GROUP_RUNNING) {
         grp->state = RUN_GROUP_FINISHED;
         run_out_note(&job->out, "%s finished", grp->id);
@@ -295,6 +299,13 @@ static void on_event(run_job *job, run_group *grp, int r, run_source src,
     case RUN_EVENT_ERROR:
         run_out_note(&job->out, "%s rank %d reports an error: %s", grp->id, r,
                      ev->text);
+        break;
+    case RUN_EVENT_ENDED:
+        if (!grp->job_over) {
+            run_out_note(&job->out, "%s has nothing left to train: %s", grp->id,
+                         ev->text);
+        }
+        grp->job_over = 1;
         break;
     case RUN_EVENT_BAD: {
         int64_t seen = job->stats.replicas[grp->index].bad_events;
@@ -437,22 +448,25 @@ static void end_stragglers(run_job *job)
     }
 }
 
-/* Once a group finished, the training is over: no more failures are
- * injected, a group that is down is not restarted (it would train alone
- * from a stale state), one that has not caught up is stopped
- * (end_stragglers), and the others get RUN_WIND_DOWN_MS to finish. */
+/* Once a group finished, or ended because the job finished elsewhere,
+ * the training is over: no more failures are injected, a group that is
+ * down is not restarted (it would train alone from a stale state), one
+ * that has not caught up is stopped (end_stragglers), and the others get
+ * RUN_WIND_DOWN_MS to finish. */
 static int wind_down(run_job *job, int64_t now)
 {
-    int finished = 0, ended = 0;
+    int finished = 0, ended = 0, over = 0;
     for (int g = 0; g < job->n; g++) {
-        finished += job->groups[g].state == RUN_GROUP_FINISHED;
+        const run_group *grp = &job->groups[g];
+        finished += grp->state == RUN_GROUP_FINISHED;
+        over += grp->state == RUN_GROUP_ENDED && grp->job_over;
     }
-    if (finished == 0) {
+    if (finished + over == 0) {
         return 0;
     }
     if (job->wind_down_at_ms == INT64_MAX) {
         job->wind_down_at_ms = now + RUN_WIND_DOWN_MS;
-        if (finished < job->n) {
+        if (finished + over < job->n) {
             run_out_note(&job->out,
                          "training finished: no more failures or restarts; "
                          "the other groups have %.0f s to finish",
