@@ -380,7 +380,7 @@ void trainer_event_error(trainer *t, const char *what)
 
 int trainer_end_if_job_finished(trainer *t, int rc, const char *what)
 {
-    if (rc != FTC_ESTALE) {
+    if (rc != FTC_EFINISHED) {
         return 0;
     }
     /* The lighthouse's reason, without the layers that carried it. */

@@ -80,7 +80,7 @@ void trainer_sgd_update(trainer *t, float *shard, const float *grad);
 /* FTC_EVENT lines for the launcher (docs/operations.md). */
 void trainer_event_step(trainer *t, int committed);
 void trainer_event_error(trainer *t, const char *what);
-/* rc of a quorum round: FTC_ESTALE means the job finished without this
+/* rc of a quorum round: FTC_EFINISHED means the job finished without this
  * group (the lighthouse refuses a latecomer below the step it finished
  * at). Then prints the `ended` event and returns 1: stop and exit 0,
  * with no result to compare. Else 0. */

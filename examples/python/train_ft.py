@@ -92,7 +92,7 @@ def main():
             manager.start_quorum()
             manager.wait_quorum()
         except ftc.Error as e:  # a failed round: the next one retries
-            if e.name == "FTC_ESTALE":  # the job finished without this group
+            if e.name == "FTC_EFINISHED":  # the job finished without this group
                 event(kind="ended", message=str(e)[:120])
                 manager.close()
                 return

@@ -20,21 +20,22 @@ extern "C" {
  * The code says what kind of failure it was; ftc_last_error() says which. */
 typedef enum ftc_err {
     FTC_OK = 0,
-    FTC_EINVAL = -1,    /* an argument is out of range or malformed */
-    FTC_ENOMEM = -2,    /* an allocation failed */
-    FTC_ETIMEDOUT = -3, /* the deadline passed before the call completed */
-    FTC_ECANCELED = -4, /* cancelled or aborted by another thread */
-    FTC_ECLOSED = -5,   /* the connection or handle is closed */
-    FTC_EPROTO = -6,    /* the peer broke the wire protocol */
-    FTC_EMSGSIZE = -7,  /* a length exceeds a configured limit */
-    FTC_EAUTH = -8,     /* authentication failed */
-    FTC_ESTALE = -9,    /* a message or handle from an older epoch */
-    FTC_EPEER = -10,    /* a peer failed (died, reset, stopped answering) */
-    FTC_EMISUSE = -11,  /* the API was used wrongly (NULL or bad handle) */
-    FTC_ESYS = -12,     /* an operating-system call failed */
-    FTC_ENOTSUP = -13,  /* a capability is missing */
-    FTC_EEXIST = -14,   /* the name is already in use */
-    FTC_ENOENT = -15,   /* no such key, item or member */
+    FTC_EINVAL = -1,     /* an argument is out of range or malformed */
+    FTC_ENOMEM = -2,     /* an allocation failed */
+    FTC_ETIMEDOUT = -3,  /* the deadline passed before the call completed */
+    FTC_ECANCELED = -4,  /* cancelled or aborted by another thread */
+    FTC_ECLOSED = -5,    /* the connection or handle is closed */
+    FTC_EPROTO = -6,     /* the peer broke the wire protocol */
+    FTC_EMSGSIZE = -7,   /* a length exceeds a configured limit */
+    FTC_EAUTH = -8,      /* authentication failed */
+    FTC_ESTALE = -9,     /* a message or handle from an older epoch */
+    FTC_EPEER = -10,     /* a peer failed (died, reset, stopped answering) */
+    FTC_EMISUSE = -11,   /* the API was used wrongly (NULL or bad handle) */
+    FTC_ESYS = -12,      /* an operating-system call failed */
+    FTC_ENOTSUP = -13,   /* a capability is missing */
+    FTC_EEXIST = -14,    /* the name is already in use */
+    FTC_ENOENT = -15,    /* no such key, item or member */
+    FTC_EFINISHED = -16, /* the job finished: nothing is left to do */
 } ftc_err;
 
 /* A static, never-NULL description of a code; unknown codes included. */

@@ -320,8 +320,9 @@ typedef struct ftc_lighthouse_join_result {
  * initialised; release it with ftc_lighthouse_join_result_fini. Errors:
  * FTC_ETIMEDOUT (no quorum by the deadline: out->reason says why),
  * FTC_ESTALE (superseded by a newer join of the same replica_id),
- * FTC_EINVAL (bad member, data not JSON), FTC_EMSGSIZE, FTC_EAUTH,
- * FTC_ECANCELED, FTC_EPROTO. */
+ * FTC_EFINISHED (the job finished at a step above member's: nothing is
+ * left for it to train), FTC_EINVAL (bad member, data not JSON),
+ * FTC_EMSGSIZE, FTC_EAUTH, FTC_ECANCELED, FTC_EPROTO. */
 FTC_API int ftc_lighthouse_client_quorum(ftc_lighthouse_client *client,
                                          const ftc_lighthouse_member *member,
                                          int64_t timeout_ms,
@@ -389,7 +390,7 @@ FTC_API void ftc_lighthouse_watch_result_fini(ftc_lighthouse_watch_result *r);
  * step: the steps it committed, which the job's committed step (no quorum
  * forms below it, docs/protocol.md) then counts; -1 if not known.
  * finished: its run reached its end, so the job is finished at that step
- * and later joins below it are refused (FTC_ESTALE). out may be NULL.
+ * and later joins below it are refused (FTC_EFINISHED). out may be NULL.
  * FTC_ENOENT if the lighthouse did not know it. */
 FTC_API int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *client,
                                           const char *replica_id, int64_t step,
@@ -589,7 +590,7 @@ FTC_API void ftc_manager_destroy(ftc_manager *m);
 /* The trainer reached the end of its run (its last step committed): the
  * goodbye that ftc_manager_destroy sends then says the job finished at
  * this step, and the lighthouse refuses later joins below it
- * (the quorum fails FTC_ESTALE, "the job finished at step
+ * (the quorum fails FTC_EFINISHED, "the job finished at step
  * S") instead of letting a replica that missed the end train those steps
  * again alone (docs/protocol.md, "The job's committed step"). Call it on
  * every rank or on group rank 0; FTC_EMISUSE for a bad handle. */

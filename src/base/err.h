@@ -26,7 +26,8 @@
     X(FTC_ESYS, "system call failed")                                          \
     X(FTC_ENOTSUP, "not supported")                                            \
     X(FTC_EEXIST, "already exists")                                            \
-    X(FTC_ENOENT, "not found")
+    X(FTC_ENOENT, "not found")                                                 \
+    X(FTC_EFINISHED, "job finished")
 
 /* Bytes of this thread's message, NUL included (longer ones are cut). */
 #define FTC__ERR_MSG_MAX 512

@@ -648,7 +648,7 @@ int ftc__lighthouse_client_status_error(
         rc = FTC_ENOENT;
         break;
     case 409:
-        rc = FTC_ESTALE;
+        rc = strcmp(code, "job_finished") == 0 ? FTC_EFINISHED : FTC_ESTALE;
         break;
     case 413:
     case 429:

@@ -145,14 +145,14 @@ static bool method_ok(route_id id, const char *method)
 
 /* Errors of ftc__lighthouse_job_get and of the job calls, where FTC_EMSGSIZE is
  * a full table or too many jobs (429), not a long input (413, found while
- * decoding), and FTC_ESTALE a join below the step its job finished at. */
+ * decoding), and FTC_EFINISHED a join below the step its job finished at. */
 static enum MHD_Result job_error(ftc__lighthouse_req *r, int rc,
                                  const char *full)
 {
     if (rc == FTC_EMSGSIZE) {
         return ftc__lighthouse_queue_error(r, 429, full, ftc_last_error());
     }
-    if (rc == FTC_ESTALE) {
+    if (rc == FTC_EFINISHED) {
         return ftc__lighthouse_queue_error(r, 409, "job_finished",
                                            ftc_last_error());
     }

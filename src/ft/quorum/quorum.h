@@ -190,6 +190,10 @@ typedef struct ftc__quorum_state {
     size_t n_heartbeats, cap_heartbeats;
     bool has_prev;
     ftc__quorum prev; /* the last quorum formed (torchft prev_quorum) */
+    /* prev_gone[i]: prev's member i was forgotten since (a goodbye or a
+     * dropped connection): no longer a member, never dropped. NULL when
+     * prev was set from outside (tests): none. */
+    bool *prev_gone;
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
     ftc__quorum_mark mark;
@@ -226,8 +230,8 @@ int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
  * included) becomes a participant that joined at now_ms, replacing an
  * earlier request of the same replica_id. FTC_EINVAL (bad id, step or
  * commit_failures < 0, data without length), FTC_EMSGSIZE (data longer than
- * o->max_data_bytes, table full), FTC_ESTALE (the job finished above m's
- * step: nothing is left for it to train), FTC_ENOMEM; the state is
+ * o->max_data_bytes, table full), FTC_EFINISHED (the job finished above
+ * m's step: nothing is left for it to train), FTC_ENOMEM; the state is
  * unchanged on any error. */
 int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      const ftc__quorum_member *m, int64_t now_ms);
@@ -299,8 +303,10 @@ typedef struct ftc__quorum_decision {
     size_t missing_previous;
     int64_t first_joined;
     /* FTC__QUORUM_BEHIND: the highest step among the members it would
-     * have, and the mark above it. */
+     * have, and the mark above it; finished: the job finished there (no
+     * rollback then). */
     int64_t members_step, mark_step;
+    bool finished;
     /* The first time at which this answer can change without new input (a
      * heartbeat expiring, the join timeout passing); INT64_MAX if never. A
      * shell can sleep until then instead of ticking every 100 ms. */

@@ -128,22 +128,40 @@ static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
         break;
     case FTC__QUORUM_BEHIND:
         snprintf(r, cap,
-                 "New quorum not ready, its members reached step %lld but "
-                 "step %lld was committed in this job: waiting for a "
-                 "replica that has it %s",
+                 d->finished
+                     ? "New quorum not ready, its members reached step %lld "
+                       "but the job finished at step %lld %s"
+                     : "New quorum not ready, its members reached step %lld "
+                       "but step %lld was committed in this job: waiting "
+                       "for a replica that has it %s",
                  (long long)d->members_step, (long long)d->mark_step, meta);
         break;
     }
 }
 
+/* The participant entry of replica_id, or NULL. */
+static const ftc__quorum_member *participant(const ftc__quorum_state *s,
+                                             const char *replica_id)
+{
+    bool found;
+    size_t i =
+        ftc__quorum_lower_bound(s->participants, s->n_participants,
+                                sizeof(*s->participants), replica_id, &found);
+    return found ? &s->participants[i].member : NULL;
+}
+
 /* The last time a replica at the mark was heard: the mark's own stamp, or
- * a heartbeat of a member of the last quorum that had the step. */
+ * a heartbeat of a member of the last quorum that had the step and still
+ * has it (its heartbeat is the manager's, alive through a long local phase
+ * of DiLoCo; one that now asks to join below the step has it no more). */
 static int64_t mark_heard_ms(const ftc__quorum_state *s)
 {
     int64_t heard = s->mark.heard_ms;
     for (size_t i = 0; i < s->prev.n; i++) {
         const ftc__quorum_member *m = &s->prev.members[i];
-        if (m->step < s->mark.step) {
+        const ftc__quorum_member *now = participant(s, m->replica_id);
+        if (m->step < s->mark.step ||
+            (now != NULL && now->step < s->mark.step)) {
             continue;
         }
         bool found;
@@ -157,10 +175,31 @@ static int64_t mark_heard_ms(const ftc__quorum_state *s)
     return heard;
 }
 
+/* A member of the last quorum that asks to join below the step it had
+ * there restored an older checkpoint (ftc_manager_set_step): a rollback
+ * on purpose, not a laggard. */
+static bool rolled_back_on_purpose(const ftc__quorum_state *s,
+                                   const ftc__quorum_member *m)
+{
+    long i = ftc__quorum_find(&s->prev, m->replica_id);
+    return i >= 0 && s->prev.members[i].step > m->step;
+}
+
+static bool say_behind(ftc__quorum_decision *d, const ftc__quorum_state *s,
+                       const ftc__quorum_opts *o, int64_t top)
+{
+    d->members_step = top;
+    d->mark_step = s->mark.step;
+    d->finished = s->mark.finished;
+    say(d, FTC__QUORUM_BEHIND, d->n_members, o->min_replicas);
+    return true;
+}
+
 /* The committed high-water mark: members that are all below it would
  * commit again steps another quorum committed (a group dropped, then woken
  * after the others went on). They wait for a replica that has the step,
- * or until none was heard for o->rollback_after_ms. */
+ * or until none was heard for o->rollback_after_ms; below a finished job's
+ * last step nothing forms at all. */
 static bool behind(int64_t now, const ftc__quorum_state *s,
                    const ftc__quorum_opts *o, ftc__quorum_decision *d)
 {
@@ -172,12 +211,19 @@ static bool behind(int64_t now, const ftc__quorum_state *s,
     if (top >= s->mark.step) {
         return false;
     }
+    if (s->mark.finished) {
+        return say_behind(d, s, o, top);
+    }
     /* Replicas new to the job (a new run, restarted processes) start from
-     * their own state: only one back from an earlier quorum is behind. */
+     * their own state, as does a deliberate rollback: only a replica back
+     * from an earlier quorum at its old step is behind. */
     bool back = false;
-    for (size_t i = 0; i < d->n_members && !back; i++) {
-        back = ftc__quorum_was_member(
-            s, s->participants[d->member_idx[i]].member.replica_id);
+    for (size_t i = 0; i < d->n_members; i++) {
+        const ftc__quorum_member *m = &s->participants[d->member_idx[i]].member;
+        if (rolled_back_on_purpose(s, m)) {
+            return false;
+        }
+        back = back || ftc__quorum_was_member(s, m->replica_id);
     }
     if (!back) {
         return false;
@@ -188,10 +234,7 @@ static bool behind(int64_t now, const ftc__quorum_state *s,
     }
     d->next_ms =
         min_ms(d->next_ms, ftc__quorum_add_ms(heard, o->rollback_after_ms));
-    d->members_step = top;
-    d->mark_step = s->mark.step;
-    say(d, FTC__QUORUM_BEHIND, d->n_members, o->min_replicas);
-    return true;
+    return say_behind(d, s, o, top);
 }
 
 /* The rules in torchft's order, on the healthy participants in idx. */
@@ -438,7 +481,10 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     ftc__quorum q;
     ftc__quorum_init(&q);
     q.members = ftc__calloc(d.n_members, sizeof(*q.members));
-    if (q.members == NULL) {
+    bool *gone = ftc__calloc(d.n_members, sizeof(*gone));
+    if (q.members == NULL || gone == NULL) {
+        ftc__free(q.members);
+        ftc__free(gone);
         ftc__quorum_decision_fini(&d);
         return ftc__seterr(FTC_ENOMEM, "quorum tick: %zu members", d.n_members);
     }
@@ -451,12 +497,14 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
         bump_id(s);
     }
     if (out->change == FTC__QUORUM_ID_MEMBERSHIP) {
-        ftc__quorum_dropped_update(s, o, &s->prev, &q, now_ms);
+        ftc__quorum_dropped_update(s, o, &s->prev, s->prev_gone, &q, now_ms);
     }
     q.quorum_id = ftc__quorum_state_id(s);
     q.created_wall_ms = wall_ms;
     ftc__quorum_fini(&s->prev);
+    ftc__free(s->prev_gone);
     s->prev = q;
+    s->prev_gone = gone;
     s->has_prev = true;
     /* The participants left out may form the next quorum at once. */
     out->next_ms = now_ms;

@@ -17,7 +17,8 @@ bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id)
     bool found;
     ftc__quorum_lower_bound(s->dropped, s->n_dropped, sizeof(*s->dropped),
                             replica_id, &found);
-    return found || ftc__quorum_find(&s->prev, replica_id) >= 0;
+    long i = ftc__quorum_find(&s->prev, replica_id);
+    return found || (i >= 0 && (s->prev_gone == NULL || !s->prev_gone[i]));
 }
 
 int ftc__quorum_dropped_reserve(ftc__quorum_state *s, const ftc__quorum_opts *o)
@@ -94,8 +95,8 @@ static void add(ftc__quorum_state *s, const ftc__quorum_opts *o,
 }
 
 void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
-                                const ftc__quorum *old, const ftc__quorum *q,
-                                int64_t now)
+                                const ftc__quorum *old, const bool *old_gone,
+                                const ftc__quorum *q, int64_t now)
 {
     for (size_t i = 0; i < q->n; i++) {
         ftc__quorum_dropped_remove(s, q->members[i].replica_id);
@@ -107,7 +108,8 @@ void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
         while (j < q->n && strcmp(q->members[j].replica_id, id) < 0) {
             j++;
         }
-        if (j == q->n || strcmp(q->members[j].replica_id, id) != 0) {
+        bool in_q = j < q->n && strcmp(q->members[j].replica_id, id) == 0;
+        if (!in_q && (old_gone == NULL || !old_gone[i])) {
             add(s, o, id, now);
         }
     }

@@ -31,11 +31,12 @@ bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
 int ftc__quorum_dropped_reserve(ftc__quorum_state *s,
                                 const ftc__quorum_opts *o);
 /* q (sorted) replaces old (sorted) with other members: old's members not
- * in q are dropped since now (the oldest evicted beyond o->max_replicas),
- * q's members are not. Needs ftc__quorum_dropped_reserve first. */
+ * in q are dropped since now (the oldest evicted beyond o->max_replicas)
+ * unless old_gone says they were forgotten (NULL: none was), q's members
+ * are not. Needs ftc__quorum_dropped_reserve first. */
 void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
-                                const ftc__quorum *old, const ftc__quorum *q,
-                                int64_t now);
+                                const ftc__quorum *old, const bool *old_gone,
+                                const ftc__quorum *q, int64_t now);
 /* Removes replica_id's dropped entry; whether it had one. */
 bool ftc__quorum_dropped_remove(ftc__quorum_state *s, const char *replica_id);
 

@@ -61,6 +61,7 @@ void ftc__quorum_state_fini(ftc__quorum_state *s)
     ftc__free(s->participants);
     ftc__free(s->heartbeats);
     ftc__free(s->dropped);
+    ftc__free(s->prev_gone);
     ftc__quorum_fini(&s->prev);
     memset(s, 0, sizeof(*s));
 }
@@ -237,7 +238,7 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
         return rc;
     }
     if (s->mark.finished && m->step < s->mark.step) {
-        return ftc__seterr(FTC_ESTALE,
+        return ftc__seterr(FTC_EFINISHED,
                            "the job finished at step %lld (its replicas "
                            "said so as they left) and %s is at step %lld: "
                            "nothing is left for it to train; a new run "
@@ -327,11 +328,17 @@ int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id)
                                  sizeof(*s->heartbeats), replica_id, &h);
     bool was_dropped =
         replica_id != NULL && ftc__quorum_dropped_remove(s, replica_id);
+    long in_prev = replica_id != NULL && s->prev_gone != NULL
+                       ? ftc__quorum_find(&s->prev, replica_id)
+                       : -1;
     if (!was_participant && !had_heartbeat && !was_dropped) {
         return ftc__seterr(FTC_ENOENT, "forget: %s is not known",
                            replica_id == NULL ? "(null)" : replica_id);
     }
     s->hint.valid = false;
+    if (in_prev >= 0) {
+        s->prev_gone[in_prev] = true; /* left: never dropped, never back */
+    }
     if (was_participant) {
         remove_participant(s, p);
     }

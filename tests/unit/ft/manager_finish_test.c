@@ -60,7 +60,8 @@ static void a_finished_job_refuses_latecomers(void **state)
     /* Later, a group at step 0: nothing is left for it to train. */
     create(job, &g[1], "late");
     TK_OK(ftc_manager_start_quorum(g[1].m, NULL));
-    TK_EXPECT(ftc_manager_wait_quorum(g[1].m, FTC_TIMEOUT_DEFAULT), FTC_ESTALE);
+    TK_EXPECT(ftc_manager_wait_quorum(g[1].m, FTC_TIMEOUT_DEFAULT),
+              FTC_EFINISHED);
     assert_non_null(strstr(ftc_last_error(), "the job finished at step 3"));
     assert_int_equal(ftc_manager_current_step(g[1].m), 0);
     ftc_manager_destroy(g[1].m);

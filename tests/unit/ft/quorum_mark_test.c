@@ -1,6 +1,7 @@
 /* The job's committed high-water mark: members that are all below the
  * highest step a quorum had (or a leaving replica reported) form no quorum
  * until no replica that has the step was heard for rollback_after_ms. */
+#include <stdio.h>
 #include <string.h>
 
 #include "quorum_kit.h"
@@ -48,7 +49,7 @@ static void ahead_then_gone(ftc__quorum_state *s, const ftc__quorum_opts *o)
     assert_true(ftc__quorum_was_member(s, "c"));
     TK_OK(ftc__quorum_forget(s, "a"));
     TK_OK(ftc__quorum_forget(s, "b"));
-    assert_true(ftc__quorum_was_member(s, "a")); /* the last quorum's */
+    assert_false(ftc__quorum_was_member(s, "a")); /* forgotten: left */
     assert_false(ftc__quorum_was_member(s, "new"));
 }
 
@@ -91,7 +92,7 @@ static void laggards_wait_for_the_committed_step(void **state)
     assert_int_equal(s.prev.n, 1);
     assert_string_equal(s.prev.members[0].replica_id, "c");
     assert_int_equal(s.mark.step, 4);
-    assert_int_equal(s.n_dropped, 2); /* a and b, c back in */
+    assert_int_equal(s.n_dropped, 0); /* a and b left, c is back in */
     ftc__quorum_state_fini(&s);
 }
 
@@ -289,7 +290,7 @@ static void a_finished_job_refuses_joins_below_it(void **state)
     ftc__quorum_note_step(&s, 6, false, QF_NOW + 2); /* a second leaver */
     assert_true(s.mark.finished);
     ftc__quorum_member late = qf_member("late", 0);
-    TK_EXPECT(ftc__quorum_join(&s, &o, &late, QF_NOW + 3), FTC_ESTALE);
+    TK_EXPECT(ftc__quorum_join(&s, &o, &late, QF_NOW + 3), FTC_EFINISHED);
     assert_non_null(strstr(ftc_last_error(), "the job finished at step 6"));
     assert_int_equal(s.n_participants, 0);
     assert_int_equal(s.n_heartbeats, 0); /* unchanged: no heartbeat */
@@ -298,6 +299,88 @@ static void a_finished_job_refuses_joins_below_it(void **state)
     assert_true(tick(&s, &o, QF_NOW + 4).met);
     assert_false(s.mark.finished);
     TK_OK(ftc__quorum_join(&s, &o, &late, QF_NOW + 5));
+    ftc__quorum_state_fini(&s);
+}
+
+/* Every group restored an older checkpoint (ftc_manager_set_step) and
+ * asks below the step it had: a rollback on purpose, formed at once (their
+ * own heartbeats must not hold them). */
+static void a_rollback_on_purpose_is_not_held(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 10, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 10, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    qf_join(&s, &o, "a", 5, false, 0, QF_NOW + 1000);
+    qf_join(&s, &o, "b", 5, false, 0, QF_NOW + 1000);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 1000);
+    assert_true(t.met);
+    assert_int_equal(t.rolled_back_from, 10);
+    assert_int_equal(s.mark.step, 5);
+    ftc__quorum_state_fini(&s);
+}
+
+/* A newcomer already waiting when the last groups leave saying the job
+ * finished does not form alone afterwards, however long it waits. */
+static void a_waiting_newcomer_does_not_outrun_the_finish(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 9, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 9, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    qf_join(&s, &o, "c2", 0, false, 0, QF_NOW + 1);
+    assert_false(tick(&s, &o, QF_NOW + 1).met); /* a and b live: need half */
+    for (int i = 0; i < 2; i++) {
+        const char *id = i == 0 ? "a" : "b";
+        ftc__quorum_note_step(&s, 10, true, QF_NOW + 2);
+        TK_OK(ftc__quorum_forget(&s, id));
+    }
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 2);
+    assert_false(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_BEHIND);
+    assert_non_null(strstr(t.reason, "the job finished at step 10"));
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "c2", QF_NOW + 2 * WAIT_MS));
+    assert_false(tick(&s, &o, QF_NOW + 2 * WAIT_MS).met);
+    assert_true(s.mark.finished);
+    ftc__quorum_state_fini(&s);
+}
+
+/* Groups killed and restarted (their old ids forgotten: the connection
+ * dropped) are not "dropped": they never come back, and must not push
+ * the frozen group out of the bounded table. */
+static void forgotten_members_do_not_crowd_out_the_dropped(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    o.max_replicas = 3;
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a0", 1, false, 0, QF_NOW);
+    qf_join(&s, &o, "c", 1, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    /* c freezes (its heartbeat expires); a0 goes on alone. */
+    int64_t now = QF_NOW + 6000;
+    qf_join(&s, &o, "a0", 2, false, 0, now);
+    assert_true(tick(&s, &o, now).met);
+    assert_true(ftc__quorum_was_member(&s, "c"));
+    /* a is killed and restarted three times, each a new id. */
+    char prev_id[8] = "a0", id[8];
+    for (int k = 1; k <= 3; k++) {
+        TK_OK(ftc__quorum_forget(&s, prev_id));
+        snprintf(id, sizeof(id), "a%d", k);
+        qf_join(&s, &o, id, 2, false, 0, now + k);
+        assert_true(tick(&s, &o, now + k).met);
+        snprintf(prev_id, sizeof(prev_id), "%s", id);
+    }
+    assert_int_equal(s.n_dropped, 1);
+    assert_true(ftc__quorum_was_member(&s, "c"));
+    assert_false(ftc__quorum_was_member(&s, "a0"));
     ftc__quorum_state_fini(&s);
 }
 
@@ -312,6 +395,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(newcomers_start_at_once),
         cmocka_unit_test(the_dropped_table_is_bounded),
         cmocka_unit_test(a_finished_job_refuses_joins_below_it),
+        cmocka_unit_test(a_rollback_on_purpose_is_not_held),
+        cmocka_unit_test(a_waiting_newcomer_does_not_outrun_the_finish),
+        cmocka_unit_test(forgotten_members_do_not_crowd_out_the_dropped),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
