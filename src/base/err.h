@@ -29,6 +29,10 @@
     X(FTC_ENOENT, "not found")                                                 \
     X(FTC_EFINISHED, "job finished")
 
+/* The lowest code of the table: a code read from a peer (a wire, a
+ * record) is one of ours when it lies in [FTC__ERR_LOWEST, -1]. */
+#define FTC__ERR_LOWEST FTC_EFINISHED
+
 /* Bytes of this thread's message, NUL included (longer ones are cut). */
 #define FTC__ERR_MSG_MAX 512
 

@@ -137,7 +137,7 @@ static int leader_error(json_t *j)
 {
     int64_t code = 0;
     char msg[512] = "";
-    if (ftc__lhj_get_int(j, "code", true, FTC_ENOENT, -1, &code) != 0 ||
+    if (ftc__lhj_get_int(j, "code", true, FTC__ERR_LOWEST, -1, &code) != 0 ||
         ftc__lhj_get_string(j, "message", false, msg, sizeof(msg)) != 0) {
         return field_error(j, "result");
     }

@@ -182,7 +182,7 @@ static void side_complete(ftc__tcp *g, ftc__chan *c)
         break;
     case FTC__PGW_ABORT: {
         int code = -(int)h->flags;
-        if (code == FTC_ECANCELED || code >= 0 || code < FTC_ENOENT) {
+        if (code == FTC_ECANCELED || code >= 0 || code < FTC__ERR_LOWEST) {
             code = FTC_EPEER;
         }
         ftc__tcp_fail(g, code, "%s failed: %.*s", c->name, (int)h->len,

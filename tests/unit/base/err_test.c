@@ -15,8 +15,11 @@ static const int all_codes[] = {FTC__ERR_CODES(CODE_OF)};
 static void every_code_has_a_name_and_text(void **state)
 {
     (void)state;
-    /* The table is the header's codes, 0 down to FTC_EFINISHED, in order. */
+    /* The table is the header's codes, 0 down to FTC_EFINISHED, in order;
+     * FTC__ERR_LOWEST (what peers' codes are checked against) is its
+     * last. */
     assert_int_equal(N_CODES, 1 - FTC_EFINISHED);
+    assert_int_equal(all_codes[N_CODES - 1], FTC__ERR_LOWEST);
     for (size_t i = 0; i < N_CODES; i++) {
         int code = all_codes[i];
         assert_int_equal(code, -(int)i);
