@@ -24,5 +24,5 @@ ftc_add_test(run_finished_test
              SOURCES ${CMAKE_CURRENT_LIST_DIR}/run_finished_test.c
              KITS run
              ARGS $<TARGET_FILE:ftc_cli> $<TARGET_FILE:train_ddp>
-             DEPENDS ftc_cli train_ddp
+             DEPENDS ftc_cli train_ddp train_diloco
              LABELS integration TIMEOUT 300)
