@@ -1,7 +1,10 @@
 /* The job's committed step over real HTTP: a goodbye carries the steps its
  * replica committed, a laggard back from an earlier quorum waits with the
  * reason while nobody that has the committed step is there, the job option
- * rollback_after_ms decides how long, and a new run starts at once. */
+ * rollback_after_ms decides how long, a new run starts at once, a finished
+ * job refuses latecomers, and an operator can forget a job (DELETE). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lighthouse_kit.h"
@@ -15,6 +18,21 @@ static ftc_lighthouse_client *client(const char *addr)
     ftc_lighthouse_client *c;
     TK_OK(ftc_lighthouse_client_create(addr, &co, &c));
     return c;
+}
+
+/* method on /v1/jobs/{job} (body may be NULL): fails unless the answer
+ * has status want and contains `has` ("" for anything). */
+static void job_call(const char *addr, const char *method, const char *job,
+                     const char *body, long want, const char *has)
+{
+    char path[96], *out = NULL;
+    snprintf(path, sizeof(path), "/v1/jobs/%s", job);
+    long got = lt_http(addr, method, path, body, NULL, &out);
+    if (got != want || out == NULL || strstr(out, has) == NULL) {
+        fail_msg("%s %s: %ld %s, expected %ld with %s", method, path, got,
+                 out != NULL ? out : "", want, has);
+    }
+    free(out);
 }
 
 static void join_alone(ftc_lighthouse_client *c, const char *id, int64_t step)
@@ -57,11 +75,7 @@ static void a_laggard_waits_for_the_committed_step(void **state)
         ftc_lighthouse_join_result_fini(&js[i].result);
     }
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 7);
-    char *out = NULL;
-    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
-                             "{\"min_replicas\": 1}", NULL, &out),
-                     200);
-    free(out);
+    job_call(addr, "PUT", "default", "{\"min_replicas\": 1}", 200, "");
     TK_OK(ftc_lighthouse_client_goodbye(c, "a", 8, false, tk_ms(5000), NULL));
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 8);
     /* A goodbye of an unknown replica changes nothing. */
@@ -88,25 +102,16 @@ static void a_laggard_waits_for_the_committed_step(void **state)
     json_decref(st);
 
     /* The operator lets the job go on from what is left (torchft's rule). */
-    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
-                             "{\"rollback_after_ms\": 0}", NULL, &out),
-                     200);
-    assert_non_null(strstr(out, "\"rollback_after_ms\":0"));
-    free(out);
+    job_call(addr, "PUT", "default", "{\"rollback_after_ms\": 0}", 200,
+             "\"rollback_after_ms\":0");
     join_alone(c, "c", 7);
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 7);
-    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
-                             "{\"rollback_after_ms\": -1}", NULL, &out),
-                     400);
-    free(out);
+    job_call(addr, "PUT", "default", "{\"rollback_after_ms\": -1}", 400, "");
 
     /* A new run of the job (replicas it never had) starts at once from
      * its own state, even with the wait back to forever. */
-    assert_int_equal(lt_http(addr, "PUT", "/v1/jobs/default",
-                             "{\"rollback_after_ms\": 9223372036854775807}",
-                             NULL, &out),
-                     200);
-    free(out);
+    job_call(addr, "PUT", "default",
+             "{\"rollback_after_ms\": 9223372036854775807}", 200, "");
     TK_OK(ftc_lighthouse_client_goodbye(c, "c", 9, false, tk_ms(5000), NULL));
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 9);
     join_alone(c, "rerun", 0);
@@ -124,6 +129,26 @@ static void a_laggard_waits_for_the_committed_step(void **state)
     assert_non_null(strstr(ftc_last_error(), "409 job_finished"));
     assert_non_null(strstr(ftc_last_error(), "the job finished at step 4"));
     ftc_lighthouse_join_result_fini(&r);
+
+    /* The operator forgets the job: then the latecomer starts a new one.
+     * Not while a replica of it lives, nor a declared job, nor one that is
+     * not there. */
+    TK_OK(ftc_lighthouse_client_heartbeat(c, "alive", tk_ms(5000), NULL));
+    job_call(addr, "DELETE", "default", NULL, 409, "job_in_use");
+    TK_OK(ftc_lighthouse_client_goodbye(c, "alive", -1, false, tk_ms(5000),
+                                        NULL));
+    /* Its answered long-polls close a moment after their answer. */
+    TK_WAIT_UNTIL(
+        lt_http(addr, "DELETE", "/v1/jobs/default", NULL, NULL, NULL) == 200,
+        10000);
+    job_call(addr, "DELETE", "default", NULL, 404, "");
+    /* A new job: the lighthouse's default options again. */
+    job_call(addr, "PUT", "default", "{\"min_replicas\": 1}", 200,
+             "\"rollback_after_ms\":9223372036854775807");
+    join_alone(c, "latecomer", 2);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 2);
+    TK_OK(ftc_lighthouse_configure_job(lh, "declared"));
+    job_call(addr, "DELETE", "declared", NULL, 409, "declared_job");
 
     ftc_lighthouse_client_destroy(c);
     ftc_lighthouse_destroy(lh);

@@ -272,6 +272,13 @@ int ftc__lighthouse_job_get(ftc_lighthouse *lh, const char *name, bool create,
                             ftc__lighthouse_job **out);
 void ftc__lighthouse_job_unlock(ftc__lighthouse_job *job);
 void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job);
+/* An operator forgets a job (DELETE /v1/jobs/{job}): its quorums, its
+ * committed step, that it finished; one that comes back gets a new epoch,
+ * as after an idle deletion. FTC_EINVAL (bad name), FTC_ENOENT (no such
+ * job), FTC_EEXIST (in use: a request of it waits, or a replica of it is
+ * alive), FTC_EMISUSE (declared with --job: its options would be lost). */
+int ftc__lighthouse_job_delete(ftc_lighthouse *lh, const char *name,
+                               int64_t now);
 
 /* With job->mu held. now is monotonic ms. */
 int ftc__lighthouse_job_heartbeat(ftc__lighthouse_job *job,

@@ -149,6 +149,68 @@ void ftc__lighthouse_job_unlock(ftc__lighthouse_job *job)
     pthread_mutex_unlock(&job->mu);
 }
 
+/* Why job may not be deleted now (0: it may). With job->mu held. */
+static int in_use(const ftc__lighthouse_job *job, int64_t now)
+{
+    if (job->pinned) {
+        return ftc__seterr(FTC_EMISUSE,
+                           "job %s was declared (--job): restart the "
+                           "lighthouse to reset it",
+                           job->name);
+    }
+    const ftc__quorum_state *s = &job->s;
+    size_t live = 0;
+    for (size_t i = 0; i < s->n_heartbeats; i++) {
+        live += ftc__quorum_is_healthy(s, &job->o, s->heartbeats[i].replica_id,
+                                       now);
+    }
+    size_t waiting = job->n_joins + job->n_watches;
+    if (live > 0 || waiting > 0) {
+        return ftc__seterr(FTC_EEXIST,
+                           "job %s is in use: %zu live replicas, %zu "
+                           "requests waiting",
+                           job->name, live, waiting);
+    }
+    if (job->refs > 0) {
+        /* Answered long-polls are freed by the clock thread a moment
+         * later; until then they point here. */
+        return ftc__seterr(FTC_EEXIST,
+                           "job %s: %ld answered requests are closing: try "
+                           "again in a moment",
+                           job->name, job->refs);
+    }
+    return 0;
+}
+
+int ftc__lighthouse_job_delete(ftc_lighthouse *lh, const char *name,
+                               int64_t now)
+{
+    if (!ftc__lighthouse_job_name_ok(name)) {
+        return ftc__seterr(
+            FTC_EINVAL, "job name '%.80s' is not [A-Za-z0-9._-]{1,64}", name);
+    }
+    pthread_mutex_lock(&lh->mu);
+    ftc__lighthouse_job **p = &lh->jobs;
+    while (*p != NULL && strcmp((*p)->name, name) != 0) {
+        p = &(*p)->next;
+    }
+    ftc__lighthouse_job *job = *p;
+    int rc = job == NULL ? ftc__seterr(FTC_ENOENT, "no job %s", name) : 0;
+    if (rc == 0) {
+        pthread_mutex_lock(&job->mu);
+        rc = in_use(job, now);
+        pthread_mutex_unlock(&job->mu);
+    }
+    if (rc == 0) {
+        *p = job->next;
+        lh->n_jobs--;
+        FTC_LOG_INFO("lighthouse.job", "job %s deleted by a request", name);
+        ftc__lighthouse_job_destroy(job);
+    }
+    pthread_mutex_unlock(&lh->mu);
+    return rc;
+}
+
 /* ---------------------------------------------------- waiting requests */
 
 static ftc__lighthouse_req **list_of(ftc__lighthouse_job *job,

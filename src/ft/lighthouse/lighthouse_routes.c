@@ -14,7 +14,7 @@ typedef enum route_id {
     R_CHART_JS,
     R_METRICS,
     R_JOBS,
-    R_JOB, /* PUT options, GET = status */
+    R_JOB, /* PUT options, GET = status, DELETE */
     R_HEARTBEAT,
     R_QUORUM,
     R_WATCH,
@@ -134,7 +134,7 @@ static bool method_ok(route_id id, const char *method)
 {
     if (id == R_JOB) {
         return strcmp(method, "PUT") == 0 || strcmp(method, "GET") == 0 ||
-               strcmp(method, "HEAD") == 0;
+               strcmp(method, "HEAD") == 0 || strcmp(method, "DELETE") == 0;
     }
     const char *want = method_of(id);
     return strcmp(method, want) == 0 ||
@@ -370,6 +370,23 @@ static enum MHD_Result do_configure(ftc__lighthouse_req *r, const route *rt)
     return finish(r, job, rc, b, &rs);
 }
 
+static enum MHD_Result do_delete(ftc__lighthouse_req *r, const route *rt)
+{
+    int rc = ftc__lighthouse_job_delete(r->lh, rt->job, ftc__now_ms());
+    if (rc == FTC_EEXIST || rc == FTC_EMISUSE) {
+        return ftc__lighthouse_queue_error(
+            r, 409, rc == FTC_EEXIST ? "job_in_use" : "declared_job",
+            ftc_last_error());
+    }
+    if (rc != 0) {
+        return ftc__lighthouse_queue_ftc_error(r, rc);
+    }
+    json_t *j = json_pack("{s:s, s:b}", "job", rt->job, "deleted", 1);
+    enum MHD_Result ok = ftc__lighthouse_queue_json(r, 200, j);
+    json_decref(j);
+    return ok;
+}
+
 static enum MHD_Result do_status(ftc__lighthouse_req *r, const route *rt)
 {
     ftc__lighthouse_job *job;
@@ -418,9 +435,9 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
                                            "no such route");
     }
     if (!method_ok(rt.id, method)) {
-        return ftc__lighthouse_queue_error(r, 405, "method_not_allowed",
-                                           rt.id == R_JOB ? "use PUT or GET"
-                                                          : method_of(rt.id));
+        return ftc__lighthouse_queue_error(
+            r, 405, "method_not_allowed",
+            rt.id == R_JOB ? "use PUT, GET or DELETE" : method_of(rt.id));
     }
     if (!ftc__lighthouse_may_decide(r->lh)) {
         /* A leader past its lease answers nothing, so that no client
@@ -445,8 +462,9 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
     case R_KILL:
         return do_kill(r, &rt);
     case R_JOB:
-        return strcmp(method, "PUT") == 0 ? do_configure(r, &rt)
-                                          : do_status(r, &rt);
+        return strcmp(method, "PUT") == 0      ? do_configure(r, &rt)
+               : strcmp(method, "DELETE") == 0 ? do_delete(r, &rt)
+                                               : do_status(r, &rt);
     case R_STATUS:
         return do_status(r, &rt);
     case R_NONE:
