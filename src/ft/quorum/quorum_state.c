@@ -242,7 +242,8 @@ int ftc__quorum_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
                            "the job finished at step %lld (its replicas "
                            "said so as they left) and %s is at step %lld: "
                            "nothing is left for it to train; a new run "
-                           "needs another job name",
+                           "needs another job name, or the job deleted "
+                           "(DELETE /v1/jobs/{job})",
                            (long long)s->mark.step, m->replica_id,
                            (long long)m->step);
     }
