@@ -38,6 +38,8 @@
 #define FTC__QUORUM_STR_MAX 256
 /* Bytes of a reason text, NUL included (the longest is about 230). */
 #define FTC__QUORUM_REASON_MAX 320
+/* Replica ids one member may report as unreachable in one join. */
+#define FTC__QUORUM_SUSPECTS_MAX 256
 /* Hard ceilings of the configurable limits below. */
 #define FTC__QUORUM_MAX_REPLICAS_CEIL 65536u
 #define FTC__QUORUM_MAX_DATA_CEIL (1u << 20)
@@ -75,6 +77,16 @@ typedef struct ftc__quorum_opts {
      * and this module's default); INT64_MAX: never, wait for a replica
      * that has the step. */
     int64_t rollback_after_ms;
+    /* Replicas that cannot reach each other (a network partition between
+     * groups that all still reach the lighthouse) would fail every step
+     * together. Members report whom they could not reach (suspects); the
+     * decision leaves out the fewest participants that end every reported
+     * pair (ftc__quorum_compute), and a replica left out so stays out of
+     * the quorums formed for this long, doubled each time it is left out
+     * again (at most 64 times), forgiven after 128 times this without
+     * being left out. 0: reports are ignored (torchft, this module's
+     * default). */
+    int64_t exclude_ms;
 } ftc__quorum_opts;
 
 /* Fills the defaults above. */
@@ -95,6 +107,14 @@ typedef struct ftc__quorum_member {
      * passed in is borrowed; a member inside a state or quorum owns it. */
     char *data;
     size_t data_len;
+    /* Replicas this one could not reach in its last step (its process
+     * group blamed them), each id NUL-terminated one after the other,
+     * suspects_len bytes in all; owned and borrowed as data is. A
+     * participant's report counts until a quorum forms; members of a
+     * quorum carry none. */
+    char *suspects;
+    size_t suspects_len;
+    uint32_t n_suspects;
 } ftc__quorum_member;
 
 /* Sets the three strings of m (zeroing the rest of m). FTC_EINVAL if
@@ -105,8 +125,16 @@ int ftc__quorum_member_set(ftc__quorum_member *m, const char *replica_id,
 /* Deep copy; dst must not own data. FTC_ENOMEM leaves dst without data. */
 int ftc__quorum_member_copy(ftc__quorum_member *dst,
                             const ftc__quorum_member *src);
-/* Frees owned data (NULL ok). */
+/* Frees owned data and suspects (NULL ok). */
 void ftc__quorum_member_fini(ftc__quorum_member *m);
+/* Gives m (which must own no suspects) a copy of the n ids as its
+ * suspects. FTC_EINVAL (an id empty or too long, ids NULL with n > 0),
+ * FTC_EMSGSIZE (n > FTC__QUORUM_SUSPECTS_MAX), FTC_ENOMEM; m is unchanged
+ * on any error. */
+int ftc__quorum_member_set_suspects(ftc__quorum_member *m,
+                                    const char *const *ids, size_t n);
+/* Frees m's suspects only. */
+void ftc__quorum_member_clear_suspects(ftc__quorum_member *m);
 
 /* A decided quorum (torchft Quorum): members sorted by replica_id, each id
  * once. Owns its members. */
@@ -172,6 +200,15 @@ typedef struct ftc__quorum_mark {
     bool finished;
 } ftc__quorum_mark;
 
+/* A replica left out of quorums as unreachable (exclude_ms): out until
+ * until_ms; strikes: how many times in a row (its next time out lasts
+ * exclude_ms << strikes, capped). */
+typedef struct ftc__quorum_excluded {
+    char replica_id[FTC__QUORUM_STR_MAX];
+    int64_t until_ms;
+    uint32_t strikes;
+} ftc__quorum_excluded;
+
 /* A replica a formed quorum left out that never said goodbye (frozen, cut
  * off, or dead without its connection dropping), since when. */
 typedef struct ftc__quorum_dropped {
@@ -200,6 +237,9 @@ typedef struct ftc__quorum_state {
     /* Sorted; at most max_replicas, the oldest dropped first. */
     ftc__quorum_dropped *dropped;
     size_t n_dropped, cap_dropped;
+    /* Sorted; at most max_replicas, the one out longest ago evicted. */
+    ftc__quorum_excluded *excluded;
+    size_t n_excluded, cap_excluded;
     ftc__quorum_hint hint;
 } ftc__quorum_state;
 
@@ -287,6 +327,10 @@ typedef enum ftc__quorum_verdict {
     FTC__QUORUM_BEHIND,         /* every member below the mark (ftc) */
 } ftc__quorum_verdict;
 
+/* How many names of replicas left out a decision keeps for its reason
+ * and the shell's log. */
+#define FTC__QUORUM_EXCLUDED_NAMES 4
+
 typedef struct ftc__quorum_decision {
     bool met;
     ftc__quorum_verdict verdict;
@@ -298,10 +342,19 @@ typedef struct ftc__quorum_decision {
      * heartbeating][shrink_only=b]". */
     size_t healthy_participants, participants, healthy_replicas;
     bool shrink_only;
-    /* Members of the previous quorum that are not healthy participants
-     * (0: a fast quorum), and the earliest healthy participant's join. */
+    /* Members of the previous quorum that are not members now (0: a fast
+     * quorum), and the earliest healthy participant's join. */
     size_t missing_previous;
     int64_t first_joined;
+    /* Healthy participants left out as unreachable: still out from an
+     * earlier quorum, or newly by the reports (exclude_ms); newly: those
+     * that ftc__quorum_tick records when the quorum forms. excluded_idx:
+     * indexes into s->participants, ascending (owned). waiting_excluded:
+     * healthy replicas still out that are not participants (no straggler
+     * wait for them). */
+    uint32_t *excluded_idx;
+    bool *newly; /* per excluded_idx entry */
+    size_t n_excluded, n_newly, waiting_excluded;
     /* FTC__QUORUM_BEHIND: the highest step among the members it would
      * have, and the mark above it; finished: the job finished there (no
      * rollback then). */
@@ -347,6 +400,11 @@ typedef struct ftc__quorum_tick_result {
      * processes), else o->rollback_after_ms passed. */
     int64_t rolled_back_from;
     bool newcomers;
+    /* When met: participants newly left out as unreachable, the first
+     * FTC__QUORUM_EXCLUDED_NAMES of them by name, and for how long. */
+    size_t n_excluded;
+    char excluded[FTC__QUORUM_EXCLUDED_NAMES][FTC__QUORUM_STR_MAX];
+    int64_t excluded_for_ms;
     char reason[FTC__QUORUM_REASON_MAX];
 } ftc__quorum_tick_result;
 

@@ -78,10 +78,37 @@ static size_t keep_previous_members(const ftc__quorum_state *s, uint32_t *idx,
     return kept;
 }
 
+/* Healthy replicas that are neither participants nor left out. */
+static size_t stragglers(const ftc__quorum_decision *d)
+{
+    return d->healthy_replicas - d->healthy_participants - d->waiting_excluded;
+}
+
+/* Appends " [N left out as unreachable: a, b, ...]" when some were. */
+static void say_excluded(const ftc__quorum_state *s,
+                         const ftc__quorum_decision *d, char *r, size_t cap)
+{
+    size_t out = d->n_excluded + d->waiting_excluded;
+    size_t len = strlen(r);
+    if (out == 0 || len >= cap) {
+        return;
+    }
+    len += (size_t)snprintf(r + len, cap - len, " [%zu left out as unreachable",
+                            out);
+    for (size_t i = 0; i < d->n_excluded && i < 2 && len < cap; i++) {
+        len += (size_t)snprintf(
+            r + len, cap - len, "%s%s", i == 0 ? ": " : ", ",
+            s->participants[d->excluded_idx[i]].member.replica_id);
+    }
+    if (len < cap) {
+        snprintf(r + len, cap - len, "%s]", d->n_excluded > 2 ? ", ..." : "");
+    }
+}
+
 /* Sets the verdict and torchft's reason text, which ends with the metadata
  * "[hp/p participants healthy][hr heartbeating][shrink_only=b]". */
-static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
-                uint64_t min_replicas)
+static void say(const ftc__quorum_state *s, ftc__quorum_decision *d,
+                ftc__quorum_verdict v, size_t counted, uint64_t min_replicas)
 {
     char meta[128];
     snprintf(meta, sizeof(meta),
@@ -114,8 +141,7 @@ static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
                  "Valid quorum with %zu participants, waiting for %zu "
                  "healthy but not participating stragglers due to join "
                  "timeout %s",
-                 d->healthy_participants,
-                 d->healthy_replicas - d->healthy_participants, meta);
+                 d->healthy_participants, stragglers(d), meta);
         break;
     case FTC__QUORUM_VALID:
         snprintf(r, cap, "Valid quorum found %s", meta);
@@ -137,6 +163,7 @@ static void say(ftc__quorum_decision *d, ftc__quorum_verdict v, size_t counted,
                  (long long)d->members_step, (long long)d->mark_step, meta);
         break;
     }
+    say_excluded(s, d, r, cap);
 }
 
 /* The participant entry of replica_id, or NULL. */
@@ -191,7 +218,7 @@ static bool say_behind(ftc__quorum_decision *d, const ftc__quorum_state *s,
     d->members_step = top;
     d->mark_step = s->mark.step;
     d->finished = s->mark.finished;
-    say(d, FTC__QUORUM_BEHIND, d->n_members, o->min_replicas);
+    say(s, d, FTC__QUORUM_BEHIND, d->n_members, o->min_replicas);
     return true;
 }
 
@@ -237,55 +264,59 @@ static bool behind(int64_t now, const ftc__quorum_state *s,
     return say_behind(d, s, o, top);
 }
 
-/* The rules in torchft's order, on the healthy participants in idx. */
+/* The rules in torchft's order, on the healthy participants in idx less
+ * those left out as unreachable (the members). */
 static void decide(int64_t now, const ftc__quorum_state *s,
                    const ftc__quorum_opts *o, ftc__quorum_decision *d,
                    int64_t first_joined)
 {
     size_t hp = d->healthy_participants;
     size_t hr = d->healthy_replicas;
+    size_t available = d->n_members;
     bool fast = false;
     if (s->has_prev) {
-        d->missing_previous = count_missing(s, d->member_idx, hp);
+        d->missing_previous = count_missing(s, d->member_idx, available);
         fast = d->missing_previous == 0;
         if (d->shrink_only) {
-            d->n_members = keep_previous_members(s, d->member_idx, hp);
+            d->n_members = keep_previous_members(s, d->member_idx, available);
         }
     }
     /* torchft counts every healthy participant even when shrink_only will
-     * return fewer; strict_shrink_only counts what is returned. */
-    size_t counted = o->strict_shrink_only ? d->n_members : hp;
+     * return fewer; strict_shrink_only counts what is returned. Neither
+     * counts those left out as unreachable. */
+    size_t counted = o->strict_shrink_only ? d->n_members : available;
     /* A fast quorum also needs min_replicas: torchft never checks it there
      * because its min_replicas cannot change, but an operator who raises it
      * (PUT /v1/jobs/{job}) means the next quorum. */
     if (fast && counted >= o->min_replicas) {
         if (!behind(now, s, o, d)) {
-            say(d, FTC__QUORUM_FAST, hp, o->min_replicas);
+            say(s, d, FTC__QUORUM_FAST, hp, o->min_replicas);
         }
         return;
     }
     if (counted < o->min_replicas) {
-        say(d, FTC__QUORUM_NEED_MIN, counted, o->min_replicas);
+        say(s, d, FTC__QUORUM_NEED_MIN, counted, o->min_replicas);
         return;
     }
-    /* Split-brain guard: more than half of the live replicas. */
+    /* Split-brain guard: more than half of the live replicas, those left
+     * out as unreachable included. */
     if (counted <= hr / 2) {
-        say(d, FTC__QUORUM_NEED_HALF, counted, o->min_replicas);
+        say(s, d, FTC__QUORUM_NEED_HALF, counted, o->min_replicas);
         return;
     }
-    if (hp != hr &&
+    if (stragglers(d) > 0 &&
         ftc__quorum_elapsed_ms(now, first_joined) < o->join_timeout_ms) {
         d->next_ms = min_ms(
             d->next_ms, ftc__quorum_add_ms(first_joined, o->join_timeout_ms));
-        say(d, FTC__QUORUM_WAIT_STRAGGLER, hp, o->min_replicas);
+        say(s, d, FTC__QUORUM_WAIT_STRAGGLER, hp, o->min_replicas);
         return;
     }
     /* torchft would return an empty quorum here, after which any single
      * joiner forms a "fast" quorum alone; ftc waits instead. */
     if (d->n_members == 0) {
-        say(d, FTC__QUORUM_NONE_LEFT, hp, o->min_replicas);
+        say(s, d, FTC__QUORUM_NONE_LEFT, hp, o->min_replicas);
     } else if (!behind(now, s, o, d)) {
-        say(d, FTC__QUORUM_VALID, hp, o->min_replicas);
+        say(s, d, FTC__QUORUM_VALID, hp, o->min_replicas);
     }
 }
 
@@ -305,6 +336,11 @@ int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
     }
     find_healthy(s, o, now_ms, out->member_idx, out, &out->first_joined);
     out->n_members = out->healthy_participants;
+    int rc = ftc__quorum_exclude_pick(now_ms, s, o, out);
+    if (rc != 0) {
+        ftc__quorum_decision_fini(out);
+        return rc;
+    }
     decide(now_ms, s, o, out, out->first_joined);
     if (!out->met) {
         ftc__free(out->member_idx);
@@ -317,8 +353,14 @@ int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
 void ftc__quorum_decision_fini(ftc__quorum_decision *d)
 {
     ftc__free(d->member_idx);
+    ftc__free(d->excluded_idx);
+    ftc__free(d->newly);
     d->member_idx = NULL;
+    d->excluded_idx = NULL;
+    d->newly = NULL;
     d->n_members = 0;
+    d->n_excluded = 0;
+    d->n_newly = 0;
 }
 
 /* torchft's quorum_id rule for a quorum about to replace s->prev. */
@@ -360,6 +402,8 @@ static void take_members(ftc__quorum_state *s, const ftc__quorum_decision *d,
     size_t next = 0;
     size_t kept = 0;
     for (size_t i = 0; i < s->n_participants; i++) {
+        /* A report is about the round that failed: a quorum ends it. */
+        ftc__quorum_member_clear_suspects(&s->participants[i].member);
         if (next < d->n_members && d->member_idx[next] == i) {
             q->members[next++] = s->participants[i].member;
             continue;
@@ -372,6 +416,25 @@ static void take_members(ftc__quorum_state *s, const ftc__quorum_decision *d,
     s->n_participants = kept;
 }
 
+/* Records the participants the quorum leaves out as unreachable, names
+ * the first few in out. */
+static void record_excluded(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                            const ftc__quorum_decision *d, int64_t now,
+                            ftc__quorum_tick_result *out)
+{
+    for (size_t i = 0; i < d->n_excluded; i++) {
+        if (!d->newly[i]) {
+            continue;
+        }
+        const char *id = s->participants[d->excluded_idx[i]].member.replica_id;
+        out->excluded_for_ms = ftc__quorum_exclude_record(s, o, id, now);
+        if (out->n_excluded < FTC__QUORUM_EXCLUDED_NAMES) {
+            memcpy(out->excluded[out->n_excluded], id, strlen(id) + 1);
+        }
+        out->n_excluded++;
+    }
+}
+
 /* The hint of a decision that formed nothing; shrink_only (which picks
  * members rather than counting them) and a formed quorum leave none. */
 static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
@@ -379,7 +442,9 @@ static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
 {
     s->hint = (ftc__quorum_hint){
         /* Behind depends on steps, which the hint does not count. */
-        .valid = !d->met && !d->shrink_only && d->verdict != FTC__QUORUM_BEHIND,
+        .valid = !d->met && !d->shrink_only &&
+                 d->verdict != FTC__QUORUM_BEHIND && d->n_excluded == 0 &&
+                 d->waiting_excluded == 0,
         .has_prev = s->has_prev,
         .healthy_replicas = d->healthy_replicas,
         .healthy_participants = d->healthy_participants,
@@ -397,7 +462,8 @@ bool ftc__quorum_same_rules(const ftc__quorum_opts *a,
            a->join_timeout_ms == b->join_timeout_ms &&
            a->heartbeat_timeout_ms == b->heartbeat_timeout_ms &&
            a->strict_shrink_only == b->strict_shrink_only &&
-           a->rollback_after_ms == b->rollback_after_ms;
+           a->rollback_after_ms == b->rollback_after_ms &&
+           a->exclude_ms == b->exclude_ms;
 }
 
 /* decide() on the hint's counts, for the verdicts that form nothing. */
@@ -474,6 +540,9 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
         return 0;
     }
     rc = ftc__quorum_dropped_reserve(s, o);
+    if (rc == 0) {
+        rc = ftc__quorum_exclude_reserve(s, o, d.n_newly);
+    }
     if (rc != 0) {
         ftc__quorum_decision_fini(&d);
         return rc;
@@ -488,6 +557,7 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
         ftc__quorum_decision_fini(&d);
         return ftc__seterr(FTC_ENOMEM, "quorum tick: %zu members", d.n_members);
     }
+    record_excluded(s, o, &d, now_ms, out);
     take_members(s, &d, &q, now_ms);
     ftc__quorum_decision_fini(&d);
     out->met = true;

@@ -40,6 +40,27 @@ void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
 /* Removes replica_id's dropped entry; whether it had one. */
 bool ftc__quorum_dropped_remove(ftc__quorum_state *s, const char *replica_id);
 
+/* Leaves out of d's members (d->member_idx: the healthy participants)
+ * those still out as unreachable and then the fewest that end every pair
+ * the reports name (quorum_exclude.c); fills d's excluded fields and
+ * lowers d->next_ms to the end of a time out that matters. Nothing when
+ * o->exclude_ms is 0. FTC_ENOMEM. */
+int ftc__quorum_exclude_pick(int64_t now, const ftc__quorum_state *s,
+                             const ftc__quorum_opts *o,
+                             ftc__quorum_decision *d);
+/* Room to record `more` replicas as out, within o->max_replicas;
+ * FTC_ENOMEM changes nothing. */
+int ftc__quorum_exclude_reserve(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                                size_t more);
+/* Records replica_id as out from now (one more strike); returns for how
+ * long. Needs ftc__quorum_exclude_reserve first. */
+int64_t ftc__quorum_exclude_record(ftc__quorum_state *s,
+                                   const ftc__quorum_opts *o,
+                                   const char *replica_id, int64_t now);
+/* Whether replica_id has an entry (out now, or not yet forgiven). */
+bool ftc__quorum_has_exclusion(const ftc__quorum_state *s,
+                               const char *replica_id);
+
 /* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
  * else FTC_EINVAL naming what (the text says "<what> ..."). */
 int ftc__quorum_check_id(const char *id, const char *what);

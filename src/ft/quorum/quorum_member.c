@@ -101,18 +101,31 @@ int ftc__quorum_member_copy(ftc__quorum_member *dst,
     *dst = *src;
     dst->data = NULL;
     dst->data_len = 0;
-    if (src->data_len == 0) {
-        return 0;
-    }
-    char *data = ftc__malloc(src->data_len + 1);
-    if (data == NULL) {
+    dst->suspects = NULL;
+    dst->suspects_len = 0;
+    dst->n_suspects = 0;
+    char *data = src->data_len > 0 ? ftc__malloc(src->data_len + 1) : NULL;
+    char *suspects = src->suspects_len > 0
+                         ? ftc__memdup(src->suspects, src->suspects_len)
+                         : NULL;
+    if ((src->data_len > 0 && data == NULL) ||
+        (src->suspects_len > 0 && suspects == NULL)) {
+        ftc__free(data);
+        ftc__free(suspects);
         return ftc__seterr(FTC_ENOMEM, "quorum member: %zu B of data",
-                           src->data_len);
+                           src->data_len + src->suspects_len);
     }
-    memcpy(data, src->data, src->data_len);
-    data[src->data_len] = '\0';
-    dst->data = data;
-    dst->data_len = src->data_len;
+    if (data != NULL) {
+        memcpy(data, src->data, src->data_len);
+        data[src->data_len] = '\0';
+        dst->data = data;
+        dst->data_len = src->data_len;
+    }
+    if (suspects != NULL) {
+        dst->suspects = suspects;
+        dst->suspects_len = src->suspects_len;
+        dst->n_suspects = src->n_suspects;
+    }
     return 0;
 }
 
@@ -121,6 +134,51 @@ void ftc__quorum_member_fini(ftc__quorum_member *m)
     ftc__free(m->data);
     m->data = NULL;
     m->data_len = 0;
+    ftc__quorum_member_clear_suspects(m);
+}
+
+void ftc__quorum_member_clear_suspects(ftc__quorum_member *m)
+{
+    ftc__free(m->suspects);
+    m->suspects = NULL;
+    m->suspects_len = 0;
+    m->n_suspects = 0;
+}
+
+int ftc__quorum_member_set_suspects(ftc__quorum_member *m,
+                                    const char *const *ids, size_t n)
+{
+    if (n > FTC__QUORUM_SUSPECTS_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE, "member %s: %zu suspects, at most %d",
+                           m->replica_id, n, FTC__QUORUM_SUSPECTS_MAX);
+    }
+    if (n > 0 && ids == NULL) {
+        return ftc__seterr(FTC_EINVAL, "member %s: %zu suspects at NULL",
+                           m->replica_id, n);
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = ftc__quorum_check_id(ids[i], "suspect");
+        if (rc != 0) {
+            return rc;
+        }
+        len += strlen(ids[i]) + 1;
+    }
+    char *buf = len > 0 ? ftc__malloc(len) : NULL;
+    if (len > 0 && buf == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "member %s: %zu B of suspects",
+                           m->replica_id, len);
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(ids[i]) + 1;
+        memcpy(buf + at, ids[i], k);
+        at += k;
+    }
+    m->suspects = buf;
+    m->suspects_len = len;
+    m->n_suspects = (uint32_t)n;
+    return 0;
 }
 
 void ftc__quorum_init(ftc__quorum *q)

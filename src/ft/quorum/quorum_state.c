@@ -19,14 +19,14 @@ void ftc__quorum_opts_init(ftc__quorum_opts *o)
 int ftc__quorum_opts_check(const ftc__quorum_opts *o)
 {
     if (o->join_timeout_ms < 0 || o->heartbeat_timeout_ms < 0 ||
-        o->rollback_after_ms < 0) {
-        return ftc__seterr(FTC_EINVAL,
-                           "quorum opts: join_timeout_ms %lld, "
-                           "heartbeat_timeout_ms %lld and rollback_after_ms "
-                           "%lld must be >= 0",
-                           (long long)o->join_timeout_ms,
-                           (long long)o->heartbeat_timeout_ms,
-                           (long long)o->rollback_after_ms);
+        o->rollback_after_ms < 0 || o->exclude_ms < 0) {
+        return ftc__seterr(
+            FTC_EINVAL,
+            "quorum opts: join_timeout_ms %lld, "
+            "heartbeat_timeout_ms %lld, rollback_after_ms "
+            "%lld and exclude_ms %lld must be >= 0",
+            (long long)o->join_timeout_ms, (long long)o->heartbeat_timeout_ms,
+            (long long)o->rollback_after_ms, (long long)o->exclude_ms);
     }
     if (o->max_replicas == 0 ||
         o->max_replicas > FTC__QUORUM_MAX_REPLICAS_CEIL) {
@@ -61,6 +61,7 @@ void ftc__quorum_state_fini(ftc__quorum_state *s)
     ftc__free(s->participants);
     ftc__free(s->heartbeats);
     ftc__free(s->dropped);
+    ftc__free(s->excluded);
     ftc__free(s->prev_gone);
     ftc__quorum_fini(&s->prev);
     memset(s, 0, sizeof(*s));
@@ -169,6 +170,28 @@ int ftc__quorum_heartbeat(ftc__quorum_state *s, const ftc__quorum_opts *o,
     return 0;
 }
 
+/* The suspects buffer holds exactly n_suspects ids, each a valid one. */
+static int check_suspects(const ftc__quorum_member *m)
+{
+    size_t at = 0;
+    uint32_t n = 0;
+    bool ok = m->n_suspects <= FTC__QUORUM_SUSPECTS_MAX &&
+              (m->suspects != NULL || m->suspects_len == 0);
+    while (ok && at < m->suspects_len) {
+        size_t len = strnlen(m->suspects + at, m->suspects_len - at);
+        ok = len > 0 && len < FTC__QUORUM_STR_MAX && at + len < m->suspects_len;
+        at += len + 1;
+        n++;
+    }
+    if (!ok || n != m->n_suspects) {
+        return ftc__seterr(FTC_EINVAL,
+                           "join of %s: %u suspects in %zu B are not that "
+                           "many replica ids",
+                           m->replica_id, m->n_suspects, m->suspects_len);
+    }
+    return 0;
+}
+
 /* Every field of a member received from outside, before anything is kept. */
 static int check_member(const ftc__quorum_opts *o, const ftc__quorum_member *m)
 {
@@ -198,7 +221,7 @@ static int check_member(const ftc__quorum_opts *o, const ftc__quorum_member *m)
         return ftc__seterr(FTC_EMSGSIZE, "join of %s: data %zu B > max %u B",
                            m->replica_id, m->data_len, o->max_data_bytes);
     }
-    return 0;
+    return check_suspects(m);
 }
 
 /* The hint after a join of m (not a participant before unless found): one
@@ -211,7 +234,9 @@ static void count_join(ftc__quorum_state *s, const ftc__quorum_opts *o,
                        bool was_healthy, int64_t now_ms)
 {
     ftc__quorum_hint h = *before;
-    if (!h.valid || found || m->shrink_only ||
+    /* Reports and replicas left out as unreachable change who counts. */
+    if (!h.valid || found || m->shrink_only || m->n_suspects > 0 ||
+        ftc__quorum_has_exclusion(s, m->replica_id) ||
         !ftc__quorum_same_rules(&h.opts, o)) {
         s->hint.valid = false;
         return;

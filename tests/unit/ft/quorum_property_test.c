@@ -578,13 +578,28 @@ static void random_scenarios_hold_every_property(void **state)
 }
 
 /* Random rules: min_replicas 1-4, join timeout 0-199 ms, heartbeat
- * timeout 1-300 ms, either shrink_only rule. */
+ * timeout 1-300 ms, either shrink_only rule, and in half the runs
+ * replicas left out as unreachable for 1-100 ms. */
 static ftc__quorum_opts random_rules(void)
 {
     ftc__quorum_opts o =
         qf_opts((uint64_t)below(4) + 1, below(200), 1 + below(300));
     o.strict_shrink_only = chance(50);
+    o.exclude_ms = chance(50) ? 1 + below(100) : 0;
     return o;
+}
+
+/* Gives m one to three random replicas it could not reach. */
+static void random_suspects(ftc__quorum_member *m)
+{
+    char ids[3][8];
+    const char *p[3];
+    size_t n = 1 + (size_t)below(3);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "r%02d", (int)below(POOL));
+        p[i] = ids[i];
+    }
+    TK_OK(ftc__quorum_member_set_suspects(m, p, n));
 }
 
 /* A state driven as the lighthouse drives it: ticked only after an input
@@ -624,6 +639,12 @@ static void expect_same_state(const ftc__quorum_state *a,
         assert_string_equal(a->prev.members[i].replica_id,
                             b->prev.members[i].replica_id);
     }
+    assert_int_equal(a->n_excluded, b->n_excluded);
+    for (size_t i = 0; i < a->n_excluded; i++) {
+        assert_string_equal(a->excluded[i].replica_id,
+                            b->excluded[i].replica_id);
+        assert_int_equal(a->excluded[i].until_ms, b->excluded[i].until_ms);
+    }
 }
 
 /* One input to both states; whether it may change the decision (what
@@ -638,8 +659,12 @@ static bool same_input(driven *a, driven *b, ftc__quorum_opts *o, int64_t now)
         ftc__quorum_member m = qf_member(id, below(3));
         m.shrink_only = chance(10);
         m.commit_failures = chance(10);
+        if (chance(20)) {
+            random_suspects(&m);
+        }
         int rc = ftc__quorum_join(&a->s, o, &m, now);
         TK_EXPECT(ftc__quorum_join(&b->s, o, &m, now), rc);
+        ftc__quorum_member_clear_suspects(&m);
         return rc == 0;
     }
     if (op < 14) {
@@ -666,6 +691,8 @@ static bool same_input(driven *a, driven *b, ftc__quorum_opts *o, int64_t now)
             o->join_timeout_ms = below(200);
         } else if (field == 2) {
             o->heartbeat_timeout_ms = 1 + below(300);
+        } else if (chance(50)) {
+            o->exclude_ms = chance(50) ? 1 + below(100) : 0;
         } else {
             o->strict_shrink_only = !o->strict_shrink_only;
         }
@@ -680,7 +707,8 @@ static bool same_input(driven *a, driven *b, ftc__quorum_opts *o, int64_t now)
  * the full decision agrees; the time it sleeps to is not past the
  * decision's own. Random inputs over time, every rule (min_replicas, the
  * half guard, stragglers, fast quorums, shrink_only, expiring heartbeats,
- * options changed, full tables). */
+ * replicas reported unreachable and left out, options changed, full
+ * tables). */
 static void shortcut_forms_the_same_quorums(void **state)
 {
     (void)state;

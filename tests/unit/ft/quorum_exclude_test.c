@@ -1,0 +1,360 @@
+/* Replicas left out as unreachable: members report whom their process
+ * group could not reach; the decision leaves out the fewest participants
+ * that end every reported pair, and those stay out for exclude_ms, doubled
+ * each time they are left out again. */
+#include <stdio.h>
+#include <string.h>
+
+#include "quorum_kit.h"
+#include "testkit.h"
+
+#define OUT_MS 1000
+
+static ftc__quorum_opts exclude_opts(int64_t exclude_ms)
+{
+    ftc__quorum_opts o = qf_opts(1, 60000, 5000);
+    o.exclude_ms = exclude_ms;
+    return o;
+}
+
+/* id joins at step, reporting the n replicas in suspects. */
+static void join_reporting(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                           const char *id, int64_t step,
+                           const char *const *suspects, size_t n, int64_t now)
+{
+    ftc__quorum_member m = qf_member(id, step);
+    TK_OK(ftc__quorum_member_set_suspects(&m, suspects, n));
+    TK_OK(ftc__quorum_join(s, o, &m, now));
+    ftc__quorum_member_fini(&m);
+}
+
+static ftc__quorum_tick_result tick(ftc__quorum_state *s,
+                                    const ftc__quorum_opts *o, int64_t now)
+{
+    ftc__quorum_tick_result t;
+    TK_OK(ftc__quorum_tick(s, o, now, 0, &t));
+    return t;
+}
+
+static void expect_members(const ftc__quorum_state *s, const char *joined)
+{
+    char got[64] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < s->prev.n && len < sizeof(got); i++) {
+        len += (size_t)snprintf(got + len, sizeof(got) - len, "%s",
+                                s->prev.members[i].replica_id);
+    }
+    assert_string_equal(got, joined);
+}
+
+static const char *const A[] = {"a"};
+static const char *const B[] = {"b"};
+static const char *const BC[] = {"b", "c"};
+static const char *const ABC[] = {"a", "b", "c"};
+
+/* a, b and c trained together at step 5 (the previous quorum). */
+static void three_together(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                           int64_t now)
+{
+    TK_OK(ftc__quorum_state_init(s, 0));
+    qf_join(s, o, "a", 5, false, 0, now);
+    qf_join(s, o, "b", 5, false, 0, now);
+    qf_join(s, o, "c", 5, false, 0, now);
+    assert_true(tick(s, o, now).met);
+    expect_members(s, "abc");
+}
+
+/* a is cut off from b and c, all three still reach the lighthouse: a
+ * reports b and c, they report a. */
+static void a_cut_off_reports(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                              int64_t now)
+{
+    join_reporting(s, o, "a", 5, BC, 2, now);
+    join_reporting(s, o, "b", 5, A, 1, now);
+    join_reporting(s, o, "c", 5, A, 1, now);
+}
+
+static void a_group_cut_off_is_left_out(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    a_cut_off_reports(&s, &o, QF_NOW + 10);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_VALID);
+    assert_int_equal(t.change, FTC__QUORUM_ID_MEMBERSHIP);
+    expect_members(&s, "bc");
+    assert_int_equal(t.n_excluded, 1);
+    assert_string_equal(t.excluded[0], "a");
+    assert_int_equal(t.excluded_for_ms, OUT_MS);
+    assert_non_null(strstr(t.reason, "[1 left out as unreachable: a]"));
+    /* The reports ended with the quorum: a waits with none. */
+    assert_int_equal(s.n_participants, 1);
+    assert_int_equal(s.participants[0].member.n_suspects, 0);
+    assert_null(s.prev.members[0].suspects);
+
+    /* b and c go on alone while a is out, though it waits and is
+     * healthy: a fast quorum of the previous members. */
+    qf_join(&s, &o, "b", 6, false, 0, QF_NOW + 20);
+    qf_join(&s, &o, "c", 6, false, 0, QF_NOW + 20);
+    t = tick(&s, &o, QF_NOW + 20);
+    assert_true(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_FAST);
+    expect_members(&s, "bc");
+    assert_int_equal(t.n_excluded, 0);
+    ftc__quorum_state_fini(&s);
+}
+
+static void partial_reports_leave_nobody_out_early(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    /* a's report and b's arrive; c (healthy) has not joined yet. Of the
+     * pair a-b one would go, but the round waits for c. */
+    join_reporting(&s, &o, "a", 5, BC, 2, QF_NOW + 10);
+    join_reporting(&s, &o, "b", 5, A, 1, QF_NOW + 10);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_false(t.met);
+    assert_int_equal(s.n_excluded, 0);
+    join_reporting(&s, &o, "c", 5, A, 1, QF_NOW + 11);
+    t = tick(&s, &o, QF_NOW + 11);
+    assert_true(t.met);
+    expect_members(&s, "bc");
+    assert_int_equal(s.n_excluded, 1);
+    assert_string_equal(s.excluded[0].replica_id, "a");
+    ftc__quorum_state_fini(&s);
+}
+
+static void of_two_cut_apart_the_one_behind_goes(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    /* Same steps: the larger id goes. */
+    three_together(&s, &o, QF_NOW);
+    join_reporting(&s, &o, "a", 5, B, 1, QF_NOW + 10);
+    join_reporting(&s, &o, "b", 5, A, 1, QF_NOW + 10);
+    qf_join(&s, &o, "c", 5, false, 0, QF_NOW + 10);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    expect_members(&s, "ac");
+    assert_string_equal(t.excluded[0], "b");
+    ftc__quorum_state_fini(&s);
+    /* a is behind b: a goes. One-sided reports count as well. */
+    three_together(&s, &o, QF_NOW);
+    qf_join(&s, &o, "a", 4, false, 0, QF_NOW + 10);
+    join_reporting(&s, &o, "b", 5, A, 1, QF_NOW + 10);
+    qf_join(&s, &o, "c", 5, false, 0, QF_NOW + 10);
+    t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    expect_members(&s, "bc");
+    ftc__quorum_state_fini(&s);
+}
+
+static void two_groups_cut_apart_form_nothing(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 5, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 5, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    join_reporting(&s, &o, "a", 5, B, 1, QF_NOW + 10);
+    join_reporting(&s, &o, "b", 5, A, 1, QF_NOW + 10);
+    /* Either alone is not more than half of the two healthy replicas. */
+    ftc__quorum_decision d;
+    TK_OK(ftc__quorum_compute(QF_NOW + 10, &s, &o, &d));
+    assert_false(d.met);
+    assert_int_equal(d.verdict, FTC__QUORUM_NEED_HALF);
+    assert_int_equal(d.n_excluded, 1);
+    ftc__quorum_decision_fini(&d);
+    assert_false(tick(&s, &o, QF_NOW + 10).met);
+    assert_int_equal(s.n_excluded, 0); /* nothing formed: nobody recorded */
+    ftc__quorum_state_fini(&s);
+}
+
+static void one_reporting_everyone_is_the_one_that_goes(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    const char *ids[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        qf_join(&s, &o, ids[i], 5, false, 0, QF_NOW);
+    }
+    assert_true(tick(&s, &o, QF_NOW).met);
+    for (int i = 0; i < 3; i++) {
+        qf_join(&s, &o, ids[i], 5, false, 0, QF_NOW + 10);
+    }
+    join_reporting(&s, &o, "d", 5, ABC, 3, QF_NOW + 10);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    expect_members(&s, "abc");
+    assert_string_equal(t.excluded[0], "d");
+    ftc__quorum_state_fini(&s);
+}
+
+static void reports_count_for_nothing_when_off(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(0);
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    a_cut_off_reports(&s, &o, QF_NOW + 10);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_FAST);
+    expect_members(&s, "abc");
+    assert_int_equal(t.n_excluded, 0);
+    assert_int_equal(s.n_excluded, 0);
+    ftc__quorum_state_fini(&s);
+}
+
+/* a is left out again each time it is back and still cut off: out for
+ * OUT_MS, then twice that, ..., at most 64 times; forgiven once it was
+ * not left out for 128 times OUT_MS. */
+static void each_time_again_doubles_up_to_a_cap(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    int64_t now = QF_NOW;
+    int64_t expect = OUT_MS;
+    for (int k = 0; k < 9; k++) {
+        now += 10;
+        a_cut_off_reports(&s, &o, now);
+        ftc__quorum_tick_result t = tick(&s, &o, now);
+        assert_true(t.met);
+        expect_members(&s, "bc");
+        assert_int_equal(t.excluded_for_ms, expect);
+        /* Still out one ms before the end: b and c train alone, a waits
+         * (no straggler wait for it either). */
+        ftc__quorum_decision d;
+        TK_OK(ftc__quorum_heartbeat(&s, &o, "a", now + expect - 1));
+        qf_join(&s, &o, "b", 5, false, 0, now + expect - 1);
+        qf_join(&s, &o, "c", 5, false, 0, now + expect - 1);
+        TK_OK(ftc__quorum_compute(now + expect - 1, &s, &o, &d));
+        assert_true(d.met);
+        assert_int_equal(d.n_members, 2);
+        assert_int_equal(d.n_excluded, 1);
+        assert_false(d.newly[0]);
+        ftc__quorum_decision_fini(&d);
+        /* Back: all three form a quorum again (a new membership). */
+        now += expect;
+        qf_join(&s, &o, "a", 5, false, 0, now);
+        t = tick(&s, &o, now);
+        assert_true(t.met);
+        expect_members(&s, "abc");
+        expect = expect * 2 > 64 * OUT_MS ? 64 * OUT_MS : expect * 2;
+    }
+    /* Forgiven after 128 * OUT_MS without being left out. */
+    now += 128 * OUT_MS;
+    a_cut_off_reports(&s, &o, now);
+    ftc__quorum_tick_result t = tick(&s, &o, now);
+    assert_true(t.met);
+    assert_int_equal(t.excluded_for_ms, OUT_MS);
+    ftc__quorum_state_fini(&s);
+}
+
+static void an_excluded_replica_is_no_straggler(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    a_cut_off_reports(&s, &o, QF_NOW + 10);
+    assert_true(tick(&s, &o, QF_NOW + 10).met);
+    /* a's request ends (its deadline) but it keeps heartbeating. b and
+     * two new replicas d and e join (more than half of the five healthy
+     * ones); c is a straggler, a is not. */
+    TK_OK(ftc__quorum_leave(&s, "a"));
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "a", QF_NOW + 20));
+    qf_join(&s, &o, "b", 6, false, 0, QF_NOW + 20);
+    qf_join(&s, &o, "d", 0, false, 0, QF_NOW + 20);
+    qf_join(&s, &o, "e", 0, false, 0, QF_NOW + 20);
+    ftc__quorum_decision d;
+    TK_OK(ftc__quorum_compute(QF_NOW + 20, &s, &o, &d));
+    assert_int_equal(d.verdict, FTC__QUORUM_WAIT_STRAGGLER);
+    assert_int_equal(d.waiting_excluded, 1);
+    assert_non_null(strstr(d.reason, "waiting for 1 healthy"));
+    /* The wait ends when a's time out does, before the join timeout. */
+    assert_int_equal(d.next_ms, QF_NOW + 10 + OUT_MS);
+    ftc__quorum_decision_fini(&d);
+    /* c joins: nobody is waited for, a stays out. */
+    qf_join(&s, &o, "c", 6, false, 0, QF_NOW + 21);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 21);
+    assert_true(t.met);
+    expect_members(&s, "bcde");
+    ftc__quorum_state_fini(&s);
+}
+
+static void malformed_reports_are_refused(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    ftc__quorum_member m = qf_member("a", 1);
+    const char *empty[] = {""};
+    TK_EXPECT(ftc__quorum_member_set_suspects(&m, empty, 1), FTC_EINVAL);
+    TK_EXPECT(ftc__quorum_member_set_suspects(&m, NULL, 1), FTC_EINVAL);
+    char long_id[FTC__QUORUM_STR_MAX + 1];
+    memset(long_id, 'x', sizeof(long_id) - 1);
+    long_id[sizeof(long_id) - 1] = '\0';
+    const char *too_long[] = {long_id};
+    TK_EXPECT(ftc__quorum_member_set_suspects(&m, too_long, 1), FTC_EINVAL);
+    const char *many[FTC__QUORUM_SUSPECTS_MAX + 1];
+    for (size_t i = 0; i <= FTC__QUORUM_SUSPECTS_MAX; i++) {
+        many[i] = "b";
+    }
+    TK_EXPECT(
+        ftc__quorum_member_set_suspects(&m, many, FTC__QUORUM_SUSPECTS_MAX + 1),
+        FTC_EMSGSIZE);
+    assert_null(m.suspects);
+    TK_OK(ftc__quorum_member_set_suspects(&m, many, FTC__QUORUM_SUSPECTS_MAX));
+    ftc__quorum_member_clear_suspects(&m);
+
+    /* A C caller's buffer that does not hold n_suspects ids. */
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    char buf[] = "b\0c";
+    m.suspects = buf;
+    m.suspects_len = sizeof(buf);
+    m.n_suspects = 3;
+    TK_EXPECT(ftc__quorum_join(&s, &o, &m, QF_NOW), FTC_EINVAL);
+    m.n_suspects = 2;
+    m.suspects_len = 3; /* "b\0c" without c's NUL */
+    TK_EXPECT(ftc__quorum_join(&s, &o, &m, QF_NOW), FTC_EINVAL);
+    assert_int_equal(s.n_participants, 0);
+    m.suspects_len = sizeof(buf);
+    TK_OK(ftc__quorum_join(&s, &o, &m, QF_NOW));
+    assert_int_equal(s.participants[0].member.n_suspects, 2);
+    m.suspects = NULL;
+    m.suspects_len = 0;
+    m.n_suspects = 0;
+    ftc__quorum_member_fini(&m);
+    ftc__quorum_state_fini(&s);
+    o.exclude_ms = -1;
+    TK_EXPECT(ftc__quorum_opts_check(&o), FTC_EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_group_cut_off_is_left_out),
+        cmocka_unit_test(partial_reports_leave_nobody_out_early),
+        cmocka_unit_test(of_two_cut_apart_the_one_behind_goes),
+        cmocka_unit_test(two_groups_cut_apart_form_nothing),
+        cmocka_unit_test(one_reporting_everyone_is_the_one_that_goes),
+        cmocka_unit_test(reports_count_for_nothing_when_off),
+        cmocka_unit_test(each_time_again_doubles_up_to_a_cap),
+        cmocka_unit_test(an_excluded_replica_is_no_straggler),
+        cmocka_unit_test(malformed_reports_are_refused),
+    };
+    return tk_main(argc, argv, NULL, 0, tests);
+}
