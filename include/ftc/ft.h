@@ -93,6 +93,16 @@ typedef struct ftc_lighthouse_opts {
      * was heard for this long, rolling the job back to the best step left.
      * 60000; 0: at once (torchft); INT64_MAX: never. A job option. */
     int64_t rollback_after_ms;
+    /* Replica groups that cannot reach each other but all reach the
+     * lighthouse (a partition between them) would fail every step
+     * together: managers report whom their process group could not reach
+     * (ftc_lighthouse_member.suspects), and the quorum leaves out the
+     * fewest groups that end every reported pair, each for this long,
+     * doubled each time it is left out again (at most 64 times; forgiven
+     * after 128 times this). More than half of the healthy groups are
+     * still needed to form a quorum. 1000; 0: reports are ignored
+     * (torchft). A job option (exclude_ms). */
+    int64_t exclude_ms;
 } ftc_lighthouse_opts;
 
 /* Fills the defaults above. */
@@ -254,6 +264,11 @@ typedef struct ftc_lighthouse_member {
     /* Optional JSON text (any JSON value), NULL for none. Borrowed in a
      * request; owned by the result in an answer. */
     const char *data;
+    /* A request only (answers carry none): the replica_ids of the groups
+     * this one could not reach in its last step (its process group blamed
+     * them), at most 256, borrowed; see ftc_lighthouse_opts.exclude_ms. */
+    const char *const *suspects;
+    size_t n_suspects;
 } ftc_lighthouse_member;
 
 /* A decided quorum: members sorted by replica_id (their order gives the

@@ -46,6 +46,9 @@ static const ftc__cli_option options[] = {
     NUMBER("rollback-after-ms", rollback_after_ms, 0, INT64_MAX, "MS",
            "let laggards go on below the job's committed step after none "
            "that has it was heard for (0: at once)"),
+    NUMBER("exclude-ms", exclude_ms, 0, INT64_MAX, "MS",
+           "leave a group the others cannot reach out of quorums for "
+           "(doubled each time again; 0: ignore reports)"),
     {"strict-shrink-only", FTC__CLI_FLAG,
      FTC__CLI_FIELD(lh_args, o.strict_shrink_only),
      .help = "shrink_only counts only kept members"},

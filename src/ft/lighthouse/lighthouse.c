@@ -35,6 +35,7 @@ void ftc_lighthouse_opts_init(ftc_lighthouse_opts *o)
     o->event_ring = 256;
     o->job_idle_ms = 600000;
     o->rollback_after_ms = 60000;
+    o->exclude_ms = 1000;
 }
 
 /* The caller's fields over the defaults; then every field is checked. */
@@ -54,6 +55,7 @@ int ftc__lighthouse_resolve_opts(const ftc_lighthouse_opts *in,
     FTC__OPT_DEFAULT(o, &d, max_join_wait_ms, FTC_TIMEOUT_DEFAULT);
     FTC__OPT_DEFAULT(o, &d, job_idle_ms, FTC_TIMEOUT_DEFAULT);
     FTC__OPT_DEFAULT(o, &d, rollback_after_ms, FTC_TIMEOUT_DEFAULT);
+    FTC__OPT_DEFAULT(o, &d, exclude_ms, FTC_TIMEOUT_DEFAULT);
     FTC__OPT_DEFAULT(o, &d, max_body_bytes, FTC_SIZE_DEFAULT);
     if (o->min_replicas == 0 || o->max_jobs == 0 || o->max_replicas == 0 ||
         o->max_body_bytes == 0 || o->max_connections == 0 ||
@@ -74,7 +76,8 @@ int ftc__lighthouse_resolve_opts(const ftc_lighthouse_opts *in,
     }
     if (o->join_timeout_ms < 0 || o->idle_connection_timeout_ms < 0 ||
         o->max_join_wait_ms < 0 || o->job_idle_ms < 0 ||
-        o->heartbeat_timeout_ms < 0 || o->rollback_after_ms < 0) {
+        o->heartbeat_timeout_ms < 0 || o->rollback_after_ms < 0 ||
+        o->exclude_ms < 0) {
         return ftc__seterr(FTC_EINVAL,
                            "lighthouse opts: a time is negative (only "
                            "FTC_TIMEOUT_DEFAULT is, for its default)");
@@ -93,6 +96,7 @@ static void job_defaults(const ftc_lighthouse_opts *o, ftc__quorum_opts *q)
     q->heartbeat_timeout_ms = o->heartbeat_timeout_ms;
     q->strict_shrink_only = o->strict_shrink_only;
     q->rollback_after_ms = o->rollback_after_ms;
+    q->exclude_ms = o->exclude_ms;
     q->max_replicas = o->max_replicas;
     q->max_data_bytes = o->max_data_bytes;
 }

@@ -52,6 +52,34 @@ static int member_to_core(const ftc_lighthouse_member *p, ftc__quorum_member *m)
     return 0;
 }
 
+/* The request's "suspects": the ids the member reports unreachable. */
+static int add_suspects(json_t *mj, const ftc_lighthouse_member *p)
+{
+    if (p->n_suspects == 0) {
+        return 0;
+    }
+    if (p->suspects == NULL || p->n_suspects > FTC__QUORUM_SUSPECTS_MAX) {
+        return ftc__seterr(
+            FTC_EINVAL, "member %s: %zu suspects (at most %d, not NULL)",
+            p->replica_id, p->n_suspects, FTC__QUORUM_SUSPECTS_MAX);
+    }
+    json_t *a = json_array();
+    int rc = a != NULL ? 0 : FTC_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < p->n_suspects; i++) {
+        rc = ftc__quorum_check_id(p->suspects[i], "suspect");
+        if (rc == 0 && json_array_append_new(a, json_string(p->suspects[i]))) {
+            rc = ftc__seterr(FTC_ENOMEM, "suspects");
+        }
+    }
+    if (rc == 0 && json_object_set_new(mj, "suspects", a) != 0) {
+        return ftc__seterr(FTC_ENOMEM, "suspects");
+    }
+    if (rc != 0) {
+        json_decref(a);
+    }
+    return rc;
+}
+
 void ftc_lighthouse_quorum_fini(ftc_lighthouse_quorum *q)
 {
     if (q == NULL) {
@@ -457,6 +485,9 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
     json_t *mj = rc == 0 ? ftc__lhj_member_json(&m) : NULL;
     if (rc == 0 && mj == NULL) {
         rc = FTC_ENOMEM;
+    }
+    if (rc == 0) {
+        rc = add_suspects(mj, member);
     }
     ftc__deadline dl = ftc__lighthouse_client_deadline(c, timeout_ms);
     int at = -1;

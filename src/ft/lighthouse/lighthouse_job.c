@@ -536,6 +536,30 @@ static ftc__lighthouse_blob *join_answer(const ftc__lighthouse_job *job,
 
 /* A quorum formed: record it, tell the watches if its id is new, and
  * answer every waiting join of its members. */
+/* Replica groups the quorum just formed left out as unreachable. */
+static void log_excluded(const ftc__lighthouse_job *job,
+                         const ftc__quorum_tick_result *t)
+{
+    char names[4 * FTC__QUORUM_STR_MAX + 32] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < t->n_excluded && i < FTC__QUORUM_EXCLUDED_NAMES &&
+                       len < sizeof(names);
+         i++) {
+        len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+                                i == 0 ? "" : ", ", t->excluded[i]);
+    }
+    if (t->n_excluded > FTC__QUORUM_EXCLUDED_NAMES && len < sizeof(names)) {
+        snprintf(names + len, sizeof(names) - len, " and %zu more",
+                 t->n_excluded - FTC__QUORUM_EXCLUDED_NAMES);
+    }
+    FTC_LOG_WARN("lighthouse.exclude",
+                 "job %s: %zu replica group(s) left out of the quorum for "
+                 "%lld ms, the reports of the others say they cannot be "
+                 "reached: %s",
+                 job->name, t->n_excluded, (long long)t->excluded_for_ms,
+                 names);
+}
+
 static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
                    int64_t now, int64_t wall, ftc__lighthouse_resume *rs)
 {
@@ -653,6 +677,9 @@ static void tick(ftc__lighthouse_job *job, int64_t now,
                          "heard for %lld ms",
                          job->name, (long long)t.rolled_back_from,
                          (long long)job->o.rollback_after_ms);
+        }
+        if (t.n_excluded > 0) {
+            log_excluded(job, &t);
         }
         formed(job, &t, now, wall, rs);
     }

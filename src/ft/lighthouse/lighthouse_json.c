@@ -147,6 +147,33 @@ static int get_data(const json_t *obj, uint32_t max, ftc__quorum_member *m)
     return rc;
 }
 
+/* "suspects": an optional array of replica ids (a manager's report of the
+ * groups it could not reach). */
+static int get_suspects(const json_t *obj, ftc__quorum_member *m)
+{
+    const json_t *v = json_object_get(obj, "suspects");
+    if (v == NULL || json_is_null(v)) {
+        return 0;
+    }
+    if (!json_is_array(v)) {
+        return ftc__seterr(FTC_EINVAL, "suspects: expected an array, got %s",
+                           type_name(v));
+    }
+    size_t n = json_array_size(v);
+    if (n > FTC__QUORUM_SUSPECTS_MAX) {
+        return ftc__seterr(FTC_EMSGSIZE, "suspects: %zu, at most %d", n,
+                           FTC__QUORUM_SUSPECTS_MAX);
+    }
+    const char *ids[FTC__QUORUM_SUSPECTS_MAX];
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = json_string_value(json_array_get(v, i));
+        if (ids[i] == NULL) {
+            return ftc__seterr(FTC_EINVAL, "suspects[%zu]: not a string", i);
+        }
+    }
+    return ftc__quorum_member_set_suspects(m, ids, n);
+}
+
 int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
                     ftc__quorum_member *m)
 {
@@ -187,7 +214,11 @@ int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
     if (rc == 0) {
         rc = get_data(obj, max_data_bytes, &t);
     }
+    if (rc == 0) {
+        rc = get_suspects(obj, &t);
+    }
     if (rc != 0) {
+        ftc__quorum_member_fini(&t);
         return ftc__adderr(rc, "member");
     }
     t.world_size = (uint64_t)world;
@@ -434,6 +465,10 @@ int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o)
         rc = ftc__lhj_get_int(obj, "rollback_after_ms", false, 0, INT64_MAX,
                               &t.rollback_after_ms);
     }
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(obj, "exclude_ms", false, 0, INT64_MAX,
+                              &t.exclude_ms);
+    }
     if (rc != 0) {
         return rc;
     }
@@ -450,14 +485,15 @@ int ftc__lhj_job_options(const json_t *obj, ftc__quorum_opts *o)
 json_t *ftc__lhj_job_options_json(const ftc__quorum_opts *o)
 {
     json_t *j = json_pack(
-        "{s:I, s:I, s:I, s:b, s:I, s:I, s:I}", "min_replicas",
+        "{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I}", "min_replicas",
         (json_int_t)(o->min_replicas > INT64_MAX ? INT64_MAX : o->min_replicas),
         "join_timeout_ms", (json_int_t)o->join_timeout_ms,
         "heartbeat_timeout_ms", (json_int_t)o->heartbeat_timeout_ms,
         "strict_shrink_only", (int)o->strict_shrink_only, "max_replicas",
         (json_int_t)o->max_replicas, "max_data_bytes",
         (json_int_t)o->max_data_bytes, "rollback_after_ms",
-        (json_int_t)o->rollback_after_ms);
+        (json_int_t)o->rollback_after_ms, "exclude_ms",
+        (json_int_t)o->exclude_ms);
     if (j == NULL) {
         ftc__seterr(FTC_ENOMEM, "JSON of job options");
     }

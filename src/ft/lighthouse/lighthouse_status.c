@@ -56,6 +56,26 @@ static json_t *decision_json(const ftc__quorum_decision *d, int64_t now)
     return ok ? j : (json_decref(j), NULL);
 }
 
+/* Replica groups left out as unreachable (exclude_ms) and not forgiven
+ * yet: how much longer they are out (0: back, on probation) and how many
+ * times in a row. */
+static json_t *left_out_json(const ftc__quorum_state *s, int64_t now)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr != NULL && i < s->n_excluded; i++) {
+        const ftc__quorum_excluded *e = &s->excluded[i];
+        int64_t left = e->until_ms > now ? e->until_ms - now : 0;
+        if (json_array_append_new(
+                arr, json_pack("{s:s, s:I, s:I}", "replica_id", e->replica_id,
+                               "out_for_ms", (json_int_t)left, "times",
+                               (json_int_t)e->strikes)) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    return arr;
+}
+
 /* Who heals from whom at group rank 0 (the quorum core's own answer). */
 static json_t *healing_json(const ftc__quorum *q, int64_t max_step,
                             bool *truncated)
@@ -317,6 +337,7 @@ json_t *ftc__lighthouse_status_json(ftc__lighthouse_job *job, int64_t now,
                           "watches_waiting", (json_int_t)job->n_watches);
     bool ok = put(j, "decision", decision_json(&d, now)) &&
               put(j, "committed_step", json_integer(job->s.mark.step)) &&
+              put(j, "left_out", left_out_json(&job->s, now)) &&
               put(j, "quorum",
                   job->s.has_prev ? quorum_status_json(&job->s.prev, wall)
                                   : json_null()) &&

@@ -122,6 +122,9 @@ typedef struct ftc__quorum_member {
  * unchanged then. */
 int ftc__quorum_member_set(ftc__quorum_member *m, const char *replica_id,
                            const char *address, const char *store_address);
+/* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
+ * else FTC_EINVAL naming what (the text says "<what> ..."). */
+int ftc__quorum_check_id(const char *id, const char *what);
 /* Deep copy; dst must not own data. FTC_ENOMEM leaves dst without data. */
 int ftc__quorum_member_copy(ftc__quorum_member *dst,
                             const ftc__quorum_member *src);

@@ -61,8 +61,4 @@ int64_t ftc__quorum_exclude_record(ftc__quorum_state *s,
 bool ftc__quorum_has_exclusion(const ftc__quorum_state *s,
                                const char *replica_id);
 
-/* 0 if id is a non-empty string shorter than FTC__QUORUM_STR_MAX bytes,
- * else FTC_EINVAL naming what (the text says "<what> ..."). */
-int ftc__quorum_check_id(const char *id, const char *what);
-
 #endif

@@ -205,6 +205,15 @@ static void join_request_rejects_malformed(void **state)
         {"{\"member\": {\"replica_id\": \"a\", \"data\": "
          "\"0123456789abcdefXYZ\"}}",
          FTC_EMSGSIZE, "data: 21 B > max 16 B"},
+        {"{\"member\": {\"replica_id\": \"a\", \"suspects\": \"b\"}}",
+         FTC_EINVAL, "suspects: expected an array, got a string"},
+        {"{\"member\": {\"replica_id\": \"a\", \"suspects\": [\"b\", 5]}}",
+         FTC_EINVAL, "suspects[1]: not a string"},
+        {"{\"member\": {\"replica_id\": \"a\", \"suspects\": [\"\"]}}",
+         FTC_EINVAL, "suspect: replica_id is empty"},
+        {"{\"member\": {\"replica_id\": \"a\", \"data\": 1, "
+         "\"suspects\": [[]]}}",
+         FTC_EINVAL, "suspects[0]: not a string"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         expect_bad_join(cases[i].body, strlen(cases[i].body), 16, cases[i].code,
@@ -243,6 +252,40 @@ static void join_request_limits(void **state)
     expect_bad_join(big, strlen(big), 16, FTC_EMSGSIZE, "address: 300 B");
     free(addr);
     free(big);
+}
+
+/* A manager's report of the groups it could not reach: up to 256 ids. */
+static void join_request_suspects(void **state)
+{
+    (void)state;
+    const char *ok = "{\"member\": {\"replica_id\": \"a\", \"suspects\": "
+                     "[\"b\", \"c:0000beef\"]}}";
+    ftc__quorum_member m;
+    int64_t timeout, roster;
+    TK_OK(ftc__lhj_join_request(ok, strlen(ok), 16, &m, &timeout, &roster));
+    assert_int_equal(m.n_suspects, 2);
+    assert_int_equal(m.suspects_len, 2 + 11);
+    assert_string_equal(m.suspects, "b");
+    assert_string_equal(m.suspects + 2, "c:0000beef");
+    ftc__quorum_member_fini(&m);
+    /* 256 fit, 257 do not. */
+    size_t cap = 64 + 6 * 257;
+    char *body = malloc(cap);
+    size_t len = (size_t)snprintf(
+        body, cap, "{\"member\": {\"replica_id\": \"a\", \"suspects\": [");
+    for (int i = 0; i < 257; i++) {
+        len += (size_t)snprintf(body + len, cap - len, "%s\"s%d\"",
+                                i == 0 ? "" : ",", i % 10);
+    }
+    snprintf(body + len, cap - len, "]}}");
+    expect_bad_join(body, strlen(body), 16, FTC_EMSGSIZE,
+                    "suspects: 257, at most 256");
+    char *last = strrchr(body, ',');
+    snprintf(last, cap - (size_t)(last - body), "]}}");
+    TK_OK(ftc__lhj_join_request(body, strlen(body), 16, &m, &timeout, &roster));
+    assert_int_equal(m.n_suspects, 256);
+    ftc__quorum_member_fini(&m);
+    free(body);
 }
 
 /* Nesting deeper than jansson's 2048 levels is a parse error; shallower
@@ -399,13 +442,15 @@ static void job_options(void **state)
     ftc__quorum_opts_init(&o);
     json_t *j;
     const char *ok = "{\"min_replicas\": 2, \"join_timeout_ms\": 1000, "
-                     "\"strict_shrink_only\": true, \"other\": \"x\"}";
+                     "\"strict_shrink_only\": true, \"other\": \"x\", "
+                     "\"exclude_ms\": 250}";
     TK_OK(ftc__lhj_parse_object(ok, strlen(ok), &j));
     TK_OK(ftc__lhj_job_options(j, &o));
     json_decref(j);
     assert_int_equal(o.min_replicas, 2);
     assert_int_equal(o.join_timeout_ms, 1000);
     assert_true(o.strict_shrink_only);
+    assert_int_equal(o.exclude_ms, 250);
     assert_int_equal(o.heartbeat_timeout_ms, 5000); /* untouched */
     static const char *const bad[] = {
         "{\"min_replicas\": -1}",
@@ -416,6 +461,7 @@ static void job_options(void **state)
         "{\"strict_shrink_only\": \"no\"}",
         "{\"join_timeout_ms\": 1.5}",
         "{\"min_replicas\": 3, \"join_timeout_ms\": -1}",
+        "{\"exclude_ms\": -1}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ftc__quorum_opts before = o;
@@ -585,6 +631,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(quorum_round_trip),
         cmocka_unit_test(join_request_rejects_malformed),
         cmocka_unit_test(join_request_limits),
+        cmocka_unit_test(join_request_suspects),
         cmocka_unit_test(join_request_nesting),
         cmocka_unit_test(replica_request),
         cmocka_unit_test(replica_stats),
