@@ -16,6 +16,7 @@
  * operation's timeout when a peer hangs. Once failed, a group stays failed
  * ("unusable until rebuilt"): destroy it and create a new one on a new
  * prefix. ftc_pg_abort() does the same on purpose, from any thread.
+ * ftc_pg_failed_peers() says which peers a rank holds responsible.
  *
  * Thread-safety: a group may be used from several threads at once (calls
  * are serialised internally, and collectives still run in call order);
@@ -285,6 +286,28 @@ FTC_API int ftc_pg_size(const ftc_pg *pg);
 /* 0 while the group is healthy; after a failure, the code of the first
  * failure, with its message in ftc_last_error(). */
 FTC_API int ftc_pg_status(ftc_pg *pg);
+
+/* After the group failed: the peers this rank holds responsible for the
+ * failure, as ranks of this group, ascending. At most cap are written to
+ * ranks (which may be NULL when cap is 0); returns how many there are,
+ * which may exceed cap. 0 while the group is healthy, and when nobody is
+ * to blame: an abort on purpose (FTC_ECANCELED on any rank, and what
+ * follows from it), a local error (FTC_ENOMEM, ...), or a timeout where
+ * every peer answered the liveness probe (a slow peer is not a cut one).
+ *
+ * The tcp backend blames: on an operation's timeout, the peers that did
+ * not answer this rank's liveness probe (not those it was waiting for:
+ * they may be waiting for someone else); a peer whose connection broke,
+ * or closed without leaving the group (BYE), or that broke the protocol
+ * or failed authentication; on a peer's failure notice, what that peer
+ * blamed plus the peers that have not answered this rank's own probe
+ * when it has run for half its window. A backend that does not say
+ * (baby, xccl, nccl) blames nobody. The ranks are what a manager reports
+ * as suspects: a partition shows up as peers that stop answering.
+ *
+ * Never blocks; any thread. Errors: FTC_EMISUSE (not a group),
+ * FTC_EINVAL (cap < 0, or ranks NULL with cap > 0). */
+FTC_API int ftc_pg_failed_peers(ftc_pg *pg, int *ranks /* OUT */, int cap);
 
 /* The rank each member had in the group this one was split from (for a
  * group made by ftc_pg_create, the identity). ranks has size entries. */

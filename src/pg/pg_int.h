@@ -171,6 +171,10 @@ struct ftc_pg_backend_rendezvous {
     uint32_t tag; /* parent p2p tag of the next exchange */
 };
 
+/* Writes the ranks blamed[r] marks (size entries; NULL: none), ascending,
+ * at most cap of them, into ranks; returns how many there are. */
+int ftc__pg_blame_list(const bool *blamed, int size, int *ranks, int cap);
+
 /* Builds a group on the named backend: allocates and initialises the
  * handle (ftc__pg_init), calls the table's create with the rendezvous
  * and returns the group. On failure nothing is left. */

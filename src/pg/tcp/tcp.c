@@ -54,6 +54,7 @@ const ftc_pg_backend ftc__tcp_backend = {
     .abort = ftc__tcp_abort,
     .status = ftc__tcp_status,
     .destroy = tcp_destroy,
+    .failed_peers = ftc__tcp_failed_peers,
 };
 
 /* ---------------------------------------------------------------- listen */
@@ -151,6 +152,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->coll);
     ftc__free(g->side);
     ftc__free(g->pong);
+    ftc__free(g->blame);
     ftc__free(g->scratch);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->user_cv);
@@ -197,7 +199,8 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->coll = ftc__calloc((size_t)nch, sizeof(*g->coll));
     g->side = ftc__calloc((size_t)g->size, sizeof(*g->side));
     g->pong = ftc__calloc((size_t)g->size, sizeof(*g->pong));
-    int rc = (g->coll && g->side && g->pong)
+    g->blame = ftc__calloc((size_t)g->size, sizeof(*g->blame));
+    int rc = (g->coll && g->side && g->pong && g->blame)
                  ? ftc__plan_init(&g->plan, nch)
                  : ftc__seterr(FTC_ENOMEM, "process group: out of memory");
     if (rc == 0 && g->auth) {

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 #define FTC__PGW_MAGIC 0x31435446u /* "FTC1" as little-endian bytes */
-/* 2: SHM_OFFER/SHM_ANSWER after the handshake (shared-memory lanes). */
-#define FTC__PGW_VERSION 2
+/* 2: SHM_OFFER/SHM_ANSWER after the handshake (shared-memory lanes).
+ * 3: an ABORT carries the ranks its sender blames before its text. */
+#define FTC__PGW_VERSION 3
 #define FTC__PGW_HDR 48
 #define FTC__PGW_HELLO_BODY 16
 /* The largest ABORT or handshake-reject text accepted. */

@@ -23,7 +23,7 @@ static void header_layout_is_as_documented(void **state)
     uint8_t b[FTC__PGW_HDR];
     ftc__pgw_encode(b, &h);
     static const uint8_t want[FTC__PGW_HDR] = {
-        'F',  'T',  'C',  '1',  2,    5,    6,    3,    /* magic..flags */
+        'F',  'T',  'C',  '1',  3,    5,    6,    3,    /* magic..flags */
         0x04, 0x03, 0x02, 0x01, 0x0d, 0x0c, 0x0b, 0x0a, /* src, tag */
         0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, /* group */
         0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21, /* epoch */
