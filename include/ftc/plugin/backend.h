@@ -159,6 +159,18 @@ FTC_API int ftc_pg_backend_exchange(ftc_pg_backend_rendezvous *rv,
                                     const char *name, void *id, size_t len,
                                     int64_t deadline_ns);
 
+/* Since ABI 1.2: during create, before it fails, a backend names the
+ * members it holds responsible (ranks of the group being built: one that
+ * never joined, could not be reached, or broke the set-up), n of them in
+ * any order; several calls add up. For ftc_pg_create they become the
+ * caller's ftc_pg_create_failed_peers (only if create fails); for a
+ * subgroup they are dropped. A backend that never calls it blames nobody.
+ * 0, or FTC_EINVAL (a rank outside the group, or this member itself) or
+ * FTC_ENOMEM with ftc_last_error set; on success ftc_last_error is left
+ * alone, so the backend's own message stands. */
+FTC_API int ftc_pg_backend_blame(ftc_pg_backend_rendezvous *rv,
+                                 const int *ranks, int n);
+
 /* What create gets. */
 typedef struct ftc_pg_backend_create_args {
     uint32_t struct_size; /* sizeof(ftc_pg_backend_create_args) */

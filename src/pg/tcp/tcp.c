@@ -243,8 +243,21 @@ static int prepare_chans(ftc__tcp *g)
     return 0;
 }
 
+/* Hands the members the set-up blamed to the create's rendezvous. */
+static void report_blame(const ftc__tcp *g, ftc_pg_backend_rendezvous *rv)
+{
+    int n = ftc__pg_blame_list(g->blame, g->size, NULL, 0);
+    int *ranks = n > 0 ? ftc__calloc((size_t)n, sizeof(*ranks)) : NULL;
+    if (ranks != NULL) {
+        ftc__pg_blame_list(g->blame, g->size, ranks, n);
+        ftc_pg_backend_blame(rv, ranks, n);
+    }
+    ftc__free(ranks);
+}
+
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
-                   uint64_t group_id, int64_t deadline_ns, void **impl)
+                   uint64_t group_id, int64_t deadline_ns,
+                   ftc_pg_backend_rendezvous *rv, void **impl)
 {
     *impl = NULL;
     int rc = ftc__tcp_check_congestion(&pg->opts);
@@ -269,6 +282,9 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
     }
     if (rc != 0) {
         if (g != NULL) {
+            if (rv != NULL) {
+                report_blame(g, rv);
+            }
             ftc__tcp_engine_stop(g);
             free_group(g);
         }
@@ -295,7 +311,7 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &ftc__tcp_backend;
         ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, &pg->impl);
+        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, NULL, &pg->impl);
     } else {
         ftc__pg_listener_close(l);
     }

@@ -1,8 +1,8 @@
-/* Who a failed group holds responsible (ftc_pg_failed_peers). Groups of
- * 3:
+/* Who a failed group holds responsible (ftc_pg_failed_peers), and who a
+ * failed ftc_pg_create does (ftc_pg_create_failed_peers). Groups of 3:
  * ranks 0 and 1 are threads of this test, rank 2 a child that stops,
- * dies, aborts on purpose, or stays idle; an ABORT whose list of blamed
- * ranks is malformed. */
+ * dies, aborts on purpose, or stays idle; creates that some rank never
+ * joins; an ABORT whose list of blamed ranks is malformed. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -280,6 +280,168 @@ static void slow_rank_is_not_blamed(void **state)
     assert_int_equal(tk_exit_code(&s.kid), 0);
 }
 
+/* ------------------------------------------------------------ creates */
+
+typedef struct creator {
+    pthread_t t;
+    int rank, size;
+    const char *prefix;
+    const char *again; /* then a create under this prefix (NULL: none) */
+    int rc, again_rc;
+    int n;        /* ftc_pg_create_failed_peers after the first create */
+    int peers[4]; /* its ranks; -7 beyond */
+    int n_null;   /* the same with NULL, 0 */
+    int n_cap1;   /* cap 1: only peers1[0] may change */
+    int peers1[2];
+    int inval[2]; /* cap -1; NULL with cap 1 */
+    int n_again;  /* after the second create */
+    int healthy;  /* ftc_pg_failed_peers of the second group */
+    char msg[512];
+} creator;
+
+static void *creator_main(void *arg)
+{
+    creator *c = arg;
+    ftc_pg_opts o;
+    ftc_pg_opts_init(&o);
+    o.connect_timeout_ms = tk_ms(1000);
+    ftc_pg *pg = NULL;
+    if (c->prefix != NULL) {
+        c->rc = pgt_create(pgt_store(), c->prefix, c->rank, c->size, &o, &pg);
+        snprintf(c->msg, sizeof(c->msg), "%s", ftc_last_error());
+        ftc_pg_destroy(pg);
+        for (int i = 0; i < 4; i++) {
+            c->peers[i] = -7;
+        }
+        c->peers1[0] = c->peers1[1] = -7;
+        c->n = ftc_pg_create_failed_peers(c->peers, 4);
+        c->n_null = ftc_pg_create_failed_peers(NULL, 0);
+        c->n_cap1 = ftc_pg_create_failed_peers(c->peers1, 1);
+        c->inval[0] = ftc_pg_create_failed_peers(c->peers1, -1);
+        c->inval[1] = ftc_pg_create_failed_peers(NULL, 1);
+    }
+    if (c->again != NULL) {
+        pg = NULL;
+        c->again_rc = pgt_create(pgt_store(), c->again, c->rank, 3, NULL, &pg);
+        c->n_again = ftc_pg_create_failed_peers(NULL, 0);
+        int buf[4];
+        c->healthy = pg != NULL ? ftc_pg_failed_peers(pg, buf, 4) : -1;
+        ftc_pg_destroy(pg);
+    }
+    return NULL;
+}
+
+/* Runs creators[0..n) and joins them. */
+static void run_creators(creator *cs, int n)
+{
+    pgt_store(); /* started here, before any thread asks for it */
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(pthread_create(&cs[i].t, NULL, creator_main, &cs[i]),
+                         0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(cs[i].t, NULL);
+    }
+}
+
+/* A failed create blamed exactly want[0..nwant). */
+static void assert_create_blamed(const creator *c, const int *want, int nwant)
+{
+    if (c->rc != FTC_ETIMEDOUT) {
+        fail_msg("rank %d: %s, expected FTC_ETIMEDOUT: %s", c->rank,
+                 ftc_err_name(c->rc), c->msg);
+    }
+    assert_int_equal(c->n, nwant);
+    assert_int_equal(c->n_null, nwant);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c->peers[i], i < nwant ? want[i] : -7);
+    }
+}
+
+/* (e) Rank 2 never calls create: ranks 0 and 1 time out and blame it;
+ * their next create, which every rank joins, blames nobody. */
+static void create_blames_the_rank_that_never_came(void **state)
+{
+    (void)state;
+    creator cs[3] = {
+        {.rank = 0, .size = 3, .prefix = "blame/absent", .again = "blame/all"},
+        {.rank = 1, .size = 3, .prefix = "blame/absent", .again = "blame/all"},
+        {.rank = 2, .again = "blame/all"},
+    };
+    run_creators(cs, 3);
+    static const int two[] = {2};
+    for (int r = 0; r < 2; r++) {
+        assert_create_blamed(&cs[r], two, 1);
+        assert_non_null(strstr(cs[r].msg, "pg/rank/2"));
+    }
+    for (int r = 0; r < 3; r++) {
+        TK_OK(cs[r].again_rc);
+        assert_int_equal(cs[r].n_again, 0);
+        assert_int_equal(cs[r].healthy, 0);
+    }
+}
+
+/* Rank 0 never calls create: the others never get the group id it
+ * publishes, and blame it. */
+static void create_blames_a_missing_rank_0(void **state)
+{
+    (void)state;
+    creator cs[2] = {
+        {.rank = 1, .size = 3, .prefix = "blame/no0"},
+        {.rank = 2, .size = 3, .prefix = "blame/no0"},
+    };
+    run_creators(cs, 2);
+    static const int zero[] = {0};
+    assert_create_blamed(&cs[0], zero, 1);
+    assert_create_blamed(&cs[1], zero, 1);
+}
+
+/* Rank 2 published an address but never connects (it died right after):
+ * ranks 0 and 1 wait for its connections and blame it. */
+static void create_blames_a_rank_that_never_connected(void **state)
+{
+    (void)state;
+    ftc_store_client *c = NULL;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &c));
+    static const char addr[] = "127.0.0.1:9|00000000000000aa";
+    TK_OK(ftc_store_client_set(c, "blame/silent/pg/rank/2", addr,
+                               sizeof(addr) - 1, tk_ms(5000)));
+    ftc_store_client_close(c);
+    creator cs[2] = {
+        {.rank = 0, .size = 3, .prefix = "blame/silent"},
+        {.rank = 1, .size = 3, .prefix = "blame/silent"},
+    };
+    run_creators(cs, 2);
+    static const int two[] = {2};
+    for (int r = 0; r < 2; r++) {
+        assert_create_blamed(&cs[r], two, 1);
+        assert_non_null(strstr(cs[r].msg, "did not connect"));
+    }
+}
+
+/* (f) More blamed ranks than cap: the count, and only cap written; no
+ * buffer with cap 0; bad arguments refused. */
+static void cap_below_the_count(void **state)
+{
+    (void)state;
+    creator cs[2] = {
+        {.rank = 0, .size = 4, .prefix = "blame/two"},
+        {.rank = 1, .size = 4, .prefix = "blame/two"},
+    };
+    run_creators(cs, 2);
+    static const int both[] = {2, 3};
+    for (int r = 0; r < 2; r++) {
+        assert_create_blamed(&cs[r], both, 2);
+        assert_int_equal(cs[r].n_cap1, 2);
+        assert_int_equal(cs[r].peers1[0], 2);
+        assert_int_equal(cs[r].peers1[1], -7);
+        assert_int_equal(cs[r].inval[0], FTC_EINVAL);
+        assert_int_equal(cs[r].inval[1], FTC_EINVAL);
+    }
+    int buf[2];
+    TK_EXPECT(ftc_pg_failed_peers(NULL, buf, 2), FTC_EMISUSE);
+}
+
 /* ------------------------------------------------------- on the wire */
 
 typedef struct forged {
@@ -350,6 +512,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(killed_rank_is_blamed),
         cmocka_unit_test(abort_on_purpose_blames_nobody),
         cmocka_unit_test(slow_rank_is_not_blamed),
+        cmocka_unit_test(create_blames_the_rank_that_never_came),
+        cmocka_unit_test(create_blames_a_missing_rank_0),
+        cmocka_unit_test(create_blames_a_rank_that_never_connected),
+        cmocka_unit_test(cap_below_the_count),
         cmocka_unit_test(malformed_blame_list_blames_its_sender),
     };
     return tk_main(argc, argv, roles, 1, tests);
