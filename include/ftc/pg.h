@@ -16,6 +16,8 @@
  * operation's timeout when a peer hangs. Once failed, a group stays failed
  * ("unusable until rebuilt"): destroy it and create a new one on a new
  * prefix. ftc_pg_abort() does the same on purpose, from any thread.
+ * ftc_pg_failed_peers() (and ftc_pg_create_failed_peers() for a failed
+ * create) says which peers a rank holds responsible.
  *
  * Thread-safety: a group may be used from several threads at once (calls
  * are serialised internally, and collectives still run in call order);
@@ -259,7 +261,8 @@ FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
  * Use a fresh prefix for every group you build (a rebuilt group included):
  * addresses under an old prefix belong to old members. Blocks up to the
  * connect timeout. Errors: FTC_EINVAL (arguments), FTC_ETIMEDOUT (a peer
- * never published or never connected: the message names it), FTC_EAUTH
+ * never published or never connected: the message names it, and so does
+ * ftc_pg_create_failed_peers), FTC_EAUTH
  * (tokens differ), FTC_EPROTO (a peer refused: foreign group, other
  * epoch, other size), FTC_EPEER, FTC_ESYS, FTC_ENOMEM. On failure *out is
  * NULL. */
@@ -285,6 +288,44 @@ FTC_API int ftc_pg_size(const ftc_pg *pg);
 /* 0 while the group is healthy; after a failure, the code of the first
  * failure, with its message in ftc_last_error(). */
 FTC_API int ftc_pg_status(ftc_pg *pg);
+
+/* After the group failed: the peers this rank holds responsible for the
+ * failure, as ranks of this group, ascending. At most cap are written to
+ * ranks (which may be NULL when cap is 0); returns how many there are,
+ * which may exceed cap. 0 while the group is healthy, and when nobody is
+ * to blame: an abort on purpose (FTC_ECANCELED on any rank, and what
+ * follows from it), a local error (FTC_ENOMEM, ...), or a timeout where
+ * every peer answered the liveness probe (a slow peer is not a cut one).
+ *
+ * The tcp backend blames: on an operation's timeout, the peers that did
+ * not answer this rank's liveness probe (not those it was waiting for:
+ * they may be waiting for someone else); a peer whose connection broke,
+ * or closed without leaving the group (BYE), or that broke the protocol
+ * or failed authentication; on a peer's failure notice, what that peer
+ * blamed plus the peers that have not answered this rank's own probe
+ * when it has run for half its window. A backend that does not say
+ * (baby, xccl, nccl) blames nobody. The ranks are what a manager reports
+ * as suspects: a partition shows up as peers that stop answering.
+ *
+ * Never blocks; any thread. Errors: FTC_EMISUSE (not a group),
+ * FTC_EINVAL (cap < 0, or ranks NULL with cap > 0). */
+FTC_API int ftc_pg_failed_peers(ftc_pg *pg, int *ranks /* OUT */, int cap);
+
+/* The same for the calling thread's last ftc_pg_create, when it failed:
+ * the ranks (of the group being built) it holds responsible, ascending,
+ * at most cap written (ranks may be NULL when cap is 0); returns how many
+ * there are. 0 after a successful create, before any, and when nobody is
+ * to blame (a refused handshake whose fault cannot be told, bad
+ * arguments, a store that fails). Thread-local, like ftc_last_error: the
+ * next ftc_pg_create on this thread replaces it. The 1024 lowest ranks
+ * are kept: with more, the count is exact but at most 1024 are written.
+ *
+ * Blamed: ranks that never published their address in the store before
+ * the timeout (rank 0, when it never published the group id), ranks that
+ * could not be connected to or never connected, and a rank that broke the
+ * handshake (a malformed or unauthenticated answer, a connection dropped
+ * during it). Never blocks. Errors: FTC_EINVAL as above. */
+FTC_API int ftc_pg_create_failed_peers(int *ranks /* OUT */, int cap);
 
 /* The rank each member had in the group this one was split from (for a
  * group made by ftc_pg_create, the identity). ranks has size entries. */

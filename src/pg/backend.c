@@ -371,6 +371,10 @@ static int exchange_store(ftc_pg_backend_rendezvous *rv, const char *name,
     }
     if (rc == 0) {
         memcpy(id, value, len);
+    } else if (rc == FTC_ETIMEDOUT || rc == FTC_EPROTO) {
+        /* Member 0 never published, or published something else. */
+        const int first = 0;
+        ftc_pg_backend_blame(rv, &first, 1);
     }
     ftc_free(value);
     return rc;

@@ -169,7 +169,19 @@ struct ftc_pg_backend_rendezvous {
     const int *members; /* members' parent ranks (size entries) */
     int rank, size;
     uint32_t tag; /* parent p2p tag of the next exchange */
+    /* size entries once a member is blamed (ftc_pg_backend_blame), owned,
+     * freed by ftc__pg_rendezvous_done; NULL while nobody is. */
+    bool *blamed;
 };
+
+/* Ends a rendezvous: for ftc_pg_create (rv->parent NULL), its outcome rc
+ * and blame set become this thread's ftc_pg_create_failed_peers (nobody
+ * when rc is 0); then rv's blame set is freed. */
+void ftc__pg_rendezvous_done(ftc_pg_backend_rendezvous *rv, int rc);
+
+/* Writes the ranks blamed[r] marks (size entries; NULL: none), ascending,
+ * at most cap of them, into ranks; returns how many there are. */
+int ftc__pg_blame_list(const bool *blamed, int size, int *ranks, int cap);
 
 /* Builds a group on the named backend: allocates and initialises the
  * handle (ftc__pg_init), calls the table's create with the rendezvous

@@ -82,6 +82,32 @@ static void key_of(char *out, const char *prefix, int rank)
     snprintf(out, KEY_MAX, "%s/pg/rank/%d", prefix, rank);
 }
 
+/* After the multi_get timed out: blames the ranks whose key is still
+ * missing, asked one key at a time within BLAME_GRACE_MS (the deadline of
+ * the create has passed). What cannot be asked in that time is not
+ * blamed; ftc_last_error keeps the timeout's message. */
+#define BLAME_GRACE_MS 1000
+
+static void blame_unpublished(ftc_store_client *store, const char **keys,
+                              int rank, int size, ftc_pg_backend_rendezvous *rv)
+{
+    char msg[FTC__ERR_MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", ftc_last_error());
+    ftc__deadline dl = ftc__deadline_in_ms(BLAME_GRACE_MS);
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < size && !ftc__deadline_expired(dl); i++) {
+        int ready = 1;
+        if (i != rank) {
+            rc = ftc_store_client_check(store, &keys[i], 1, &ready,
+                                        ftc__deadline_left_ms(dl));
+        }
+        if (rc == 0 && !ready) {
+            rc = ftc_pg_backend_blame(rv, &i, 1);
+        }
+    }
+    ftc__seterr(FTC_ETIMEDOUT, "%s", msg);
+}
+
 int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
 {
     *impl = NULL;
@@ -136,6 +162,9 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     if (rc == 0) {
         rc = ftc_store_client_multi_get(store, kp, (size_t)size, vals,
                                         ftc__deadline_left_ms(dl));
+        if (rc == FTC_ETIMEDOUT) {
+            blame_unpublished(store, kp, rank, size, args->rendezvous);
+        }
     }
     uint64_t nonce = 0;
     for (int i = 0; rc == 0 && i < size; i++) {
@@ -147,7 +176,7 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     }
     if (rc == 0) {
         rc = ftc__tcp_build(args->group, &l, ap, args->group_id,
-                            args->deadline_ns, impl);
+                            args->deadline_ns, args->rendezvous, impl);
     } else {
         ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
         ftc__pg_listener_close(&l);
@@ -164,15 +193,18 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     return rc;
 }
 
-int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
-                  int size, const ftc_pg_opts *opts, ftc_pg **out)
+/* ftc_pg_create within rv (store, prefix, rank and size: the caller's
+ * arguments, unchecked). */
+static int create(ftc_pg_backend_rendezvous *rv, const ftc_pg_opts *opts,
+                  ftc_pg **out)
 {
-    ftc__clearerr();
     if (out == NULL) {
         return ftc__seterr(FTC_EINVAL, "create: out is NULL");
     }
     *out = NULL;
-    if (store == NULL || prefix == NULL || prefix[0] == '\0' ||
+    const char *prefix = rv->prefix;
+    int rank = rv->rank, size = rv->size;
+    if (rv->store == NULL || prefix == NULL || prefix[0] == '\0' ||
         strlen(prefix) > KEY_MAX - 32 || size < 1 || rank < 0 || rank >= size) {
         return ftc__seterr(FTC_EINVAL,
                            "create: needs a store, a prefix and 0 <= rank "
@@ -195,14 +227,24 @@ int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
     }
     ftc__deadline dl =
         ftc__deadline_from_timeout(o.connect_timeout_ms, o.connect_timeout_ms);
-    ftc_pg_backend_rendezvous rv = {
-        .store = store, .prefix = prefix, .rank = rank, .size = size};
     uint8_t id[8];
     ftc__put_u64le(id, ftc__rand_u64());
-    rc = ftc_pg_backend_exchange(&rv, "group", id, sizeof(id), dl.ns);
+    rc = ftc_pg_backend_exchange(rv, "group", id, sizeof(id), dl.ns);
     if (rc != 0) {
         return ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
     }
-    return ftc__pg_build(be, &rv, rank, size, NULL, ftc__get_u64le(id), &o,
+    return ftc__pg_build(be, rv, rank, size, NULL, ftc__get_u64le(id), &o,
                          dl.ns, out);
+}
+
+int ftc_pg_create(ftc_store_client *store, const char *prefix, int rank,
+                  int size, const ftc_pg_opts *opts, ftc_pg **out)
+{
+    ftc__clearerr();
+    ftc_pg_backend_rendezvous rv = {
+        .store = store, .prefix = prefix, .rank = rank, .size = size};
+    int rc = create(&rv, opts, out);
+    /* This thread's ftc_pg_create_failed_peers from here on. */
+    ftc__pg_rendezvous_done(&rv, rc);
+    return rc;
 }

@@ -119,6 +119,7 @@ static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
         ftc__deadline dl = ftc__deadline_from_timeout(o->connect_timeout_ms,
                                                       o->connect_timeout_ms);
         rc = ftc__pg_build(be, &rv, me, m, parent, id, o, dl.ns, out);
+        ftc__pg_rendezvous_done(&rv, rc); /* a subgroup keeps no blame */
     } else {
         ftc__pg_listener_close(l);
     }

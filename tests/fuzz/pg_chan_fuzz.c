@@ -1,9 +1,11 @@
 /* libFuzzer target for the data plane's reader: any bytes arriving on a
  * collective connection and on a side channel of a 2-rank group (rank 0's
  * view), with an allreduce expecting three 16-byte messages and a recv
- * posted. Every header check, length limit, match and failure path runs;
- * nothing may crash, leak, or touch memory outside the plan's buffers.
- * The first byte splits the input between the two connections. */
+ * posted. Every header check, length limit, match and failure path runs,
+ * an ABORT's list of blamed ranks included; nothing may crash, leak, or
+ * touch memory outside the plan's buffers, and whatever arrives, rank 0
+ * never blames itself nor a rank outside the group. The first byte
+ * splits the input between the two connections. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     coll[0].fd = side[0].fd = -1;
     g.coll = coll;
     g.side = side;
-    bool pong[2] = {true, false};
+    bool pong[2] = {true, false}, blame[2] = {false, false};
     g.pong = pong;
+    g.blame = blame;
     chan_init(&coll[1], 1, 0, feed(rest, split));
     chan_init(&side[1], 1, -1, feed(rest + split, nrest - split));
 
@@ -120,6 +123,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
 
+    /* Only rank 1 can be to blame, and only once the group failed. */
+    if (blame[0] || (blame[1] && !g.failed)) {
+        abort();
+    }
     ftc__p2p_fail_all(&g, FTC_ECANCELED, "fuzz over");
     if (g.cur != NULL) {
         ftc__tcp_op_done(&g, g.cur, FTC_ECANCELED, "fuzz over");

@@ -27,6 +27,7 @@
  *         .devices = FTC_PG_BIT(FTC_DEVICE_CPU) | FTC_PG_BIT(FTC_DEVICE_XPU),
  *         .create = my_create, .submit = my_submit, .abort = my_abort,
  *         .status = my_status, .destroy = my_destroy,
+ *         .failed_peers = my_failed_peers, (optional, 1.2)
  *     };
  *     FTC_PLUGIN_EXPORT const ftc_pg_backend *ftc_pg_backend_entry(void)
  *     {
@@ -53,7 +54,7 @@ extern "C" {
 #endif
 
 /* The version of ftc_pg_backend this header describes. */
-#define FTC_PG_BACKEND_ABI_VERSION FTC_PLUGIN_ABI(1, 1)
+#define FTC_PG_BACKEND_ABI_VERSION FTC_PLUGIN_ABI(1, 2)
 
 /* The name the library looks up with dlsym. */
 #define FTC_PG_BACKEND_ENTRY_SYMBOL "ftc_pg_backend_entry"
@@ -158,6 +159,18 @@ FTC_API int ftc_pg_backend_exchange(ftc_pg_backend_rendezvous *rv,
                                     const char *name, void *id, size_t len,
                                     int64_t deadline_ns);
 
+/* Since ABI 1.2: during create, before it fails, a backend names the
+ * members it holds responsible (ranks of the group being built: one that
+ * never joined, could not be reached, or broke the set-up), n of them in
+ * any order; several calls add up. For ftc_pg_create they become the
+ * caller's ftc_pg_create_failed_peers (only if create fails); for a
+ * subgroup they are dropped. A backend that never calls it blames nobody.
+ * 0, or FTC_EINVAL (a rank outside the group, or this member itself) or
+ * FTC_ENOMEM with ftc_last_error set; on success ftc_last_error is left
+ * alone, so the backend's own message stands. */
+FTC_API int ftc_pg_backend_blame(ftc_pg_backend_rendezvous *rv,
+                                 const int *ranks, int n);
+
 /* What create gets. */
 typedef struct ftc_pg_backend_create_args {
     uint32_t struct_size; /* sizeof(ftc_pg_backend_create_args) */
@@ -239,6 +252,14 @@ typedef struct ftc_pg_backend {
      * group state: a wrapper backend (baby-<inner>) calls the inner
      * backend's. */
     int (*check_request)(const ftc_pg_request *desc);
+    /* --- ABI 1.2 --- */
+    /* Optional: after the group failed, the peers this member holds
+     * responsible (ftc_pg_failed_peers describes which), ascending, at
+     * most cap written to ranks (NULL when cap is 0); returns how many
+     * there are, 0 while the group is usable. Never blocks; any thread.
+     * NULL (also for an older table, whose struct_size ends before it):
+     * the backend blames nobody. */
+    int (*failed_peers)(void *impl, int *ranks, int cap);
 } ftc_pg_backend;
 
 /* The entry every backend plugin exports: its table, or NULL if its

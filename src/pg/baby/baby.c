@@ -255,6 +255,9 @@ const ftc_pg_backend ftc__baby_backend = {
     .abort = baby_abort,
     .status = baby_status,
     .destroy = baby_destroy,
+    /* No failed_peers: the inner group lives in the child, and its blame
+     * would need a message of its own on the parent-child channel; a
+     * Baby group blames nobody (ftc_pg_failed_peers returns 0). */
 };
 
 void ftc__baby_table(const char *name, const ftc_pg_backend *inner,

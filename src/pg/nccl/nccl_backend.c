@@ -652,6 +652,8 @@ static const ftc_pg_backend table = {
     .abort = nccl_abort,
     .status = nccl_status,
     .destroy = nccl_destroy,
+    /* No failed_peers: NCCL reports a failure (ncclCommGetAsyncError),
+     * not who caused it, so an nccl group blames nobody. */
 };
 #undef B
 

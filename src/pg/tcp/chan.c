@@ -69,8 +69,8 @@ bool ftc__chan_lost(ftc__tcp *g, ftc__chan *c, int err)
     c->readable = false;
     c->eof = true;
     if (err != 0 && !ftc__chan_heard_why(g, c->peer)) {
-        ftc__tcp_fail(g, FTC_EPEER, "connection to %s broken: %s", c->name,
-                      strerror(err));
+        ftc__tcp_fail_peer(g, c->peer, FTC_EPEER, "connection to %s broken: %s",
+                           c->name, strerror(err));
     }
     return false;
 }
@@ -120,22 +120,24 @@ bool ftc__chan_decode_header(ftc__tcp *g, ftc__chan *c,
 {
     int rc = ftc__pgw_decode(in, h);
     if (rc != 0) {
-        ftc__tcp_fail(g, rc, "from %s: %s", c->name, ftc_last_error());
+        ftc__tcp_fail_peer(g, c->peer, rc, "from %s: %s", c->name,
+                           ftc_last_error());
         return false;
     }
     if (h->group != g->group_id || h->src != (uint32_t)c->peer) {
-        ftc__tcp_fail(g, FTC_EPROTO,
-                      "from %s: message of another group (id %016llx, "
-                      "rank %u); rejected",
-                      c->name, (unsigned long long)h->group, h->src);
+        ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO,
+                           "from %s: message of another group (id %016llx, "
+                           "rank %u); rejected",
+                           c->name, (unsigned long long)h->group, h->src);
         return false;
     }
     if (h->epoch != g->epoch) {
-        ftc__tcp_fail(g, FTC_ESTALE,
-                      "from %s: message of epoch %llu, this group is epoch "
-                      "%llu; rejected",
-                      c->name, (unsigned long long)h->epoch,
-                      (unsigned long long)g->epoch);
+        ftc__tcp_fail_peer(
+            g, c->peer, FTC_ESTALE,
+            "from %s: message of epoch %llu, this group is epoch "
+            "%llu; rejected",
+            c->name, (unsigned long long)h->epoch,
+            (unsigned long long)g->epoch);
         return false;
     }
     return true;
@@ -186,12 +188,12 @@ static bool take_tag(ftc__tcp *g, ftc__chan *c)
         }
     }
     if (!ftc__protect_check(&c->rx_mac, c->rx_tag)) {
-        ftc__tcp_fail(g, FTC_EAUTH,
-                      "from %s: message %llu (%llu bytes) failed its "
-                      "authentication check: changed, dropped or replayed "
-                      "on the way",
-                      c->name, (unsigned long long)c->n_rx,
-                      (unsigned long long)c->hdr.len);
+        ftc__tcp_fail_peer(g, c->peer, FTC_EAUTH,
+                           "from %s: message %llu (%llu bytes) failed its "
+                           "authentication check: changed, dropped or replayed "
+                           "on the way",
+                           c->name, (unsigned long long)c->n_rx,
+                           (unsigned long long)c->hdr.len);
         return false;
     }
     c->n_rx++;
@@ -262,8 +264,9 @@ ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
              * the peer's reason must not try this send again. */
             c->writable = false;
             if (!ftc__chan_heard_why(g, c->peer)) {
-                ftc__tcp_fail(g, FTC_EPEER, "send to %s failed: %s", c->name,
-                              strerror(err));
+                ftc__tcp_fail_peer(g, c->peer, FTC_EPEER,
+                                   "send to %s failed: %s", c->name,
+                                   strerror(err));
             }
             return -1;
         }
@@ -466,14 +469,14 @@ static void mismatch(ftc__tcp *g, ftc__chan *c, const char *what)
         return; /* the peer had failed first and said so */
     }
     const ftc__op *cur = g->cur;
-    ftc__tcp_fail(g, FTC_EPROTO,
-                  "from %s: %s (its %s #%llu, message %u of %llu bytes; "
-                  "this rank runs %s #%llu); do all ranks call the same "
-                  "collectives in the same order with the same sizes?",
-                  c->name, what, ftc__coll_name(c->hdr.op),
-                  (unsigned long long)c->hdr.seq, c->hdr.tag,
-                  (unsigned long long)c->hdr.len, ftc__coll_name(cur->coll),
-                  (unsigned long long)cur->seq);
+    ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO,
+                       "from %s: %s (its %s #%llu, message %u of %llu bytes; "
+                       "this rank runs %s #%llu); do all ranks call the same "
+                       "collectives in the same order with the same sizes?",
+                       c->name, what, ftc__coll_name(c->hdr.op),
+                       (unsigned long long)c->hdr.seq, c->hdr.tag,
+                       (unsigned long long)c->hdr.len,
+                       ftc__coll_name(cur->coll), (unsigned long long)cur->seq);
 }
 
 bool ftc__chan_coll_check(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc)
@@ -572,11 +575,16 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c)
 
 void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc)
 {
-    if (!ftc__chan_heard_why(g, c->peer)) {
-        ftc__tcp_fail(g, FTC_EPEER,
-                      "Connection closed by peer %s during %s #%llu "
-                      "(received %u of %u messages)",
-                      c->name, ftc__coll_name(g->cur->coll),
-                      (unsigned long long)g->cur->seq, pc->recvd, pc->nrecvs);
+    if (ftc__chan_heard_why(g, c->peer)) {
+        return;
     }
+    /* A peer that said BYE left in good order: not a fault of its link. */
+    bool *blame = ftc__tcp_blame_begin(g);
+    blame[c->peer] = !g->side[c->peer].bye;
+    ftc__tcp_fail_blamed(g, FTC_EPEER, false,
+                         "Connection closed by peer %s during %s #%llu "
+                         "(received %u of %u messages)",
+                         c->name, ftc__coll_name(g->cur->coll),
+                         (unsigned long long)g->cur->seq, pc->recvd,
+                         pc->nrecvs);
 }

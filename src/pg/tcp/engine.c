@@ -95,21 +95,24 @@ static void tell_peers(ftc__tcp *g, int kind, int code, const char *text)
             continue;
         }
         ftc__chan_drop_queue(c);
-        ftc__chan_queue_ctrl(g, c, kind, 0, code, text);
+        if (kind == FTC__PGW_ABORT) {
+            ftc__chan_queue_abort(g, c, code, text);
+        } else {
+            ftc__chan_queue_ctrl(g, c, kind, 0, code, text);
+        }
         ftc__chan_flush(g, c);
     }
 }
 
-void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
+/* Fails the group with the blame set the caller left in g->blame. */
+static void fail_v(ftc__tcp *g, int code, bool on_purpose, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void fail_v(ftc__tcp *g, int code, bool on_purpose, const char *fmt,
+                   va_list ap)
 {
-    if (g->failed) {
-        return;
-    }
     char msg[sizeof(g->fail_msg)];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     /* This rank's own ftc_pg_abort (a manager dropping a group it no
      * longer needs, or shutting down) is not a fault worth a warning. */
     if (code == FTC_ECANCELED) {
@@ -119,6 +122,7 @@ void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
         FTC_LOG_WARN("pg.failed", "group %016llx rank %d: %s",
                      (unsigned long long)g->group_id, g->rank, msg);
     }
+    g->on_purpose = on_purpose || code == FTC_ECANCELED;
     pthread_mutex_lock(&g->mu);
     g->failed = code;
     memcpy(g->fail_msg, msg, sizeof(msg));
@@ -139,6 +143,60 @@ void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
     tell_peers(g, FTC__PGW_ABORT, code, text);
 }
 
+bool *ftc__tcp_blame_begin(ftc__tcp *g)
+{
+    if (g->failed) {
+        return NULL;
+    }
+    memset(g->blame, 0, (size_t)g->size * sizeof(*g->blame));
+    return g->blame;
+}
+
+void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
+{
+    if (ftc__tcp_blame_begin(g) == NULL) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(g, code, false, fmt, ap);
+    va_end(ap);
+}
+
+void ftc__tcp_fail_peer(ftc__tcp *g, int peer, int code, const char *fmt, ...)
+{
+    bool *blame = ftc__tcp_blame_begin(g);
+    if (blame == NULL) {
+        return;
+    }
+    blame[peer] = peer != g->rank;
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(g, code, false, fmt, ap);
+    va_end(ap);
+}
+
+void ftc__tcp_fail_blamed(ftc__tcp *g, int code, bool on_purpose,
+                          const char *fmt, ...)
+{
+    if (g->failed) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(g, code, on_purpose, fmt, ap);
+    va_end(ap);
+}
+
+int ftc__tcp_failed_peers(void *impl, int *ranks, int cap)
+{
+    ftc__tcp *g = impl;
+    pthread_mutex_lock(&g->mu);
+    int n = g->failed ? ftc__pg_blame_list(g->blame, g->size, ranks, cap) : 0;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
 /* ------------------------------------------------------------------ timers */
 
 /* The probe starts this long before an operation's deadline, so that the
@@ -153,6 +211,7 @@ static int64_t probe_window_ns(const ftc__op *op)
 static void start_probe(ftc__tcp *g)
 {
     g->probing = true;
+    g->probe_start_ns = ftc__now_ns();
     g->probe_nonce++;
     for (int p = 0; p < g->size; p++) {
         g->pong[p] = p == g->rank;
@@ -187,6 +246,19 @@ static void list_peers(ftc__tcp *g, char *out, size_t cap, const char *label,
     }
 }
 
+void ftc__tcp_probe_silent(ftc__tcp *g, bool *blame, int except)
+{
+    if (g->cur == NULL || !g->probing ||
+        ftc__now_ns() - g->probe_start_ns < probe_window_ns(g->cur) / 2) {
+        return;
+    }
+    for (int p = 0; p < g->size; p++) {
+        blame[p] = blame[p] || (!g->pong[p] && p != except);
+    }
+}
+
+/* Blames the peers that did not answer the probe, not those this rank
+ * waits for: they may be waiting for someone else. */
 static void fail_timeout(ftc__tcp *g)
 {
     const ftc__op *op = g->cur;
@@ -215,7 +287,11 @@ static void fail_timeout(ftc__tcp *g)
         }
         ftc__free(pick);
     }
-    ftc__tcp_fail(g, FTC_ETIMEDOUT, "%s", msg);
+    bool *blame = ftc__tcp_blame_begin(g);
+    if (blame != NULL) {
+        ftc__tcp_probe_silent(g, blame, -1);
+    }
+    ftc__tcp_fail_blamed(g, FTC_ETIMEDOUT, false, "%s", msg);
 }
 
 /* Fires due timers; returns the next time (ns) a timer is due. */

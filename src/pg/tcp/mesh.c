@@ -100,6 +100,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
         rc = ftc__sock_connect(host, port, dl, NULL, &fd);
     }
     if (rc != 0) {
+        g->blame[peer] = true; /* could not be reached */
         return ftc__adderr(rc, "connecting to rank %d at %s", peer, addr);
     }
     ftc__chan *c = slot(g, peer, channel);
@@ -127,6 +128,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     rc = ftc__sock_send_all(fd, msg, FTC__PGW_HDR + len, dl, NULL);
     if (rc != 0) {
         close(fd);
+        g->blame[peer] = true;
         return ftc__adderr(rc, "handshake with rank %d at %s", peer, addr);
     }
     c->fd = fd;
@@ -135,9 +137,14 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
 
 /* Reads the answer to our HELLO: 0, or the peer's reason for refusing.
  * With a token, the answer must carry the MAC of (answer header, our
- * HELLO's MAC): proof that the listener knows the token too. */
+ * HELLO's MAC): proof that the listener knows the token too. The peer is
+ * blamed when it does not answer in time, drops the connection, or
+ * answers wrongly; not for a refusal (whose fault it is cannot be told
+ * here: the refuser names the dialer it waits for when it times out) nor
+ * for protection settings that differ. */
 static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
 {
+    g->blame[c->peer] = true;
     uint8_t b[FTC__PGW_HDR];
     ftc__pgw_hdr h;
     int rc = ftc__sock_recv_all(c->fd, b, sizeof(b), dl, NULL);
@@ -157,6 +164,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
         return ftc__adderr(rc, "handshake with %s", c->name);
     }
     if (h.flags & FTC__PGW_F_REJECT) {
+        g->blame[c->peer] = false;
         text[h.len] = '\0';
         int code = -(int)h.op;
         code = code == FTC_EAUTH ? FTC_EAUTH : FTC_EPROTO;
@@ -174,6 +182,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
                            c->name);
     }
     char why[200];
+    g->blame[c->peer] = false;
     if (protect_differs(c->protect, h.flags, why, sizeof(why))) {
         return ftc__seterr(FTC_EPROTO, "handshake with %s: %s", c->name, why);
     }
@@ -292,7 +301,8 @@ static int answer(ftc__tcp *g, pending *p, ftc__deadline dl)
     return 1;
 }
 
-/* Names the higher ranks that have not connected every channel yet. */
+/* Names (and blames) the higher ranks that have not connected every
+ * channel yet. */
 static int missing(ftc__tcp *g)
 {
     char list[256] = "";
@@ -302,6 +312,7 @@ static int missing(ftc__tcp *g)
         for (int s = 0; s < g->streams; s++) {
             all = all && g->coll[ftc__chan_id(g, r, s)].fd >= 0;
         }
+        g->blame[r] = g->blame[r] || !all;
         if (!all && len < sizeof(list) - 16) {
             len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
                                     len ? ", " : "", r);

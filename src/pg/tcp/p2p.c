@@ -88,10 +88,10 @@ bool ftc__p2p_match_header(ftc__tcp *g, ftc__chan *c)
     size_t len = (size_t)c->hdr.len;
     int src = c->peer;
     if (len > g->pg->opts.max_message_bytes) {
-        ftc__tcp_fail(g, FTC_EMSGSIZE,
-                      "from %s: message of %zu bytes exceeds "
-                      "max_message_bytes %zu",
-                      c->name, len, g->pg->opts.max_message_bytes);
+        ftc__tcp_fail_peer(g, c->peer, FTC_EMSGSIZE,
+                           "from %s: message of %zu bytes exceeds "
+                           "max_message_bytes %zu",
+                           c->name, len, g->pg->opts.max_message_bytes);
         return false;
     }
     c->rx_recv = NULL;

@@ -197,8 +197,11 @@ static int send_frame(ftc__tcp *g, ftc__chan *c, int kind, int flags,
     ftc__pgw_encode(hdr, &h);
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)body, len}};
     int rc = ftc__sock_sendv_all(c->fd, iov, len > 0 ? 2 : 1, dl, NULL);
-    return rc == 0 ? 0
-                   : ftc__adderr(rc, "shared-memory set-up with %s", c->name);
+    if (rc != 0) {
+        g->blame[c->peer] = true; /* the connection broke or stalled */
+        return ftc__adderr(rc, "shared-memory set-up with %s", c->name);
+    }
+    return 0;
 }
 
 /* Reads the frame of this kind the peer sends on c next: body up to cap
@@ -222,8 +225,12 @@ static int recv_frame(ftc__tcp *g, ftc__chan *c, int kind, ftc__pgw_hdr *h,
         rc = ftc__sock_recv_all(c->fd, body, (size_t)h->len, dl, NULL);
         body[h->len] = '\0';
     }
-    return rc == 0 ? 0
-                   : ftc__adderr(rc, "shared-memory set-up with %s", c->name);
+    if (rc != 0) {
+        /* Silent, gone, or not speaking the protocol. */
+        g->blame[c->peer] = true;
+        return ftc__adderr(rc, "shared-memory set-up with %s", c->name);
+    }
+    return 0;
 }
 
 /* This host's identity as FTC_PG_HOST_ID gives it (tests make several

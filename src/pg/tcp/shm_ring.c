@@ -52,10 +52,10 @@ static void drain_doorbells(ftc__chan *c)
 
 static void corrupt(ftc__tcp *g, ftc__chan *c, const char *what)
 {
-    ftc__tcp_fail(g, FTC_EPROTO,
-                  "shared memory with %s: %s is out of range (a corrupted "
-                  "segment, or a peer writing outside its ring)",
-                  c->name, what);
+    ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO,
+                       "shared memory with %s: %s is out of range (a corrupted "
+                       "segment, or a peer writing outside its ring)",
+                       c->name, what);
 }
 
 /* ------------------------------------------------------------ writing */

@@ -1,35 +1,26 @@
 /* The side channel to each peer: p2p messages and control frames (PING,
- * PONG, ABORT, BYE). It is always read, whatever the collectives are
- * doing, so liveness probes and failure notices get through. */
+ * PONG, ABORT with the ranks its sender blames, BYE). It is always read,
+ * whatever the collectives are doing, so liveness probes and failure notices
+ * get through. */
 #include "pg/tcp/tcp_int.h"
 
-void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
-                          int code, const char *text)
+/* Queues a frame with header h on c; the queue owns payload (h->len
+ * bytes, NULL when none) and frees it, also when queueing fails. */
+static void queue_frame(ftc__chan *c, const ftc__pgw_hdr *h, uint8_t *payload)
 {
-    if (c->fd < 0) {
-        return;
-    }
     ftc__outmsg *m = ftc__calloc(1, sizeof(*m));
-    size_t len = text != NULL ? strlen(text) : 0;
-    len = len > FTC__PGW_TEXT_MAX ? FTC__PGW_TEXT_MAX : len;
-    if (m == NULL || (len > 0 && (m->owned = ftc__memdup(text, len)) == NULL)) {
-        ftc__free(m);
+    if (m == NULL) {
+        ftc__free(payload);
         return; /* best effort: the peer learns by other means */
     }
-    ftc__pgw_hdr h = {.kind = (uint8_t)kind,
-                      .flags = (uint8_t)(code < 0 ? -code : 0),
-                      .group = g->group_id,
-                      .epoch = g->epoch,
-                      .seq = seq,
-                      .src = (uint32_t)g->rank,
-                      .len = len};
-    ftc__pgw_encode(m->hdr, &h);
-    m->payload = m->owned;
-    m->len = len;
+    ftc__pgw_encode(m->hdr, h);
+    m->owned = payload;
+    m->payload = payload;
+    m->len = (size_t)h->len;
     /* Liveness frames go ahead of queued p2p data (after the frame being
      * written, if any): a large send must not make this rank look hung. */
     ftc__outmsg **at = &c->oq_head;
-    if (kind == FTC__PGW_PING || kind == FTC__PGW_PONG) {
+    if (h->kind == FTC__PGW_PING || h->kind == FTC__PGW_PONG) {
         if (c->oq_off > 0) {
             at = &c->oq_head->next;
         }
@@ -41,6 +32,64 @@ void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
     if (m->next == NULL) {
         c->oq_tail = m;
     }
+}
+
+/* The header of a control frame of this group with len payload bytes. */
+static ftc__pgw_hdr ctrl_header(const ftc__tcp *g, int kind, uint64_t seq,
+                                int code, size_t len)
+{
+    return (ftc__pgw_hdr){.kind = (uint8_t)kind,
+                          .flags = (uint8_t)(code < 0 ? -code : 0),
+                          .group = g->group_id,
+                          .epoch = g->epoch,
+                          .seq = seq,
+                          .src = (uint32_t)g->rank,
+                          .len = len};
+}
+
+static size_t text_len(const char *text)
+{
+    size_t len = text != NULL ? strlen(text) : 0;
+    return len > FTC__PGW_TEXT_MAX ? FTC__PGW_TEXT_MAX : len;
+}
+
+void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
+                          int code, const char *text)
+{
+    if (c->fd < 0) {
+        return;
+    }
+    size_t len = text_len(text);
+    uint8_t *payload = NULL;
+    if (len > 0 && (payload = ftc__memdup(text, len)) == NULL) {
+        return; /* best effort, as queue_frame */
+    }
+    ftc__pgw_hdr h = ctrl_header(g, kind, seq, code, len);
+    queue_frame(c, &h, payload);
+}
+
+void ftc__chan_queue_abort(ftc__tcp *g, ftc__chan *c, int code,
+                           const char *text)
+{
+    if (c->fd < 0) {
+        return;
+    }
+    size_t len = text_len(text);
+    int blamed = ftc__pg_blame_list(g->blame, g->size, NULL, 0);
+    size_t ranks =
+        4 * (size_t)(blamed < FTC__PGW_BLAME_MAX ? blamed : FTC__PGW_BLAME_MAX);
+    uint8_t *payload = ranks + len > 0 ? ftc__malloc(ranks + len) : NULL;
+    if (ranks + len > 0 && payload == NULL) {
+        return; /* best effort, as queue_frame */
+    }
+    uint32_t n = ftc__pgw_blame_encode(payload, g->blame, (uint32_t)g->size);
+    if (len > 0) {
+        memcpy(payload + ranks, text, len);
+    }
+    ftc__pgw_hdr h = ctrl_header(g, FTC__PGW_ABORT, 0, code, ranks + len);
+    h.tag = n;
+    h.op = g->on_purpose ? FTC__PGW_ABORT_ON_PURPOSE : 0;
+    queue_frame(c, &h, payload);
 }
 
 /* Done with the head frame: off the queue, its p2p send completed. */
@@ -139,17 +188,19 @@ static bool side_match(ftc__tcp *g, ftc__chan *c)
         }
         return true;
     case FTC__PGW_ABORT:
-        if (h->len > FTC__PGW_TEXT_MAX) {
-            break;
+        if (ftc__pgw_abort_check(h) != 0) {
+            ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO, "from %s: %s", c->name,
+                               ftc_last_error());
+            return false;
         }
-        if (c->tmp_cap < FTC__PGW_TEXT_MAX + 1) {
-            uint8_t *t = ftc__realloc(c->tmp, FTC__PGW_TEXT_MAX + 1);
+        if (c->tmp_cap < FTC__PGW_ABORT_MAX) {
+            uint8_t *t = ftc__realloc(c->tmp, FTC__PGW_ABORT_MAX);
             if (t == NULL) {
                 ftc__tcp_fail(g, FTC_EPEER, "%s aborted the group", c->name);
                 return false;
             }
             c->tmp = t;
-            c->tmp_cap = FTC__PGW_TEXT_MAX + 1;
+            c->tmp_cap = FTC__PGW_ABORT_MAX;
         }
         c->dst = c->tmp;
         return true;
@@ -158,11 +209,46 @@ static bool side_match(ftc__tcp *g, ftc__chan *c)
     default:
         break;
     }
-    ftc__tcp_fail(g, FTC_EPROTO,
-                  "from %s: unexpected message kind %u (%llu bytes) on the "
-                  "side channel",
-                  c->name, h->kind, (unsigned long long)h->len);
+    ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO,
+                       "from %s: unexpected message kind %u (%llu bytes) on "
+                       "the side channel",
+                       c->name, h->kind, (unsigned long long)h->len);
     return false;
+}
+
+/* A peer's ABORT (checked by ftc__pgw_abort_check): fails the group with
+ * its code, blaming what the peer blamed, plus, unless the failure was on
+ * purpose, the peers that have not answered this rank's own probe (the
+ * peers' deadlines are close: a rank that hears a timeout has usually
+ * probed long enough to know first-hand). */
+static void take_abort(ftc__tcp *g, ftc__chan *c)
+{
+    const ftc__pgw_hdr *h = &c->hdr;
+    int code = -(int)h->flags;
+    bool on_purpose =
+        code == FTC_ECANCELED || (h->op & FTC__PGW_ABORT_ON_PURPOSE) != 0;
+    if (code == FTC_ECANCELED || code >= 0 || code < FTC__ERR_LOWEST) {
+        code = FTC_EPEER;
+    }
+    bool *blame = ftc__tcp_blame_begin(g);
+    if (blame == NULL) {
+        return;
+    }
+    if (ftc__pgw_blame_decode(c->tmp, h->tag, (uint32_t)g->size,
+                              (uint32_t)c->peer, blame) != 0) {
+        ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO, "from %s: ABORT: %s",
+                           c->name, ftc_last_error());
+        return;
+    }
+    /* The peer may blame this rank (it timed out before this rank's
+     * answer came): a rank never blames itself. */
+    blame[g->rank] = false;
+    if (!on_purpose) {
+        ftc__tcp_probe_silent(g, blame, c->peer);
+    }
+    size_t ranks = 4 * (size_t)h->tag;
+    ftc__tcp_fail_blamed(g, code, on_purpose, "%s failed: %.*s", c->name,
+                         (int)(h->len - ranks), (const char *)c->tmp + ranks);
 }
 
 static void side_complete(ftc__tcp *g, ftc__chan *c)
@@ -180,15 +266,9 @@ static void side_complete(ftc__tcp *g, ftc__chan *c)
     case FTC__PGW_BYE:
         c->bye = true;
         break;
-    case FTC__PGW_ABORT: {
-        int code = -(int)h->flags;
-        if (code == FTC_ECANCELED || code >= 0 || code < FTC__ERR_LOWEST) {
-            code = FTC_EPEER;
-        }
-        ftc__tcp_fail(g, code, "%s failed: %.*s", c->name, (int)h->len,
-                      (const char *)c->tmp);
+    case FTC__PGW_ABORT:
+        take_abort(g, c);
         break;
-    }
     default:
         ftc__p2p_received(g, c);
         break;
@@ -217,10 +297,10 @@ bool ftc__chan_pump_side(ftc__tcp *g, ftc__chan *c)
         moved = true;
     }
     if (!g->failed && c->eof && !c->bye) {
-        ftc__tcp_fail(g, FTC_EPEER,
-                      "%s closed its connection without leaving the group "
-                      "(the process died or was killed?)",
-                      c->name);
+        ftc__tcp_fail_peer(g, c->peer, FTC_EPEER,
+                           "%s closed its connection without leaving the "
+                           "group (the process died or was killed?)",
+                           c->name);
     }
     return side_write(g, c) || moved;
 }

@@ -54,6 +54,7 @@ const ftc_pg_backend ftc__tcp_backend = {
     .abort = ftc__tcp_abort,
     .status = ftc__tcp_status,
     .destroy = tcp_destroy,
+    .failed_peers = ftc__tcp_failed_peers,
 };
 
 /* ---------------------------------------------------------------- listen */
@@ -151,6 +152,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->coll);
     ftc__free(g->side);
     ftc__free(g->pong);
+    ftc__free(g->blame);
     ftc__free(g->scratch);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->user_cv);
@@ -197,7 +199,8 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->coll = ftc__calloc((size_t)nch, sizeof(*g->coll));
     g->side = ftc__calloc((size_t)g->size, sizeof(*g->side));
     g->pong = ftc__calloc((size_t)g->size, sizeof(*g->pong));
-    int rc = (g->coll && g->side && g->pong)
+    g->blame = ftc__calloc((size_t)g->size, sizeof(*g->blame));
+    int rc = (g->coll && g->side && g->pong && g->blame)
                  ? ftc__plan_init(&g->plan, nch)
                  : ftc__seterr(FTC_ENOMEM, "process group: out of memory");
     if (rc == 0 && g->auth) {
@@ -240,8 +243,21 @@ static int prepare_chans(ftc__tcp *g)
     return 0;
 }
 
+/* Hands the members the set-up blamed to the create's rendezvous. */
+static void report_blame(const ftc__tcp *g, ftc_pg_backend_rendezvous *rv)
+{
+    int n = ftc__pg_blame_list(g->blame, g->size, NULL, 0);
+    int *ranks = n > 0 ? ftc__calloc((size_t)n, sizeof(*ranks)) : NULL;
+    if (ranks != NULL) {
+        ftc__pg_blame_list(g->blame, g->size, ranks, n);
+        ftc_pg_backend_blame(rv, ranks, n);
+    }
+    ftc__free(ranks);
+}
+
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
-                   uint64_t group_id, int64_t deadline_ns, void **impl)
+                   uint64_t group_id, int64_t deadline_ns,
+                   ftc_pg_backend_rendezvous *rv, void **impl)
 {
     *impl = NULL;
     int rc = ftc__tcp_check_congestion(&pg->opts);
@@ -266,6 +282,9 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
     }
     if (rc != 0) {
         if (g != NULL) {
+            if (rv != NULL) {
+                report_blame(g, rv);
+            }
             ftc__tcp_engine_stop(g);
             free_group(g);
         }
@@ -292,7 +311,7 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &ftc__tcp_backend;
         ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, &pg->impl);
+        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, NULL, &pg->impl);
     } else {
         ftc__pg_listener_close(l);
     }

@@ -191,6 +191,11 @@ typedef struct ftc__tcp {
     ftc_work **cbq_tail;
     int failed; /* mu (written by the driver) */
     char fail_msg[FTC__PG_MSG_MAX];
+    /* size: the peers this rank holds responsible for the failure (while
+     * building the group: for the failed create). Written by the driver
+     * before it sets failed, never after: read under mu once failed. */
+    bool *blame;
+    bool on_purpose; /* driver: the failure began with an ftc_pg_abort */
 
     /* driver */
     ftc__op *queue; /* collectives after the current one */
@@ -205,6 +210,7 @@ typedef struct ftc__tcp {
     uint8_t *scratch;
     size_t scratch_cap;
     bool probing;
+    int64_t probe_start_ns;
     uint64_t probe_nonce;
     bool *pong;     /* size: answered the current probe */
     ftc__op *done;  /* finished ops, to complete after the pump */
@@ -245,9 +251,29 @@ int ftc__tcp_submit(void *impl, ftc__op *op);
 int ftc__tcp_wait(void *impl, ftc_work *w, ftc__deadline dl);
 void ftc__tcp_abort(void *impl);
 int ftc__tcp_status(void *impl);
-/* Fails the group (driver only): every pending op, then the peers. */
+/* Fails the group (driver only): every pending op, then the peers. It
+ * blames nobody: for a local error, a send/recv timeout (no probe runs
+ * for those), or an abort on purpose (FTC_ECANCELED). */
 void ftc__tcp_fail(ftc__tcp *g, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same, blaming peer: its connection broke or closed without BYE, or
+ * it broke the protocol. */
+void ftc__tcp_fail_peer(ftc__tcp *g, int peer, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The group's blame set, cleared, for a caller that fills it and then
+ * calls ftc__tcp_fail_blamed; NULL when the group failed already. */
+bool *ftc__tcp_blame_begin(ftc__tcp *g);
+/* Fails the group blaming what the caller put in g->blame; on_purpose:
+ * the failure began with an ftc_pg_abort (its ABORTs say so). */
+void ftc__tcp_fail_blamed(ftc__tcp *g, int code, bool on_purpose,
+                          const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Marks in blame the peers other than except that have not answered the
+ * current operation's liveness probe, if it has run for at least half its
+ * window (a younger probe proves nothing). */
+void ftc__tcp_probe_silent(ftc__tcp *g, bool *blame, int except);
+/* The table's failed_peers slot. */
+int ftc__tcp_failed_peers(void *impl, int *ranks, int cap);
 /* Moves op to the finished list with rc and a message (driver only). */
 void ftc__tcp_op_done(ftc__tcp *g, ftc__op *op, int rc, const char *msg);
 
@@ -257,9 +283,14 @@ bool ftc__chan_pump_coll(ftc__tcp *g, ftc__chan *c);
 bool ftc__chan_pump_side(ftc__tcp *g, ftc__chan *c);
 /* Writes what the side channel has queued, without reading. */
 void ftc__chan_flush(ftc__tcp *g, ftc__chan *c);
-/* Queues a control frame (PING/PONG/ABORT/BYE) on a side channel. */
+/* Queues a control frame (PING/PONG/ABORT/BYE) on a side channel; an
+ * ABORT made here names no ranks. */
 void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
                           int code, const char *text);
+/* Queues the ABORT of the group's failure: code, the ranks in g->blame
+ * (the lowest FTC__PGW_BLAME_MAX) and whether it was on purpose. */
+void ftc__chan_queue_abort(ftc__tcp *g, ftc__chan *c, int code,
+                           const char *text);
 void ftc__chan_close(ftc__chan *c);
 /* The iovecs (1 to 3) of a frame's unsent part: its header, payload and
  * tag (NULL: unprotected) after skipping `skip` bytes already written. */

@@ -607,4 +607,6 @@ const ftc_pg_backend ftc__xccl_backend = {
     .status = xccl_status,
     .destroy = xccl_destroy,
     .check_request = xccl_check_request,
+    /* No failed_peers: oneCCL reports a failure, not who caused it, so an
+     * xccl group blames nobody (ftc_pg_failed_peers returns 0). */
 };
