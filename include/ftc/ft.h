@@ -324,7 +324,16 @@ ftc_lighthouse_client_report(ftc_lighthouse_client *client,
 
 typedef struct ftc_lighthouse_join_result {
     uint32_t epoch;
-    ftc_lighthouse_quorum quorum; /* when the call returned 0 */
+    /* When the call returned 0; with left_out, the quorum that formed
+     * without this member. */
+    ftc_lighthouse_quorum quorum;
+    /* FTC_ETIMEDOUT at once: the quorum that formed left this member out
+     * for out_for_ms, because the others reported it unreachable
+     * (ftc_lighthouse_opts.exclude_ms). Its manager checks whom it can
+     * reach of quorum's members and reports the rest with its next join
+     * (ftc_lighthouse_member.suspects). */
+    bool left_out;
+    int64_t out_for_ms;
     /* The lighthouse's reason: why the quorum formed, or (FTC_ETIMEDOUT)
      * why none had formed at the deadline; "" if it never answered. */
     char reason[FTC_LIGHTHOUSE_REASON_MAX];

@@ -1,9 +1,10 @@
 # Lighthouse integration tests: real HTTP on loopback, in one process
 # (api), old and new clients on one lighthouse (compact), the job's
-# committed step (mark), across processes killed and stopped (chaos), and
+# committed step (mark), groups left out as unreachable (exclude), across
+# processes killed and stopped (chaos), and
 # three lighthouses elected through a real etcd (ha).
 set(FTC_LH_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(t api chaos compact ha mark)
+foreach(t api chaos compact exclude ha mark)
   ftc_add_test(lighthouse_${t}_test
                SOURCES ${FTC_LH_TEST_DIR}/lighthouse_${t}_test.c
                KITS lighthouse DEPENDS ftc_cli

@@ -10,16 +10,6 @@
 #include "lighthouse_kit.h"
 #include "testkit.h"
 
-static ftc_lighthouse_client *client(const char *addr)
-{
-    ftc_lighthouse_client_opts co;
-    ftc_lighthouse_client_opts_init(&co);
-    co.timeout_ms = tk_ms(20000);
-    ftc_lighthouse_client *c;
-    TK_OK(ftc_lighthouse_client_create(addr, &co, &c));
-    return c;
-}
-
 /* method on /v1/jobs/{job} (body may be NULL): fails unless the answer
  * has status want and contains `has` ("" for anything). */
 static void job_call(const char *addr, const char *method, const char *job,
@@ -59,7 +49,7 @@ static void a_laggard_waits_for_the_committed_step(void **state)
     TK_OK(ftc_lighthouse_create(&o, &lh));
     char addr[128];
     TK_OK(ftc_lighthouse_address(lh, addr, sizeof(addr)));
-    ftc_lighthouse_client *c = client(addr);
+    ftc_lighthouse_client *c = lt_client(addr);
 
     /* a and c train together to step 7; then a commits step 8 without c
      * and leaves, saying so. */

@@ -8,10 +8,16 @@
 #               1 commits nothing, and after the split heals it rejoins,
 #               heals and both finish bit-identical;
 #   peers       the two groups are split from each other, both still
-#               reaching the lighthouse: both stay in every quorum, their
-#               cross-replica group cannot work, so no step commits (the
-#               job stalls, nobody diverges) until the split heals; then
-#               it goes on and both finish bit-identical;
+#               reaching the lighthouse: each reports the other
+#               unreachable, and neither is more than half of the job, so
+#               no step commits (the job stalls, nobody diverges) until
+#               the split heals; then it goes on and both finish
+#               bit-identical;
+#   majority    three groups on three training hosts; group 0's host is
+#               split from the other two, all still reaching the
+#               lighthouse: the reports leave group 0 out, groups 1 and 2
+#               go on, and after the split heals group 0 rejoins, heals
+#               and all three finish bit-identical;
 #   flap        group 1's host's link goes down and up five times: each
 #               time it may drop out and heal back; both finish
 #               bit-identical;
@@ -20,7 +26,8 @@
 #               from the lighthouse's for 3 s meanwhile: both finish
 #               bit-identical.
 # Needs root.
-# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER lighthouse|peers|flap|chaos
+# usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER
+#        lighthouse|peers|majority|flap|chaos
 set -euo pipefail
 ftc=$1
 hosts=$2
@@ -41,7 +48,10 @@ source "$(dirname "$0")/hosts_kit.sh"
 export FTC_TOKEN="run-hosts-$$-$RANDOM$RANDOM"
 trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
 
-"$hosts" up "$name" 3
+# Training hosts 1..$training; the lighthouse on host 0.
+training=2
+[[ $mode != majority ]] || training=3
+"$hosts" up "$name" $((training + 1))
 lh="$("$hosts" addr "$name" 0):$port"
 
 # TLS on every HTTP plane (the lighthouse, each rank's healing server): one
@@ -49,7 +59,9 @@ lh="$("$hosts" addr "$name" 0):$port"
 # (on real machines: each host's own certificate from the cluster's CA).
 # The token may not cross hosts in clear text, so the job trains only if
 # TLS works end to end.
-sans=$(for i in 0 1 2; do printf 'IP:%s,' "$("$hosts" addr "$name" $i)"; done)
+sans=$(for ((i = 0; i <= training; i++)); do
+  printf 'IP:%s,' "$("$hosts" addr "$name" $i)"
+done)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -days 2 -subj /CN=run-hosts -addext "subjectAltName=${sans%,}" \
   -keyout "$work/tls.key" -out "$work/tls.pem" 2>/dev/null ||
@@ -68,15 +80,16 @@ per_host=1 chaos=()
 if [[ $mode == chaos ]]; then
   per_host=2 chaos=(--kill-every 3 --kill-mode mixed --stop-duration 1)
 fi
-all=$((2 * per_host))
-for i in 0 1; do
+all=$((training * per_host))
+runs=()
+for ((i = 0; i < training; i++)); do
   "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
     --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
     --job hosts --replicas $per_host --first-replica $((i * per_host)) \
     --total-replicas $all "${chaos[@]}" ${chaos:+--seed $((17 + i))} \
     --env FTC_TIMEOUT_MS=2000 --summary-json "$work/summary$i.json" -- \
     "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
-  eval "run$i=\$!"
+  runs+=($!)
 done
 
 # quorum: "<members> <max_step>" of the job's current quorum, read from
@@ -113,6 +126,19 @@ peers)
   until_quorum "the job did not go on after the split healed" \
     "members == 2 && step >= stalled_step + 30"
   ;;
+majority)
+  "$hosts" split "$name" 1 2
+  "$hosts" split "$name" 1 3
+  until_quorum "groups 1 and 2 did not go on without group 0" "members == 2"
+  split_step=$step
+  until_quorum "groups 1 and 2 stopped while group 0 was split" \
+    "members == 2 && step >= split_step + 30"
+  "$hosts" join "$name" 1 2
+  "$hosts" join "$name" 1 3
+  until_quorum "group 0 did not come back" "members == 3"
+  grep -q "lighthouse.exclude.*replica_0" "$work/lighthouse.out" ||
+    fail "the lighthouse did not say it left group 0 out"
+  ;;
 flap)
   # Group 1's link goes down and up five times, each cut around the
   # heartbeat timeout (0.4-0.8 s), a second apart: the schedule of the
@@ -138,18 +164,19 @@ chaos)
   until_quorum "host 2's groups did not come back after the split" \
     "members == all"
   ;;
-*) fail "mode lighthouse, peers, flap or chaos, not '$mode'" ;;
+*) fail "mode lighthouse, peers, majority, flap or chaos, not '$mode'" ;;
 esac
 
 grep -q "^dashboard: https://" "$work/lighthouse.out" ||
   fail "the lighthouse did not serve https"
-wait "$run0" || fail "the run on host 1 failed"
-wait "$run1" || fail "the run on host 2 failed"
-python3 - "$work/summary0.json" "$work/summary1.json" "$steps" "$mode" <<'EOF' ||
+for ((i = 0; i < training; i++)); do
+  wait "${runs[i]}" || fail "the run on host $((i + 1)) failed"
+done
+python3 - "$steps" "$mode" "$work"/summary*.json <<'EOF' ||
 import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-steps, mode = int(sys.argv[3]), sys.argv[4]
-groups = a["replica_groups"] + b["replica_groups"]
+steps, mode = int(sys.argv[1]), sys.argv[2]
+groups = [g for p in sorted(sys.argv[3:])
+          for g in json.load(open(p))["replica_groups"]]
 assert [g["replica_id"] for g in groups] == [
     f"replica_{i}" for i in range(len(groups))], groups
 assert [g["replica_index"] for g in groups] == list(range(len(groups)))
@@ -160,16 +187,18 @@ assert all(g["status"] == "finished" and g["last_step"] == steps
            for g in done), groups
 sums = {g["checksum"] for g in done}
 assert len(sums) == 1 and "" not in sums, sums
-# split from the lighthouse, group 1 fell behind and came back by healing
+# split from the lighthouse, group 1 fell behind and came back by healing;
+# left out, group 0 did
 assert mode != "lighthouse" or groups[1]["heals"] >= 1, groups[1]
+assert mode != "majority" or groups[0]["heals"] >= 1, groups[0]
 # under chaos every group was hit and came back
 assert mode != "chaos" or all(g["restarts"] >= 1 or g["heals"] >= 1
                               for g in groups), groups
 print("run_hosts_test:", len(done), "of", len(groups),
-      "groups on two hosts ended at step",
+      "groups on", len(sys.argv) - 3, "hosts ended at step",
       steps, "with checksum", sums.pop(), "; heals",
       [g["heals"] for g in groups], "restarts",
       [g["restarts"] for g in groups])
 EOF
-  fail "the two hosts' replica groups do not match"
+  fail "the hosts' replica groups do not match"
 echo "run_hosts_test: passed"

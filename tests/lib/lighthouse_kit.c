@@ -174,6 +174,16 @@ long long lt_status_int(const char *addr, const char *job, const char *key)
     return v;
 }
 
+ftc_lighthouse_client *lt_client(const char *addr)
+{
+    ftc_lighthouse_client_opts co;
+    ftc_lighthouse_client_opts_init(&co);
+    co.timeout_ms = tk_ms(20000);
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(addr, &co, &c));
+    return c;
+}
+
 ftc_lighthouse_member lt_member(const char *id, int64_t step)
 {
     ftc_lighthouse_member m;

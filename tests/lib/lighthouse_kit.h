@@ -36,6 +36,9 @@ bool lt_is_participant(const char *addr, const char *job, const char *id);
 /* An integer field of the job's status ("counter", "watches_waiting"). */
 long long lt_status_int(const char *addr, const char *job, const char *key);
 
+/* A client of addr with a 20 s (scaled) default timeout. */
+ftc_lighthouse_client *lt_client(const char *addr);
+
 /* A member whose address and store derive from its id. */
 ftc_lighthouse_member lt_member(const char *id, int64_t step);
 

@@ -419,6 +419,29 @@ static int from_compact(ftc__lighthouse_roster *ro, const json_t *compact,
 }
 
 /* One join answer: the quorum (0), or FTC_ETIMEDOUT with the reason. */
+/* A timed-out answer may say the quorum that formed left the member out
+ * as unreachable: then it carries that quorum (not a roster to keep). */
+static int decode_left_out(const json_t *j, ftc_lighthouse_join_result *out)
+{
+    int rc = ftc__lhj_get_bool(j, "left_out", &out->left_out);
+    if (rc != 0 || !out->left_out) {
+        return rc;
+    }
+    rc =
+        ftc__lhj_get_int(j, "out_for_ms", true, 0, INT64_MAX, &out->out_for_ms);
+    ftc__quorum q;
+    ftc__quorum_init(&q);
+    if (rc == 0) {
+        rc = ftc__lhj_quorum(json_object_get(j, "quorum"),
+                             FTC__QUORUM_MAX_REPLICAS_CEIL, &q);
+    }
+    if (rc == 0) {
+        rc = quorum_from_core(&q, &out->quorum);
+    }
+    ftc__quorum_fini(&q);
+    return rc;
+}
+
 static int decode_join(ftc_lighthouse_client *c,
                        const ftc__lighthouse_client_reply *reply,
                        ftc_lighthouse_join_result *out)
@@ -442,11 +465,18 @@ static int decode_join(ftc_lighthouse_client *c,
         const json_t *compact = json_object_get(j, "compact");
         rc = compact != NULL ? from_compact(ro, compact, &out->quorum)
                              : from_full(ro, j, &out->quorum);
+    } else if (rc == 0) {
+        rc = decode_left_out(j, out);
     }
     json_decref(j);
     if (rc != 0) {
         return ftc__seterr(FTC_EPROTO, "lighthouse join answer: %s",
                            ftc_last_error());
+    }
+    if (out->left_out) {
+        return ftc__seterr(FTC_ETIMEDOUT,
+                           "no quorum: %s (out for %" PRId64 " ms)",
+                           out->reason, out->out_for_ms);
     }
     if (timed_out) {
         return ftc__seterr(FTC_ETIMEDOUT, "no quorum: %s", out->reason);
@@ -517,7 +547,7 @@ int ftc_lighthouse_client_quorum(ftc_lighthouse_client *c,
         ftc__lighthouse_client_reply_fini(&reply);
         /* An early timed_out means the lighthouse capped the wait
          * (max_join_wait_ms): ask again while time is left. */
-        bool capped = ftc__now_ms() - sent + 100 < wait;
+        bool capped = ftc__now_ms() - sent + 100 < wait && !out->left_out;
         if (rc != FTC_ETIMEDOUT || !capped || ftc__deadline_expired(dl)) {
             break;
         }

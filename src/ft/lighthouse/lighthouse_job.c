@@ -534,8 +534,6 @@ static ftc__lighthouse_blob *join_answer(const ftc__lighthouse_job *job,
                                (json_int_t)roster, "reason", reason));
 }
 
-/* A quorum formed: record it, tell the watches if its id is new, and
- * answer every waiting join of its members. */
 /* Replica groups the quorum just formed left out as unreachable. */
 static void log_excluded(const ftc__lighthouse_job *job,
                          const ftc__quorum_tick_result *t)
@@ -560,6 +558,42 @@ static void log_excluded(const ftc__lighthouse_job *job,
                  names);
 }
 
+/* The answer to a join the quorum q just left out as unreachable: at
+ * once, with q, so its manager can find out whom it cannot reach and
+ * report them before its time out ends (docs/protocol.md). */
+static ftc__lighthouse_blob *left_out_answer(const ftc__lighthouse_job *job,
+                                             const ftc__quorum *q,
+                                             int64_t out_for_ms)
+{
+    return json_blob(json_pack(
+        "{s:I, s:b, s:b, s:I, s:s, s:o}", "epoch", (json_int_t)job->epoch,
+        "timed_out", 1, "left_out", 1, "out_for_ms", (json_int_t)out_for_ms,
+        "reason",
+        "left out of the quorum: the other replica groups could not reach "
+        "this one",
+        "quorum", ftc__lhj_quorum_json(q)));
+}
+
+/* Answers the waiting joins of the replicas the quorum q (formed at now)
+ * left out as unreachable; their requests end (they join again). */
+static void answer_left_out(ftc__lighthouse_job *job, const ftc__quorum *q,
+                            int64_t now, ftc__lighthouse_resume *rs)
+{
+    ftc__lighthouse_req *r = job->joins;
+    while (r != NULL) {
+        ftc__lighthouse_req *next = r->next;
+        int64_t until;
+        if (ftc__quorum_find(q, r->replica_id) < 0 &&
+            ftc__quorum_left_out_at(&job->s, r->replica_id, now, &until)) {
+            answer(job, r, 200, left_out_answer(job, q, until - now), rs);
+            ftc__quorum_leave(&job->s, r->replica_id);
+        }
+        r = next;
+    }
+}
+
+/* A quorum formed: record it, tell the watches if its id is new, and
+ * answer every waiting join of its members. */
 static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
                    int64_t now, int64_t wall, ftc__lighthouse_resume *rs)
 {
@@ -678,10 +712,11 @@ static void tick(ftc__lighthouse_job *job, int64_t now,
                          job->name, (long long)t.rolled_back_from,
                          (long long)job->o.rollback_after_ms);
         }
+        formed(job, &t, now, wall, rs);
         if (t.n_excluded > 0) {
             log_excluded(job, &t);
+            answer_left_out(job, &job->s.prev, now, rs);
         }
-        formed(job, &t, now, wall, rs);
     }
     check_lapses(job, now);
     flush_watches(job, rs);

@@ -147,9 +147,7 @@ static int get_data(const json_t *obj, uint32_t max, ftc__quorum_member *m)
     return rc;
 }
 
-/* "suspects": an optional array of replica ids (a manager's report of the
- * groups it could not reach). */
-static int get_suspects(const json_t *obj, ftc__quorum_member *m)
+int ftc__lhj_suspects(const json_t *obj, ftc__quorum_member *m)
 {
     const json_t *v = json_object_get(obj, "suspects");
     if (v == NULL || json_is_null(v)) {
@@ -215,7 +213,7 @@ int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
         rc = get_data(obj, max_data_bytes, &t);
     }
     if (rc == 0) {
-        rc = get_suspects(obj, &t);
+        rc = ftc__lhj_suspects(obj, &t);
     }
     if (rc != 0) {
         ftc__quorum_member_fini(&t);

@@ -34,6 +34,11 @@ int ftc__lhj_get_bool(const json_t *obj, const char *key, bool *out);
  * its data (ftc__quorum_member_fini); on error m holds nothing. */
 int ftc__lhj_member(const json_t *obj, uint32_t max_data_bytes,
                     ftc__quorum_member *m);
+/* "suspects" of obj, if present: an array of at most
+ * FTC__QUORUM_SUSPECTS_MAX replica ids (a manager's report of the groups
+ * it could not reach), given to m (which owns none) as its suspects.
+ * FTC_EINVAL or FTC_EMSGSIZE naming the bad element; m unchanged. */
+int ftc__lhj_suspects(const json_t *obj, ftc__quorum_member *m);
 /* A member as JSON; NULL on FTC_ENOMEM (message set). */
 json_t *ftc__lhj_member_json(const ftc__quorum_member *m);
 /* A quorum as JSON: quorum_id, its epoch and counter (each exact in

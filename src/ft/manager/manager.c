@@ -264,6 +264,7 @@ int ftc_manager_create(const ftc_manager_opts *opts, ftc_manager **out)
     ftc__heal_state_init(&m->state);
     ftc__heal_state_init(&m->adopted);
     m->pg_quorum_id = -1;
+    m->pg_blamed_quorum_id = -1;
     atomic_init(&m->quorum_id, -1);
     atomic_init(&m->replica_rank, -1);
     int rc = 0;
@@ -400,6 +401,7 @@ void ftc_manager_destroy(ftc_manager *m)
     ftc__heal_state_fini(&m->state);
     ftc__heal_state_fini(&m->adopted);
     ftc__free(m->staging);
+    ftc__manager_arrival_fini(&m->arrival);
     pthread_cond_destroy(&m->cv);
     pthread_cond_destroy(&m->pg_cv);
     pthread_mutex_destroy(&m->mu);

@@ -8,8 +8,8 @@
  * (the quorum thread: one round), manager_push.c (heartbeat and watch
  * threads), manager_step.c (start/wait quorum, allreduce, should_commit),
  * manager_comm.c (the algo comm), manager_report.c (events for the
- * launcher), manager_plan.c and manager_wire.c (pure parts,
- * ft/manager_plan.h). */
+ * launcher), manager_suspects.c (whom this rank could not reach),
+ * manager_plan.c and manager_wire.c (pure parts, ft/manager_plan.h). */
 #ifndef FTC_FT_MANAGER_H
 #define FTC_FT_MANAGER_H
 
@@ -76,8 +76,10 @@ struct ftc_manager_work {
  *            round_start_ns, out, first_round_done, leader_joined, voted,
  *            replica_id, and state's list while registering; with cv.
  *   pg_mu    the process group slot: pg, pg_users, pg_quorum_id,
- *            pg_members, pg_n, rdv_store, lost, n_lost; with pg_cv.
- *   err_mu   the error latch: err_code, err_msg, err_quorum_id, killed.
+ *            pg_blamed_quorum_id, pg_members, pg_n, rdv_store, lost,
+ *            n_lost; with pg_cv.
+ *   err_mu   the error latch: err_code, err_msg, err_quorum_id, killed,
+ *            and the suspects.
  *   work_mu  the list of unwaited works (works).
  *   stats_mu stats.
  * Order: mu before err_mu (start_quorum clears the latch as it starts a
@@ -145,6 +147,7 @@ struct ftc_manager {
     int pg_users;
     ftc_pg *pg;
     int64_t pg_quorum_id;
+    int64_t pg_blamed_quorum_id; /* whose failure was reported */
     char (*pg_members)[FTC__QUORUM_STR_MAX];
     size_t pg_n;
     /* The primary's store while a process group meets on it (destroy
@@ -167,6 +170,10 @@ struct ftc_manager {
     char err_msg[FTC__MGR_MSG_MAX];
     int64_t err_quorum_id;
     bool killed;
+    /* Replica groups this rank could not reach since its last round
+     * (manager_suspects.c); under err_mu. */
+    char suspects[FTC__QUORUM_SUSPECTS_MAX][FTC__QUORUM_STR_MAX];
+    size_t n_suspects;
 
     /* The round: the training thread asks, the quorum thread answers. */
     pthread_mutex_t mu;
@@ -251,6 +258,26 @@ enum {
 void ftc__manager_env_read(const char *values[FTC__MANAGER_ENV_COUNT]);
 
 /* The error latch: keeps the first error of a step (any thread). */
+/* Suspects (manager_suspects.c): replica_id could not be reached (each
+ * once, at most FTC__QUORUM_SUSPECTS_MAX; a bad id is ignored); the
+ * members at ranks of a group whose members were ids; the peers the
+ * installed process group blamed, if it failed (takes pg_mu: call with no
+ * lock held, and not during a round); and the report for an arrival,
+ * which empties the list (FTC_ENOMEM keeps it). */
+void ftc__manager_suspect(ftc_manager *m, const char *replica_id);
+void ftc__manager_suspect_ranks(ftc_manager *m, const int *ranks, int n,
+                                const char (*ids)[FTC__QUORUM_STR_MAX],
+                                size_t n_ids);
+void ftc__manager_note_pg_failure(ftc_manager *m);
+/* Left out of a quorum q as unreachable: which of q's members (at most
+ * FTC__QUORUM_SUSPECTS_MAX, own_id skipped) this host reaches, by a TCP
+ * connect to their healing servers within budget_ms; the silent ones
+ * become suspects. Returns how many were silent. */
+size_t ftc__manager_probe_members(ftc_manager *m,
+                                  const ftc_lighthouse_quorum *q,
+                                  const char *own_id, int64_t budget_ms);
+int ftc__manager_take_suspects(ftc_manager *m, ftc__manager_arrival *a);
+
 void ftc__manager_latch(ftc_manager *m, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same for an error that concerns only the process group of quorum

@@ -79,11 +79,28 @@ typedef struct ftc__manager_arrival {
     int64_t commit_failures;
     bool shrink_only;
     char heal_address[FTC__QUORUM_STR_MAX]; /* its healing server */
+    /* The replica groups this rank could not reach since its last round
+     * (its process group blamed them), as ftc__quorum_member.suspects:
+     * ids one after the other, each NUL-terminated; NULL for none. Owned
+     * by a decoded arrival (ftc__manager_arrival_fini). */
+    char *suspects;
+    size_t suspects_len;
+    uint32_t n_suspects;
 } ftc__manager_arrival;
+
+/* Frees a decoded arrival's suspects. */
+void ftc__manager_arrival_fini(ftc__manager_arrival *a);
+
+/* The union of the arrivals' suspects, each once, at most
+ * FTC__QUORUM_SUSPECTS_MAX, as pointers into the arrivals (valid while
+ * they are) in ids (that many entries); how many. */
+size_t ftc__manager_suspects_union(const ftc__manager_arrival *a, size_t n,
+                                   const char **ids);
 
 /* Records are JSON texts from ftc__malloc (NUL-terminated, *len without
  * it); decoders check every field and return FTC_EPROTO naming the bad
- * one. */
+ * one. An arrival's "suspects" is an array of replica ids, absent when
+ * there are none. */
 int ftc__manager_arrival_encode(const ftc__manager_arrival *a, char **out,
                                 size_t *len);
 int ftc__manager_arrival_decode(const void *p, size_t n,

@@ -134,6 +134,24 @@ static void forget_round(round *r, int64_t k)
     ftc_store_client_delete(r->m->store, key, NULL, r->m->o.timeout_ms);
 }
 
+/* The quorum that formed left this group out: the others reported it
+ * unreachable. Before its time out ends it finds which members it cannot
+ * reach itself (half the time out, 0.1-2 s), so that its next join says
+ * so and it is not let in only to fail the others' next step. */
+static int left_out(round *r, const ftc_lighthouse_join_result *jr)
+{
+    int64_t budget = jr->out_for_ms / 2;
+    budget = budget < 100 ? 100 : (budget > 2000 ? 2000 : budget);
+    size_t silent =
+        ftc__manager_probe_members(r->m, &jr->quorum, r->replica_id, budget);
+    return ftc__seterr(FTC_ETIMEDOUT,
+                       "left out of the quorum for %" PRId64
+                       " ms: the other replica groups reported this one "
+                       "unreachable; %zu of its %zu members did not answer "
+                       "from here within %" PRId64 " ms",
+                       jr->out_for_ms, silent, jr->quorum.n_members, budget);
+}
+
 /* Joins the lighthouse's quorum for the group; its answer reaches every
  * rank through the store, its failure too (torchft's ranks hang when the
  * manager's lighthouse call fails). The leader of a group of one rank
@@ -158,14 +176,22 @@ static int lead(round *r)
     }
     ftc_lighthouse_member mem;
     char *data = NULL;
+    const char *suspects[FTC__QUORUM_SUSPECTS_MAX];
     rc = rc != 0 ? rc : make_member(r, a, &mem, &data);
+    if (rc == 0) {
+        mem.n_suspects =
+            ftc__manager_suspects_union(a, (size_t)m->o.group_size, suspects);
+        mem.suspects = suspects;
+    }
     ftc_lighthouse_join_result jr;
     memset(&jr, 0, sizeof(jr));
     if (rc == 0) {
         ftc__manager_start_heartbeat(m);
         rc = ftc_lighthouse_client_quorum(m->lh, &mem,
                                           ftc__manager_left_ms(r->dl), &jr);
-        if (rc == FTC_ETIMEDOUT && jr.reason[0] != '\0') {
+        if (rc == FTC_ETIMEDOUT && jr.left_out) {
+            rc = left_out(r, &jr);
+        } else if (rc == FTC_ETIMEDOUT && jr.reason[0] != '\0') {
             rc = ftc__seterr(FTC_ETIMEDOUT,
                              "no quorum within the quorum "
                              "timeout: %s",
@@ -179,6 +205,9 @@ static int lead(round *r)
     }
     ftc_lighthouse_join_result_fini(&jr);
     ftc__free(data);
+    for (int g = 0; !alone && g < m->o.group_size; g++) {
+        ftc__manager_arrival_fini(&a[g]); /* decoded: owned */
+    }
     ftc__free(a);
     if (alone) {
         return rc;
@@ -231,6 +260,28 @@ static int read_answer(round *r)
     return rc;
 }
 
+/* The primary's store could not be reached: its group is a suspect. */
+static void blame_store_owner(round *r)
+{
+    for (size_t i = 0; i < r->q.n; i++) {
+        if (strcmp(r->q.members[i].store_address, r->res.store_address) == 0 &&
+            strcmp(r->q.members[i].replica_id, r->replica_id) != 0) {
+            ftc__manager_suspect(r->m, r->q.members[i].replica_id);
+        }
+    }
+}
+
+/* The members that never met this rank as the group was built. */
+static void blame_absent_peers(round *r)
+{
+    int ranks[FTC__QUORUM_SUSPECTS_MAX];
+    int n = ftc_pg_create_failed_peers(ranks, FTC__QUORUM_SUSPECTS_MAX);
+    n = n < FTC__QUORUM_SUSPECTS_MAX ? n : FTC__QUORUM_SUSPECTS_MAX;
+    ftc__manager_suspect_ranks(
+        r->m, ranks, n, (const char(*)[FTC__QUORUM_STR_MAX])r->res.replica_ids,
+        (size_t)r->res.replica_world_size);
+}
+
 /* Rebuilds the cross-replica process group when the quorum id changed:
  * this group rank's peers meet on the primary's store under
  * torchft/<quorum_id>/<group_rank>. A failure is latched (the step votes
@@ -280,7 +331,9 @@ static void reconfigure(round *r)
     ftc_pg_opts po = m->pg_opts;
     po.epoch = (uint64_t)res->quorum_id;
     int rc = ftc_store_client_connect(res->store_address, &so, &sc);
-    if (rc == 0) {
+    if (rc != 0) {
+        blame_store_owner(r);
+    } else {
         pthread_mutex_lock(&m->pg_mu);
         m->rdv_store = sc;
         pthread_mutex_unlock(&m->pg_mu);
@@ -289,6 +342,9 @@ static void reconfigure(round *r)
         pthread_mutex_lock(&m->pg_mu);
         m->rdv_store = NULL;
         pthread_mutex_unlock(&m->pg_mu);
+        if (rc != 0) {
+            blame_absent_peers(r);
+        }
     }
     ftc_store_client_close(sc);
     if (rc != 0) {

@@ -35,7 +35,12 @@ int ftc_manager_start_quorum(ftc_manager *m,
     }
     pthread_mutex_lock(&m->mu);
     bool idle = m->phase == FTC__MGR_IDLE;
+    bool running = m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE;
     pthread_mutex_unlock(&m->mu);
+    if (!running) {
+        /* Whom the last step's group blamed, for this round's report. */
+        ftc__manager_note_pg_failure(m);
+    }
     if (idle) {
         /* Works of an earlier step (a failed round has no vote to wait for
          * them): their errors belong to that step, cleared below. */
@@ -65,7 +70,10 @@ int ftc_manager_start_quorum(ftc_manager *m,
         m->round_start_ns = ftc__now_ns();
         m->step0 = atomic_load(&m->step);
         m->batches0 = atomic_load(&m->batches);
+        ftc__manager_arrival_fini(&m->arrival);
         memset(&m->arrival, 0, sizeof(m->arrival));
+        /* Without memory the report waits for the next round. */
+        (void)ftc__manager_take_suspects(m, &m->arrival);
         m->arrival.step = m->step0;
         m->arrival.commit_failures =
             m->commit_failures +

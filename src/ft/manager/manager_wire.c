@@ -35,14 +35,74 @@ static int field_error(json_t *j, const char *what)
     return ftc__seterr(FTC_EPROTO, "%s record: %s", what, ftc_last_error());
 }
 
+/* The suspects as a JSON array of ids. */
+static json_t *suspects_json(const ftc__manager_arrival *a)
+{
+    json_t *arr = json_array();
+    const char *id = a->suspects;
+    for (uint32_t i = 0; arr != NULL && i < a->n_suspects; i++) {
+        if (json_array_append_new(arr, json_string(id)) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+        id += strlen(id) + 1;
+    }
+    return arr;
+}
+
 int ftc__manager_arrival_encode(const ftc__manager_arrival *a, char **out,
                                 size_t *len)
 {
-    return dump(json_pack("{s:I, s:I, s:b, s:s}", "step", (json_int_t)a->step,
-                          "commit_failures", (json_int_t)a->commit_failures,
-                          "shrink_only", (int)a->shrink_only, "heal",
-                          a->heal_address),
-                out, len);
+    json_t *j =
+        json_pack("{s:I, s:I, s:b, s:s}", "step", (json_int_t)a->step,
+                  "commit_failures", (json_int_t)a->commit_failures,
+                  "shrink_only", (int)a->shrink_only, "heal", a->heal_address);
+    if (j != NULL && a->n_suspects > 0 &&
+        json_object_set_new(j, "suspects", suspects_json(a)) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return dump(j, out, len);
+}
+
+/* An arrival's optional suspects, checked as the lighthouse checks a
+ * member's. */
+static int get_suspects(const json_t *j, ftc__manager_arrival *a)
+{
+    ftc__quorum_member m;
+    memset(&m, 0, sizeof(m));
+    int rc = ftc__lhj_suspects(j, &m);
+    a->suspects = m.suspects;
+    a->suspects_len = m.suspects_len;
+    a->n_suspects = m.n_suspects;
+    return rc;
+}
+
+void ftc__manager_arrival_fini(ftc__manager_arrival *a)
+{
+    ftc__free(a->suspects);
+    a->suspects = NULL;
+    a->suspects_len = 0;
+    a->n_suspects = 0;
+}
+
+size_t ftc__manager_suspects_union(const ftc__manager_arrival *a, size_t n,
+                                   const char **ids)
+{
+    size_t k = 0;
+    for (size_t g = 0; g < n; g++) {
+        const char *id = a[g].suspects;
+        for (uint32_t i = 0; i < a[g].n_suspects; i++, id += strlen(id) + 1) {
+            bool seen = false;
+            for (size_t j = 0; j < k && !seen; j++) {
+                seen = strcmp(ids[j], id) == 0;
+            }
+            if (!seen && k < FTC__QUORUM_SUSPECTS_MAX) {
+                ids[k++] = id;
+            }
+        }
+    }
+    return k;
 }
 
 int ftc__manager_arrival_decode(const void *p, size_t n,
@@ -60,7 +120,8 @@ int ftc__manager_arrival_decode(const void *p, size_t n,
                          &t.commit_failures) != 0 ||
         ftc__lhj_get_bool(j, "shrink_only", &t.shrink_only) != 0 ||
         ftc__lhj_get_string(j, "heal", true, t.heal_address,
-                            sizeof(t.heal_address)) != 0) {
+                            sizeof(t.heal_address)) != 0 ||
+        get_suspects(j, &t) != 0) {
         return field_error(j, "arrival");
     }
     json_decref(j);

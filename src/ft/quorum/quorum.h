@@ -110,8 +110,8 @@ typedef struct ftc__quorum_member {
     /* Replicas this one could not reach in its last step (its process
      * group blamed them), each id NUL-terminated one after the other,
      * suspects_len bytes in all; owned and borrowed as data is. A
-     * participant's report counts until a quorum forms; members of a
-     * quorum carry none. */
+     * participant's report counts until it joins again or a quorum with
+     * it forms; members of a quorum carry none. */
     char *suspects;
     size_t suspects_len;
     uint32_t n_suspects;
@@ -203,12 +203,12 @@ typedef struct ftc__quorum_mark {
     bool finished;
 } ftc__quorum_mark;
 
-/* A replica left out of quorums as unreachable (exclude_ms): out until
- * until_ms; strikes: how many times in a row (its next time out lasts
- * exclude_ms << strikes, capped). */
+/* A replica left out of quorums as unreachable (exclude_ms): last left
+ * out at since_ms, out until until_ms; strikes: how many times in a row
+ * (its next time out lasts exclude_ms << strikes, capped). */
 typedef struct ftc__quorum_excluded {
     char replica_id[FTC__QUORUM_STR_MAX];
-    int64_t until_ms;
+    int64_t since_ms, until_ms;
     uint32_t strikes;
 } ftc__quorum_excluded;
 
@@ -289,6 +289,13 @@ int ftc__quorum_leave(ftc__quorum_state *s, const char *replica_id);
  * none. */
 int ftc__quorum_forget(ftc__quorum_state *s, const char *replica_id);
 
+/* Whether the quorum formed at now_ms left replica_id out as unreachable;
+ * *until_ms says till when. The shell answers such a replica's waiting
+ * join at once (it may find out whom it cannot reach, and report them
+ * before its time out ends). */
+bool ftc__quorum_left_out_at(const ftc__quorum_state *s, const char *replica_id,
+                             int64_t now_ms, int64_t *until_ms);
+
 /* Whether replica_id was a member of a formed quorum of this job: of the
  * last one, or of an earlier one that dropped it (and it did not leave). */
 bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id);
@@ -358,6 +365,9 @@ typedef struct ftc__quorum_decision {
     uint32_t *excluded_idx;
     bool *newly; /* per excluded_idx entry */
     size_t n_excluded, n_newly, waiting_excluded;
+    /* Leaving them out left too few for a quorum: decided with everyone
+     * (the excluded fields are then 0). */
+    bool fell_back;
     /* FTC__QUORUM_BEHIND: the highest step among the members it would
      * have, and the mark above it; finished: the job finished there (no
      * rollback then). */
@@ -371,8 +381,10 @@ typedef struct ftc__quorum_decision {
 } ftc__quorum_decision;
 
 /* torchft quorum_compute: decides whether the participants of s form a
- * quorum at now_ms. Reads s, never changes it. 0 or FTC_ENOMEM (then *out
- * holds no allocation). Release *out with ftc__quorum_decision_fini. */
+ * quorum at now_ms (with ftc's rules: the committed step, and groups left
+ * out as unreachable only when the rest can form a quorum). Reads s,
+ * never changes it. 0 or FTC_ENOMEM (then *out holds no allocation). Release
+ * *out with ftc__quorum_decision_fini. */
 int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
                         const ftc__quorum_opts *o, ftc__quorum_decision *out);
 void ftc__quorum_decision_fini(ftc__quorum_decision *d);

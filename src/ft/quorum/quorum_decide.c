@@ -320,8 +320,8 @@ static void decide(int64_t now, const ftc__quorum_state *s,
     }
 }
 
-int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
-                        const ftc__quorum_opts *o, ftc__quorum_decision *out)
+static int compute(int64_t now_ms, const ftc__quorum_state *s,
+                   const ftc__quorum_opts *o, ftc__quorum_decision *out)
 {
     memset(out, 0, sizeof(*out));
     out->next_ms = INT64_MAX;
@@ -348,6 +348,29 @@ int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
         out->n_members = 0;
     }
     return 0;
+}
+
+int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
+                        const ftc__quorum_opts *o, ftc__quorum_decision *out)
+{
+    int rc = compute(now_ms, s, o, out);
+    bool too_few = out->verdict == FTC__QUORUM_NEED_MIN ||
+                   out->verdict == FTC__QUORUM_NEED_HALF ||
+                   out->verdict == FTC__QUORUM_NONE_LEFT;
+    if (rc != 0 || out->met || !too_few ||
+        out->n_excluded + out->waiting_excluded == 0) {
+        return rc;
+    }
+    /* Leaving groups out only serves to let the others go on: when too
+     * few are left for a quorum (two groups cut apart), decide as if
+     * nobody were, so that the job is where it was without reports, and
+     * goes on as soon as the network heals. */
+    ftc__quorum_decision_fini(out);
+    ftc__quorum_opts all = *o;
+    all.exclude_ms = 0;
+    rc = compute(now_ms, s, &all, out);
+    out->fell_back = true;
+    return rc;
 }
 
 void ftc__quorum_decision_fini(ftc__quorum_decision *d)
@@ -402,9 +425,11 @@ static void take_members(ftc__quorum_state *s, const ftc__quorum_decision *d,
     size_t next = 0;
     size_t kept = 0;
     for (size_t i = 0; i < s->n_participants; i++) {
-        /* A report is about the round that failed: a quorum ends it. */
-        ftc__quorum_member_clear_suspects(&s->participants[i].member);
         if (next < d->n_members && d->member_idx[next] == i) {
+            /* A report is about the round that failed: a quorum with the
+             * reporter ends it. Those left out keep theirs (still true
+             * until they report again). */
+            ftc__quorum_member_clear_suspects(&s->participants[i].member);
             q->members[next++] = s->participants[i].member;
             continue;
         }
@@ -444,7 +469,7 @@ static void remember(ftc__quorum_state *s, const ftc__quorum_opts *o,
         /* Behind depends on steps, which the hint does not count. */
         .valid = !d->met && !d->shrink_only &&
                  d->verdict != FTC__QUORUM_BEHIND && d->n_excluded == 0 &&
-                 d->waiting_excluded == 0,
+                 d->waiting_excluded == 0 && !d->fell_back,
         .has_prev = s->has_prev,
         .healthy_replicas = d->healthy_replicas,
         .healthy_participants = d->healthy_participants,

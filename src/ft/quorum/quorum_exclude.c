@@ -341,6 +341,18 @@ int64_t ftc__quorum_exclude_record(ftc__quorum_state *s,
         e->strikes++;
     }
     int64_t span = time_out(o, e->strikes);
+    e->since_ms = now;
     e->until_ms = ftc__quorum_add_ms(now, span);
     return span;
+}
+
+bool ftc__quorum_left_out_at(const ftc__quorum_state *s, const char *replica_id,
+                             int64_t now_ms, int64_t *until_ms)
+{
+    const ftc__quorum_excluded *e = entry(s, replica_id);
+    if (e == NULL || e->since_ms != now_ms) {
+        return false;
+    }
+    *until_ms = e->until_ms;
+    return true;
 }

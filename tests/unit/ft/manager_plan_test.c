@@ -194,10 +194,49 @@ static void votes(void **state)
 
 /* --------------------------------------------------------------- records */
 
+/* An arrival's suspects travel as a JSON array; the leader joins with the
+ * union of its ranks', each once. */
+static void arrival_suspects(void **state)
+{
+    (void)state;
+    ftc__manager_arrival a[3];
+    memset(a, 0, sizeof(a));
+    char ids0[] = "b:01\0c:02";
+    a[0].suspects = ids0;
+    a[0].suspects_len = sizeof(ids0);
+    a[0].n_suspects = 2;
+    snprintf(a[0].heal_address, sizeof(a[0].heal_address), "h:1");
+    char *text;
+    size_t len;
+    TK_OK(ftc__manager_arrival_encode(&a[0], &text, &len));
+    assert_non_null(strstr(text, "\"suspects\":[\"b:01\",\"c:02\"]"));
+    TK_OK(ftc__manager_arrival_decode(text, len, &a[1]));
+    ftc__free(text);
+    assert_int_equal(a[1].n_suspects, 2);
+    assert_int_equal(a[1].suspects_len, sizeof(ids0));
+    assert_memory_equal(a[1].suspects, ids0, sizeof(ids0));
+    const char *more = "{\"step\":0,\"commit_failures\":0,\"heal\":\"h:3\","
+                       "\"suspects\":[\"c:02\",\"d:03\"]}";
+    TK_OK(ftc__manager_arrival_decode(more, strlen(more), &a[2]));
+    const char *ids[FTC__QUORUM_SUSPECTS_MAX];
+    assert_int_equal(ftc__manager_suspects_union(a, 3, ids), 3);
+    assert_string_equal(ids[0], "b:01");
+    assert_string_equal(ids[1], "c:02");
+    assert_string_equal(ids[2], "d:03");
+    ftc__manager_arrival_fini(&a[1]);
+    ftc__manager_arrival_fini(&a[2]);
+    assert_null(a[2].suspects);
+    assert_int_equal(ftc__manager_suspects_union(a, 0, ids), 0);
+}
+
 static void arrival_and_vote_records(void **state)
 {
     (void)state;
-    ftc__manager_arrival a = {12, 3, true, "10.0.0.7:4242"}, b;
+    ftc__manager_arrival a = {.step = 12,
+                              .commit_failures = 3,
+                              .shrink_only = true,
+                              .heal_address = "10.0.0.7:4242"},
+                         b;
     char *text;
     size_t len;
     TK_OK(ftc__manager_arrival_encode(&a, &text, &len));
@@ -206,6 +245,8 @@ static void arrival_and_vote_records(void **state)
     assert_int_equal(b.commit_failures, 3);
     assert_true(b.shrink_only);
     assert_string_equal(b.heal_address, "10.0.0.7:4242");
+    assert_int_equal(b.n_suspects, 0);
+    assert_null(strstr(text, "suspects")); /* absent when none */
     ftc__free(text);
     ftc__manager_vote v = {7, 9, true}, w;
     TK_OK(ftc__manager_vote_encode(&v, &text, &len));
@@ -224,6 +265,9 @@ static void arrival_and_vote_records(void **state)
         "{\"step\":1,\"commit_failures\":0,\"heal\":7}",
         "{\"step\":1,\"commit_failures\":0}",
         "{\"step\":1,\"commit_failures\":0,\"heal\":\"x\",\"shrink_only\":1}",
+        "{\"step\":1,\"commit_failures\":0,\"heal\":\"x\",\"suspects\":\"a\"}",
+        "{\"step\":1,\"commit_failures\":0,\"heal\":\"x\",\"suspects\":[1]}",
+        "{\"step\":1,\"commit_failures\":0,\"heal\":\"x\",\"suspects\":[\"\"]}",
     };
     for (size_t i = 0; i < sizeof(bad_arrivals) / sizeof(*bad_arrivals); i++) {
         TK_EXPECT(ftc__manager_arrival_decode(bad_arrivals[i],
@@ -293,8 +337,8 @@ static void result_records(void **state)
 static void member_data(void **state)
 {
     (void)state;
-    ftc__manager_arrival a[2] = {{1, 0, false, "h:1"},
-                                 {1, 0, false, "[::1]:2"}};
+    ftc__manager_arrival a[2] = {{.step = 1, .heal_address = "h:1"},
+                                 {.step = 1, .heal_address = "[::1]:2"}};
     char *text;
     size_t len;
     TK_OK(ftc__manager_member_data(a, 2, &text, &len));
@@ -326,6 +370,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(which_events_abort),
         cmocka_unit_test(votes),
         cmocka_unit_test(arrival_and_vote_records),
+        cmocka_unit_test(arrival_suspects),
         cmocka_unit_test(result_records),
         cmocka_unit_test(member_data),
     };

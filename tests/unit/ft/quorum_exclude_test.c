@@ -90,10 +90,15 @@ static void a_group_cut_off_is_left_out(void **state)
     assert_string_equal(t.excluded[0], "a");
     assert_int_equal(t.excluded_for_ms, OUT_MS);
     assert_non_null(strstr(t.reason, "[1 left out as unreachable: a]"));
-    /* The reports ended with the quorum: a waits with none. */
+    /* The members' reports ended with the quorum; a's still stands. */
     assert_int_equal(s.n_participants, 1);
-    assert_int_equal(s.participants[0].member.n_suspects, 0);
+    assert_int_equal(s.participants[0].member.n_suspects, 2);
     assert_null(s.prev.members[0].suspects);
+    int64_t until = 0;
+    assert_true(ftc__quorum_left_out_at(&s, "a", QF_NOW + 10, &until));
+    assert_int_equal(until, QF_NOW + 10 + OUT_MS);
+    assert_false(ftc__quorum_left_out_at(&s, "a", QF_NOW + 11, &until));
+    assert_false(ftc__quorum_left_out_at(&s, "b", QF_NOW + 10, &until));
 
     /* b and c go on alone while a is out, though it waits and is
      * healthy: a fast quorum of the previous members. */
@@ -155,7 +160,10 @@ static void of_two_cut_apart_the_one_behind_goes(void **state)
     ftc__quorum_state_fini(&s);
 }
 
-static void two_groups_cut_apart_form_nothing(void **state)
+/* Leaving one out would leave the other alone, not more than half of the
+ * two: nobody is left out (the job waits for the network as it would
+ * without reports, and goes on as soon as it heals). */
+static void two_groups_cut_apart_stay_together(void **state)
 {
     (void)state;
     ftc__quorum_opts o = exclude_opts(OUT_MS);
@@ -166,16 +174,47 @@ static void two_groups_cut_apart_form_nothing(void **state)
     assert_true(tick(&s, &o, QF_NOW).met);
     join_reporting(&s, &o, "a", 5, B, 1, QF_NOW + 10);
     join_reporting(&s, &o, "b", 5, A, 1, QF_NOW + 10);
-    /* Either alone is not more than half of the two healthy replicas. */
     ftc__quorum_decision d;
     TK_OK(ftc__quorum_compute(QF_NOW + 10, &s, &o, &d));
-    assert_false(d.met);
-    assert_int_equal(d.verdict, FTC__QUORUM_NEED_HALF);
-    assert_int_equal(d.n_excluded, 1);
+    assert_true(d.met);
+    assert_true(d.fell_back);
+    assert_int_equal(d.n_members, 2);
+    assert_int_equal(d.n_excluded, 0);
     ftc__quorum_decision_fini(&d);
-    assert_false(tick(&s, &o, QF_NOW + 10).met);
-    assert_int_equal(s.n_excluded, 0); /* nothing formed: nobody recorded */
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+    assert_true(t.met);
+    expect_members(&s, "ab");
+    assert_int_equal(t.n_excluded, 0);
+    assert_int_equal(s.n_excluded, 0);
     ftc__quorum_state_fini(&s);
+}
+
+/* Two against two: the same. Three against two: the two go. */
+static void only_a_majority_goes_on(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    const char *ids[] = {"a", "b", "c", "d", "e"};
+    static const char *const AB[] = {"a", "b"};
+    static const char *const CDE[] = {"c", "d", "e"};
+    for (size_t n = 4; n <= 5; n++) {
+        ftc__quorum_state s;
+        TK_OK(ftc__quorum_state_init(&s, 0));
+        for (size_t i = 0; i < n; i++) {
+            qf_join(&s, &o, ids[i], 5, false, 0, QF_NOW);
+        }
+        assert_true(tick(&s, &o, QF_NOW).met);
+        /* {a, b} | the rest: each reports the other side. */
+        for (size_t i = 0; i < n; i++) {
+            join_reporting(&s, &o, ids[i], 5, i < 2 ? CDE : AB,
+                           i < 2 ? n - 2 : 2, QF_NOW + 10);
+        }
+        ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 10);
+        assert_true(t.met);
+        expect_members(&s, n == 4 ? "abcd" : "cde");
+        assert_int_equal(t.n_excluded, n == 4 ? 0 : 2);
+        ftc__quorum_state_fini(&s);
+    }
 }
 
 static void one_reporting_everyone_is_the_one_that_goes(void **state)
@@ -349,7 +388,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_group_cut_off_is_left_out),
         cmocka_unit_test(partial_reports_leave_nobody_out_early),
         cmocka_unit_test(of_two_cut_apart_the_one_behind_goes),
-        cmocka_unit_test(two_groups_cut_apart_form_nothing),
+        cmocka_unit_test(two_groups_cut_apart_stay_together),
+        cmocka_unit_test(only_a_majority_goes_on),
         cmocka_unit_test(one_reporting_everyone_is_the_one_that_goes),
         cmocka_unit_test(reports_count_for_nothing_when_off),
         cmocka_unit_test(each_time_again_doubles_up_to_a_cap),
