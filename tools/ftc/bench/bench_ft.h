@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ftc/ftc.h"
 
@@ -33,6 +34,7 @@ typedef struct bench_ft_opts {
     long heal_sources[BENCH_FT_LIST_MAX];
     int n_heal_sources;
     int reps;             /* heal and baseline pairs per cell */
+    int lease_ms;         /* failover: the lighthouses' etcd lease */
     const char *backends; /* the fault runs' cross-replica groups: a list */
     bool json;
 } bench_ft_opts;
@@ -106,8 +108,32 @@ int bench_ft_step(const bench_ft_opts *o, int groups);
 int bench_ft_fault(const bench_ft_opts *o);
 int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources);
 
-/* A replica group process of the fault runs: "ftc bench ft --worker
- * LIGHTHOUSE STORE GROUP FLOATS"; one line per commit on stdout. */
+int bench_ft_failover(const bench_ft_opts *o);
+
+/* A replica group process of the fault and failover runs: "ftc bench ft
+ * --worker LIGHTHOUSE STORE GROUP FLOATS BACKEND" (LIGHTHOUSE may list
+ * several addresses); one line per commit on stdout: "c <t_ns> <step>
+ * <participants> <quorum_id>". */
 int bench_ft_worker(int argc, char **argv);
+
+/* A worker as seen by the bench (bench_ft_proc.c): its pid and stdout. */
+typedef struct bench_ft_proc {
+    pid_t pid;
+    int fd; /* -1 once closed */
+    char line[256];
+    size_t len;
+} bench_ft_proc;
+
+/* Spawns a worker; 0, or -1 with a message on stderr (p then has no
+ * process). */
+int bench_ft_spawn_worker(bench_ft_proc *p, const char *lighthouse,
+                          const char *store, int group, size_t floats,
+                          const char *backend);
+/* Kills (SIGKILL) and reaps it, closes its pipe. */
+void bench_ft_reap(bench_ft_proc *p);
+/* Reads what is there, calls on_line for each whole line; closes the pipe
+ * at its end. */
+void bench_ft_drain(bench_ft_proc *p, void (*on_line)(void *, const char *),
+                    void *user);
 
 #endif

@@ -6,31 +6,23 @@
  * is from the signal to the first step a survivor commits without it.
  * Each trial waits until every group takes part again. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base_int.h"
 #include "bench/bench_ft.h"
 
-extern char **environ;
-
 #define WAIT_MS 120000
 #define STEADY_COMMITS 10 /* commits with every group before a fault */
 
 typedef struct proc {
-    pid_t pid;
-    int fd; /* its stdout */
-    char line[256];
-    size_t len;
+    bench_ft_proc io;
     int64_t full_commits; /* with every group, since the last reset */
 } proc;
 
@@ -94,9 +86,9 @@ int bench_ft_worker(int argc, char **argv)
         ftc_manager_work_release(wk);
         ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT);
         if (commit) {
-            printf("c %" PRId64 " %" PRId64 " %" PRId64 "\n", bench_ft_now_ns(),
-                   ftc_manager_current_step(m),
-                   ftc_manager_num_participants(m));
+            printf("c %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+                   bench_ft_now_ns(), ftc_manager_current_step(m),
+                   ftc_manager_num_participants(m), ftc_manager_quorum_id(m));
         }
     }
 }
@@ -105,86 +97,30 @@ int bench_ft_worker(int argc, char **argv)
 
 static int spawn(run *r, int g)
 {
-    char sg[16], floats[32];
-    snprintf(sg, sizeof(sg), "%d", g);
-    snprintf(floats, sizeof(floats), "%zu", r->o->floats);
-    char *argv[] = {"ftc",      "bench",      "ft",
-                    "--worker", r->j.lh_addr, r->j.store_addr[g],
-                    sg,         floats,       (char *)r->backend,
-                    NULL};
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    int rc =
-        posix_spawn(&r->p[g].pid, "/proc/self/exe", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    r->p[g].fd = fds[0];
-    r->p[g].len = 0;
     r->p[g].full_commits = 0;
-    if (rc != 0) {
-        close(fds[0]);
-        r->p[g].fd = -1;
-        r->p[g].pid = 0;
-        fprintf(stderr, "bench ft fault: spawn: %s\n", strerror(rc));
-    }
-    return rc == 0 ? 0 : -1;
+    return bench_ft_spawn_worker(&r->p[g].io, r->j.lh_addr, r->j.store_addr[g],
+                                 g, r->o->floats, r->backend);
 }
 
-static void reap(run *r, int g)
-{
-    if (r->p[g].pid > 0) {
-        kill(r->p[g].pid, SIGKILL);
-        waitpid(r->p[g].pid, NULL, 0);
-    }
-    if (r->p[g].fd >= 0) {
-        close(r->p[g].fd);
-    }
-    r->p[g].pid = 0;
-    r->p[g].fd = -1;
-}
+/* The group whose lines are being read, for parse. */
+typedef struct reading {
+    run *r;
+    int g;
+} reading;
 
-/* One line of group g: "c <t_ns> <step> <participants>". */
-static void parse(run *r, int g, const char *line)
+/* One line of a group: "c <t_ns> <step> <participants> <quorum_id>". */
+static void parse(void *arg, const char *line)
 {
+    reading *rd = arg;
+    run *r = rd->r;
     long long t, step, parts;
     if (sscanf(line, "c %lld %lld %lld", &t, &step, &parts) != 3) {
         return;
     }
     if (parts == r->n) {
-        r->p[g].full_commits++;
+        r->p[rd->g].full_commits++;
     } else if (r->after_ns > 0 && r->resumed_ns == 0 && t > r->after_ns) {
         r->resumed_ns = t;
-    }
-}
-
-static void drain(run *r, int g)
-{
-    proc *p = &r->p[g];
-    ssize_t k = read(p->fd, p->line + p->len, sizeof(p->line) - 1 - p->len);
-    if (k <= 0) {
-        if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
-            close(p->fd);
-            p->fd = -1;
-        }
-        return;
-    }
-    p->len += (size_t)k;
-    p->line[p->len] = '\0';
-    char *nl;
-    while ((nl = strchr(p->line, '\n')) != NULL) {
-        *nl = '\0';
-        parse(r, g, p->line);
-        size_t used = (size_t)(nl + 1 - p->line);
-        memmove(p->line, nl + 1, p->len - used + 1);
-        p->len -= used;
-    }
-    if (p->len == sizeof(p->line) - 1) {
-        p->len = 0; /* not a line of ours: dropped */
     }
 }
 
@@ -199,7 +135,7 @@ static bool pump(run *r, bool (*done)(const run *r), int64_t ms)
         }
         int n = 0;
         for (int g = 0; g < r->n; g++) {
-            pf[g] = (struct pollfd){.fd = r->p[g].fd, .events = POLLIN};
+            pf[g] = (struct pollfd){.fd = r->p[g].io.fd, .events = POLLIN};
             n++;
         }
         if (poll(pf, (nfds_t)n, ftc__deadline_poll_ms(dl)) < 0 &&
@@ -208,7 +144,8 @@ static bool pump(run *r, bool (*done)(const run *r), int64_t ms)
         }
         for (int g = 0; g < n; g++) {
             if (pf[g].fd >= 0 && pf[g].revents != 0) {
-                drain(r, g);
+                reading rd = {r, g};
+                bench_ft_drain(&r->p[g].io, parse, &rd);
             }
         }
     }
@@ -248,14 +185,14 @@ static int trial(run *r, int sig, int victim, double *ms)
         return 1;
     }
     r->after_ns = bench_ft_now_ns();
-    kill(r->p[victim].pid, sig);
+    kill(r->p[victim].io.pid, sig);
     bool ok = pump(r, resumed, WAIT_MS);
     *ms = (double)(r->resumed_ns - r->after_ns) / 1e6;
     if (sig == SIGKILL) {
-        reap(r, victim);
+        bench_ft_reap(&r->p[victim].io);
         ok = ok && spawn(r, victim) == 0;
     } else {
-        kill(r->p[victim].pid, SIGCONT);
+        kill(r->p[victim].io.pid, SIGCONT);
     }
     if (!ok) {
         fprintf(stderr, "bench ft fault: no step without group %d\n", victim);
@@ -300,8 +237,10 @@ static int fault_on(const bench_ft_opts *o, const char *backend)
     r.p = ftc__calloc((size_t)r.n, sizeof(*r.p));
     double *times = ftc__calloc((size_t)o->trials, sizeof(double));
     int failed = r.p == NULL || times == NULL;
+    for (int g = 0; r.p != NULL && g < r.n; g++) {
+        r.p[g].io.fd = -1;
+    }
     for (int g = 0; !failed && g < r.n; g++) {
-        r.p[g].fd = -1;
         failed = spawn(&r, g) != 0;
     }
     static const int sigs[] = {SIGKILL, SIGSTOP};
@@ -315,7 +254,7 @@ static int fault_on(const bench_ft_opts *o, const char *backend)
         }
     }
     for (int g = 0; r.p != NULL && g < r.n; g++) {
-        reap(&r, g);
+        bench_ft_reap(&r.p[g].io);
     }
     ftc__free(r.p);
     ftc__free(times);

@@ -128,10 +128,10 @@ void bench_ft_samples_free(bench_ft_samples *s)
 
 /* -------------------------------------------------------------- options */
 
-enum { W_QUORUM = 1, W_STEP = 2, W_FAULT = 4, W_HEAL = 8 };
+enum { W_QUORUM = 1, W_STEP = 2, W_FAULT = 4, W_HEAL = 8, W_FAILOVER = 16 };
 
-static const char *const what_names[] = {"quorum", "step", "fault", "heal",
-                                         NULL};
+static const char *const what_names[] = {"quorum", "step",     "fault",
+                                         "heal",   "failover", NULL};
 
 #define LIST(name, member, counter, text)                                      \
     {                                                                          \
@@ -162,6 +162,8 @@ static const ftc__cli_option options[] = {
     LIST("sources", heal_sources, n_heal_sources,
          "up-to-date replicas it heals from"),
     NUMBER("reps", reps, 1, "heal and baseline pairs per cell"),
+    NUMBER("lease-ms", lease_ms, 100,
+           "failover: the etcd lease of the ha lighthouses"),
     {"backend", FTC__CLI_STRING, FTC__CLI_FIELD(bench_ft_opts, backends),
      .metavar = "LIST",
      .help = "process-group backends of the fault runs (tcp, baby-xccl, "
@@ -192,7 +194,13 @@ static const ftc__cli_command command = {
         "        --sources up-to-date ones (in place, one process), and a\n"
         "        plain TCP stream between two threads moves as many bytes\n"
         "        just before (the baseline); --reps pairs, medians and\n"
-        "        the median of the per-pair ratios.\n",
+        "        the median of the per-pair ratios.\n"
+        "failover (not in the default set; needs etcd) two jobs of two\n"
+        "        groups: one on three `ftc lighthouse --etcd` (lease\n"
+        "        --lease-ms), one on a lone lighthouse restarted at once\n"
+        "        when killed. --trials times each: kill -9, SIGSTOP and\n"
+        "        SIGTERM of the ha leader, kill -9 of the lone one; ms to\n"
+        "        the first step of the new lighthouse and to 10 more.\n",
     FTC__CLI_OPTIONS(options),
 };
 
@@ -222,6 +230,7 @@ int ftc__cmd_bench_ft(int argc, char **argv)
         .heal_sources = {1, 2},
         .n_heal_sources = 2,
         .reps = 7,
+        .lease_ms = 1000,
         .backends = "tcp",
     };
     int rc = ftc__cli_parse(&command, &o, argc, argv, NULL);
@@ -237,6 +246,9 @@ int ftc__cmd_bench_ft(int argc, char **argv)
     }
     if (o.what & W_FAULT) {
         failed += bench_ft_fault(&o);
+    }
+    if (o.what & W_FAILOVER) {
+        failed += bench_ft_failover(&o);
     }
     for (int i = 0; (o.what & W_HEAL) && i < o.n_heal_mib; i++) {
         for (int k = 0; k < o.n_heal_sources; k++) {
