@@ -1,12 +1,14 @@
 /* libFuzzer target: every decoder of the lighthouse's JSON codec on
- * arbitrary bytes (requests on the server, answers on the client), and
- * encode-decode round trips of whatever decodes. */
+ * arbitrary bytes (requests on the server, answers on the client), the
+ * manager's group records (arrivals, votes, answers), and encode-decode
+ * round trips of whatever decodes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base_int.h"
 #include "ft/lighthouse/lighthouse_json.h"
+#include "ft/manager/manager_plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -83,6 +85,36 @@ static void compact_round_trip(const json_t *j)
     ftc__quorum_fini(&q);
 }
 
+/* The manager's records; a decoded arrival encodes and decodes to
+ * itself, its suspects included. */
+static void manager_records(const char *text, size_t size)
+{
+    ftc__manager_arrival a, b;
+    if (ftc__manager_arrival_decode(text, size, &a) == 0) {
+        char *out;
+        size_t len;
+        if (ftc__manager_arrival_encode(&a, &out, &len) == 0) {
+            if (ftc__manager_arrival_decode(out, len, &b) != 0 ||
+                b.step != a.step || b.n_suspects != a.n_suspects ||
+                b.suspects_len != a.suspects_len ||
+                (a.suspects_len > 0 &&
+                 memcmp(a.suspects, b.suspects, a.suspects_len) != 0)) {
+                abort();
+            }
+            ftc__manager_arrival_fini(&b);
+            ftc__free(out);
+        }
+        ftc__manager_arrival_fini(&a);
+    }
+    ftc__manager_vote v;
+    (void)ftc__manager_vote_decode(text, size, &v);
+    ftc__quorum q;
+    char id[FTC__QUORUM_STR_MAX];
+    if (ftc__manager_result_decode(text, size, &q, id) == 0) {
+        ftc__quorum_fini(&q);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
@@ -128,6 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         compact_round_trip(j);
         json_decref(j);
     }
+    manager_records(text, size);
     /* The CLI's --job option text. */
     char spec[256];
     size_t n = size < sizeof(spec) - 1 ? size : sizeof(spec) - 1;

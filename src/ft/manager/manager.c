@@ -402,6 +402,7 @@ void ftc_manager_destroy(ftc_manager *m)
     ftc__heal_state_fini(&m->adopted);
     ftc__free(m->staging);
     ftc__manager_arrival_fini(&m->arrival);
+    ftc_lighthouse_quorum_fini(&m->left_out_q);
     pthread_cond_destroy(&m->cv);
     pthread_cond_destroy(&m->pg_cv);
     pthread_mutex_destroy(&m->mu);

@@ -84,12 +84,14 @@ struct ftc_manager_work {
  *   stats_mu stats.
  * Order: mu before err_mu (start_quorum clears the latch as it starts a
  * round); pg_mu before a store client's fd_lock (join_quorum_thread
- * cancels rdv_store: a flag and a shutdown(2), never blocking); no other
- * nesting. A new one keeps mu, pg_mu, err_mu, work_mu, stats_mu. No
- * blocking call (network I/O, ftc_pg_abort, a thread join, a work wait)
- * runs under any of them; the one wait is pg_cv's, which releases pg_mu.
- * The atomics need no lock. Fields set in create and read
- * only afterwards (o, the strings, the endpoints) need none either. */
+ * cancels rdv_store: a flag and a shutdown(2), never blocking) and before
+ * a process group's own lock (ftc__manager_note_pg_failure reads the
+ * group's status and blame, which never block); no other nesting. A new one
+ * keeps mu, pg_mu, err_mu, work_mu, stats_mu. No blocking call (network I/O,
+ * ftc_pg_abort, a thread join, a work wait) runs under any of them; the one
+ * wait is pg_cv's, which releases pg_mu. The atomics need no lock. Fields set
+ * in create and read only afterwards (o, the strings, the endpoints) need none
+ * either. */
 struct ftc_manager {
     uint32_t magic;
     ftc_manager_opts o; /* strings point at the copies below */
@@ -150,6 +152,12 @@ struct ftc_manager {
     int64_t pg_blamed_quorum_id; /* whose failure was reported */
     char (*pg_members)[FTC__QUORUM_STR_MAX];
     size_t pg_n;
+    /* The quorum that last left this group out as unreachable, and until
+     * when (0: none); the quorum thread's only. Its next join waits until
+     * shortly before then and reports whom of that quorum it cannot
+     * reach. */
+    ftc_lighthouse_quorum left_out_q;
+    int64_t left_out_until_ns;
     /* The primary's store while a process group meets on it (destroy
      * cancels its calls). */
     ftc_store_client *rdv_store;
@@ -269,13 +277,12 @@ void ftc__manager_suspect_ranks(ftc_manager *m, const int *ranks, int n,
                                 const char (*ids)[FTC__QUORUM_STR_MAX],
                                 size_t n_ids);
 void ftc__manager_note_pg_failure(ftc_manager *m);
-/* Left out of a quorum q as unreachable: which of q's members (at most
- * FTC__QUORUM_SUSPECTS_MAX, own_id skipped) this host reaches, by a TCP
- * connect to their healing servers within budget_ms; the silent ones
- * become suspects. Returns how many were silent. */
-size_t ftc__manager_probe_members(ftc_manager *m,
-                                  const ftc_lighthouse_quorum *q,
-                                  const char *own_id, int64_t budget_ms);
+/* Which of q's members (at most FTC__QUORUM_SUSPECTS_MAX, own_id
+ * skipped) this host reaches, by TCP connects to their healing servers
+ * until dl: the replica_ids of the silent ones go to silent (pointers
+ * into q); returns how many. A refused connection counts as reached. */
+size_t ftc__manager_probe(const ftc_lighthouse_quorum *q, const char *own_id,
+                          ftc__deadline dl, const char **silent);
 int ftc__manager_take_suspects(ftc_manager *m, ftc__manager_arrival *a);
 
 void ftc__manager_latch(ftc_manager *m, int code, const char *fmt, ...)

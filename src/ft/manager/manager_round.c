@@ -135,21 +135,58 @@ static void forget_round(round *r, int64_t k)
 }
 
 /* The quorum that formed left this group out: the others reported it
- * unreachable. Before its time out ends it finds which members it cannot
- * reach itself (half the time out, 0.1-2 s), so that its next join says
- * so and it is not let in only to fail the others' next step. */
-static int left_out(round *r, const ftc_lighthouse_join_result *jr)
+ * unreachable. Kept (with jr's quorum) for the next join. */
+static int left_out(round *r, ftc_lighthouse_join_result *jr)
 {
-    int64_t budget = jr->out_for_ms / 2;
-    budget = budget < 100 ? 100 : (budget > 2000 ? 2000 : budget);
-    size_t silent =
-        ftc__manager_probe_members(r->m, &jr->quorum, r->replica_id, budget);
+    ftc_manager *m = r->m;
+    ftc_lighthouse_quorum_fini(&m->left_out_q);
+    m->left_out_q = jr->quorum;
+    memset(&jr->quorum, 0, sizeof(jr->quorum));
+    m->left_out_until_ns = ftc__now_ns() + jr->out_for_ms * 1000000;
     return ftc__seterr(FTC_ETIMEDOUT,
                        "left out of the quorum for %" PRId64
                        " ms: the other replica groups reported this one "
-                       "unreachable; %zu of its %zu members did not answer "
-                       "from here within %" PRId64 " ms",
-                       jr->out_for_ms, silent, jr->quorum.n_members, budget);
+                       "unreachable",
+                       jr->out_for_ms);
+}
+
+/* A group left out joins again shortly before its time out ends, saying
+ * which members of the quorum that left it out it cannot reach from
+ * here (connects for half the time left, 0.1-2 s): while it is still
+ * cut off it stays out without failing the others' next step, and once
+ * it reaches them it is let in. Returns how many it could not reach
+ * (their ids in silent, valid until the next left_out). */
+static size_t probe_before_join(round *r, const char **silent)
+{
+    ftc_manager *m = r->m;
+    if (m->left_out_until_ns == 0) {
+        return 0;
+    }
+    int64_t left = (m->left_out_until_ns - ftc__now_ns()) / 1000000;
+    int64_t budget = left / 2 < 100 ? 100 : (left / 2 > 2000 ? 2000 : left / 2);
+    ftc__deadline start = {m->left_out_until_ns - budget * 1000000};
+    if (!ftc__deadline_is_never(r->dl) && r->dl.ns < start.ns) {
+        start = r->dl;
+    }
+    ftc__manager_pause(m, start);
+    return ftc__manager_probe(&m->left_out_q, r->replica_id,
+                              ftc__deadline_in_ms(budget), silent);
+}
+
+/* Adds the n ids to the member's suspects (each once, at most
+ * FTC__QUORUM_SUSPECTS_MAX; they share its array). */
+static void add_suspects(ftc_lighthouse_member *mem, const char **all,
+                         const char *const *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < mem->n_suspects && !seen; k++) {
+            seen = strcmp(all[k], ids[i]) == 0;
+        }
+        if (!seen && mem->n_suspects < FTC__QUORUM_SUSPECTS_MAX) {
+            all[mem->n_suspects++] = ids[i];
+        }
+    }
 }
 
 /* Joins the lighthouse's quorum for the group; its answer reaches every
@@ -182,6 +219,9 @@ static int lead(round *r)
         mem.n_suspects =
             ftc__manager_suspects_union(a, (size_t)m->o.group_size, suspects);
         mem.suspects = suspects;
+        const char *silent[FTC__QUORUM_SUSPECTS_MAX];
+        size_t n_silent = probe_before_join(r, silent);
+        add_suspects(&mem, suspects, silent, n_silent);
     }
     ftc_lighthouse_join_result jr;
     memset(&jr, 0, sizeof(jr));
@@ -189,6 +229,8 @@ static int lead(round *r)
         ftc__manager_start_heartbeat(m);
         rc = ftc_lighthouse_client_quorum(m->lh, &mem,
                                           ftc__manager_left_ms(r->dl), &jr);
+        /* Let in, or told again: the last time out is over. */
+        m->left_out_until_ns = 0;
         if (rc == FTC_ETIMEDOUT && jr.left_out) {
             rc = left_out(r, &jr);
         } else if (rc == FTC_ETIMEDOUT && jr.reason[0] != '\0') {

@@ -73,8 +73,9 @@ void ftc__manager_note_pg_failure(ftc_manager *m)
 }
 
 /* A non-blocking connect to a member's healing server ("http://h:p"):
- * the fd, or -1 when it cannot even start (then it counts as reached:
- * only silence is evidence of a partition). */
+ * the fd, or -1 when it completed or cannot even start (*reached says
+ * which: only silence is evidence of a partition, so what cannot start
+ * counts as reached). */
 static int start_connect(const char *address, bool *reached)
 {
     const char *hp = strstr(address, "://");
@@ -82,7 +83,7 @@ static int start_connect(const char *address, bool *reached)
     char host[FTC_HOST_MAX], port[16];
     int p;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
+                             .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
     struct addrinfo *ai = NULL;
     *reached = true;
     if (ftc__addr_split(hp, -1, host, sizeof(host), &p) != 0) {
@@ -94,23 +95,21 @@ static int start_connect(const char *address, bool *reached)
     }
     int fd =
         socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno == EINPROGRESS) {
-            *reached = false; /* until it completes */
-        } else {
-            *reached = errno != EHOSTUNREACH && errno != ENETUNREACH &&
-                       errno != ETIMEDOUT;
-            close(fd);
-            fd = -1;
-        }
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 &&
+        errno == EINPROGRESS) {
+        *reached = false; /* until it completes */
+    } else if (fd >= 0) {
+        *reached =
+            errno != EHOSTUNREACH && errno != ENETUNREACH && errno != ETIMEDOUT;
+        close(fd);
+        fd = -1;
     }
     freeaddrinfo(ai);
     return fd;
 }
 
-size_t ftc__manager_probe_members(ftc_manager *m,
-                                  const ftc_lighthouse_quorum *q,
-                                  const char *own_id, int64_t budget_ms)
+size_t ftc__manager_probe(const ftc_lighthouse_quorum *q, const char *own_id,
+                          ftc__deadline dl, const char **silent)
 {
     size_t n = q->n_members < FTC__QUORUM_SUSPECTS_MAX
                    ? q->n_members
@@ -119,27 +118,30 @@ size_t ftc__manager_probe_members(ftc_manager *m,
     bool reached[FTC__QUORUM_SUSPECTS_MAX];
     for (size_t i = 0; i < n; i++) {
         pfd[i] = (struct pollfd){.fd = -1, .events = POLLOUT};
-        if (strcmp(q->members[i].replica_id, own_id) == 0) {
-            reached[i] = true;
-            continue;
+        reached[i] = true;
+        if (strcmp(q->members[i].replica_id, own_id) != 0) {
+            pfd[i].fd = start_connect(q->members[i].address, &reached[i]);
         }
-        pfd[i].fd = start_connect(q->members[i].address, &reached[i]);
     }
-    ftc__deadline dl = ftc__deadline_in_ms(budget_ms);
     for (;;) {
         size_t waiting = 0;
         for (size_t i = 0; i < n; i++) {
-            waiting += pfd[i].fd >= 0 && !reached[i];
+            waiting += pfd[i].fd >= 0;
         }
         int64_t left = ftc__manager_left_ms(dl);
-        if (waiting == 0 || left <= 0 ||
-            poll(pfd, (nfds_t)n, (int)(left < 100 ? left : 100)) < 0) {
+        if (waiting == 0 || left <= 0) {
+            break;
+        }
+        if (poll(pfd, (nfds_t)n, (int)(left < 100 ? left : 100)) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
             break;
         }
         for (size_t i = 0; i < n; i++) {
             int err = 0;
             socklen_t len = sizeof(err);
-            if (pfd[i].fd < 0 || reached[i] || pfd[i].revents == 0 ||
+            if (pfd[i].fd < 0 || pfd[i].revents == 0 ||
                 getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
                 continue;
             }
@@ -149,17 +151,16 @@ size_t ftc__manager_probe_members(ftc_manager *m,
             pfd[i].fd = -1;
         }
     }
-    size_t silent = 0;
+    size_t n_silent = 0;
     for (size_t i = 0; i < n; i++) {
         if (pfd[i].fd >= 0) {
             close(pfd[i].fd);
         }
         if (!reached[i]) {
-            ftc__manager_suspect(m, q->members[i].replica_id);
-            silent++;
+            silent[n_silent++] = q->members[i].replica_id;
         }
     }
-    return silent;
+    return n_silent;
 }
 
 int ftc__manager_take_suspects(ftc_manager *m, ftc__manager_arrival *a)

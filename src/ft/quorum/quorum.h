@@ -365,8 +365,9 @@ typedef struct ftc__quorum_decision {
     uint32_t *excluded_idx;
     bool *newly; /* per excluded_idx entry */
     size_t n_excluded, n_newly, waiting_excluded;
-    /* Leaving them out left too few for a quorum: decided with everyone
-     * (the excluded fields are then 0). */
+    /* Every group expected joined, and leaving out those the reports
+     * name left too few for a quorum: decided without the reports (those
+     * still out from an earlier quorum stay out). */
     bool fell_back;
     /* FTC__QUORUM_BEHIND: the highest step among the members it would
      * have, and the mark above it; finished: the job finished there (no

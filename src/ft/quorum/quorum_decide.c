@@ -320,8 +320,21 @@ static void decide(int64_t now, const ftc__quorum_state *s,
     }
 }
 
+/* The earliest join among the members (those left out do not start the
+ * straggler wait). */
+static int64_t members_first_joined(const ftc__quorum_state *s,
+                                    const ftc__quorum_decision *d)
+{
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < d->n_members; i++) {
+        first = min_ms(first, s->participants[d->member_idx[i]].joined_ms);
+    }
+    return first;
+}
+
 static int compute(int64_t now_ms, const ftc__quorum_state *s,
-                   const ftc__quorum_opts *o, ftc__quorum_decision *out)
+                   const ftc__quorum_opts *o, bool reports,
+                   ftc__quorum_decision *out)
 {
     memset(out, 0, sizeof(*out));
     out->next_ms = INT64_MAX;
@@ -336,10 +349,13 @@ static int compute(int64_t now_ms, const ftc__quorum_state *s,
     }
     find_healthy(s, o, now_ms, out->member_idx, out, &out->first_joined);
     out->n_members = out->healthy_participants;
-    int rc = ftc__quorum_exclude_pick(now_ms, s, o, out);
+    int rc = ftc__quorum_exclude_pick(now_ms, s, o, reports, out);
     if (rc != 0) {
         ftc__quorum_decision_fini(out);
         return rc;
+    }
+    if (out->n_excluded > 0) {
+        out->first_joined = members_first_joined(s, out);
     }
     decide(now_ms, s, o, out, out->first_joined);
     if (!out->met) {
@@ -353,22 +369,21 @@ static int compute(int64_t now_ms, const ftc__quorum_state *s,
 int ftc__quorum_compute(int64_t now_ms, const ftc__quorum_state *s,
                         const ftc__quorum_opts *o, ftc__quorum_decision *out)
 {
-    int rc = compute(now_ms, s, o, out);
+    int rc = compute(now_ms, s, o, true, out);
     bool too_few = out->verdict == FTC__QUORUM_NEED_MIN ||
                    out->verdict == FTC__QUORUM_NEED_HALF ||
                    out->verdict == FTC__QUORUM_NONE_LEFT;
-    if (rc != 0 || out->met || !too_few ||
-        out->n_excluded + out->waiting_excluded == 0) {
+    if (rc != 0 || out->met || !too_few || out->n_newly == 0 ||
+        stragglers(out) > 0) {
         return rc;
     }
-    /* Leaving groups out only serves to let the others go on: when too
-     * few are left for a quorum (two groups cut apart), decide as if
-     * nobody were, so that the job is where it was without reports, and
-     * goes on as soon as the network heals. */
+    /* Leaving groups out only serves to let the others go on: when every
+     * group expected has joined and the reports leave too few for a
+     * quorum (two groups cut apart), decide without them, so that the job
+     * is where it was without reports and goes on as soon as the network
+     * heals. Groups still out from an earlier quorum stay out. */
     ftc__quorum_decision_fini(out);
-    ftc__quorum_opts all = *o;
-    all.exclude_ms = 0;
-    rc = compute(now_ms, s, &all, out);
+    rc = compute(now_ms, s, o, false, out);
     out->fell_back = true;
     return rc;
 }
@@ -551,6 +566,7 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
 {
     memset(out, 0, sizeof(*out));
     out->rolled_back_from = -1;
+    ftc__quorum_exclude_forgive(s, o, now_ms);
     ftc__quorum_decision d;
     int rc = ftc__quorum_compute(now_ms, s, o, &d);
     if (rc != 0) {

@@ -131,40 +131,63 @@ static bool goes_before(const ftc__quorum_state *s,
 /* Leaves out, one at a time, the member in most remaining pairs until no
  * pair is left (a greedy vertex cover: the fewest is NP-hard, and the
  * partitions that happen, one side against the other, are covered by it
- * exactly). */
+ * exactly). Each member's pairs are listed once (adjacency), so a pick
+ * costs a scan of the members and its own pairs, not of every pair. */
 static int cover_pairs(const ftc__quorum_state *s,
-                       const ftc__quorum_decision *d, pair *pairs, size_t n,
-                       bool *out, bool *newly)
+                       const ftc__quorum_decision *d, const pair *pairs,
+                       size_t n, bool *out, bool *newly)
 {
-    size_t *count = ftc__calloc(d->n_members, sizeof(*count));
-    if (count == NULL) {
-        return ftc__seterr(FTC_ENOMEM, "quorum: %zu members", d->n_members);
+    size_t m = d->n_members;
+    size_t *count = ftc__calloc(m + 1, sizeof(*count));
+    size_t *start = ftc__calloc(m + 1, sizeof(*start));
+    uint32_t *next = ftc__malloc((2 * n + 1) * sizeof(*next));
+    if (count == NULL || start == NULL || next == NULL) {
+        ftc__free(count);
+        ftc__free(start);
+        ftc__free(next);
+        return ftc__seterr(FTC_ENOMEM, "quorum: %zu reported pairs", n);
     }
+    for (size_t e = 0; e < n; e++) {
+        start[pairs[e].a + 1]++;
+        start[pairs[e].b + 1]++;
+    }
+    for (size_t i = 0; i < m; i++) {
+        count[i] = start[i + 1];
+        start[i + 1] += start[i];
+    }
+    size_t *fill = ftc__memdup(start, (m + 1) * sizeof(*start));
+    if (fill == NULL) {
+        ftc__free(count);
+        ftc__free(start);
+        ftc__free(next);
+        return ftc__seterr(FTC_ENOMEM, "quorum: %zu reported pairs", n);
+    }
+    for (size_t e = 0; e < n; e++) {
+        next[fill[pairs[e].a]++] = pairs[e].b;
+        next[fill[pairs[e].b]++] = pairs[e].a;
+    }
+    ftc__free(fill);
     for (;;) {
-        memset(count, 0, d->n_members * sizeof(*count));
-        size_t live = 0;
-        for (size_t e = 0; e < n; e++) {
-            if (!out[pairs[e].a] && !out[pairs[e].b]) {
-                count[pairs[e].a]++;
-                count[pairs[e].b]++;
-                live++;
-            }
-        }
-        if (live == 0) {
-            break;
-        }
-        size_t pick = d->n_members;
-        for (size_t i = 0; i < d->n_members; i++) {
-            if (count[i] > 0 &&
-                (pick == d->n_members || count[i] > count[pick] ||
+        size_t pick = m;
+        for (size_t i = 0; i < m; i++) {
+            if (!out[i] && count[i] > 0 &&
+                (pick == m || count[i] > count[pick] ||
                  (count[i] == count[pick] && goes_before(s, d, i, pick)))) {
                 pick = i;
             }
         }
+        if (pick == m) {
+            break;
+        }
         out[pick] = true;
         newly[pick] = true;
+        for (size_t k = start[pick]; k < start[pick + 1]; k++) {
+            count[next[k]] -= count[next[k]] > 0;
+        }
     }
     ftc__free(count);
+    ftc__free(start);
+    ftc__free(next);
     return 0;
 }
 
@@ -207,7 +230,8 @@ static void split_members(ftc__quorum_decision *d, const bool *out,
 }
 
 int ftc__quorum_exclude_pick(int64_t now, const ftc__quorum_state *s,
-                             const ftc__quorum_opts *o, ftc__quorum_decision *d)
+                             const ftc__quorum_opts *o, bool reports,
+                             ftc__quorum_decision *d)
 {
     if (o->exclude_ms == 0) {
         return 0;
@@ -241,7 +265,7 @@ int ftc__quorum_exclude_pick(int64_t now, const ftc__quorum_state *s,
             d->next_ms = until < d->next_ms ? until : d->next_ms;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && reports) {
         rc = collect_pairs(s, d, pos, out, &pairs, &n_pairs);
     }
     if (rc == 0) {
@@ -267,9 +291,8 @@ static int64_t time_out(const ftc__quorum_opts *o, uint32_t strikes)
                                                 : o->exclude_ms << shift;
 }
 
-/* Entries out of trouble long enough are forgotten. */
-static void forgive(ftc__quorum_state *s, const ftc__quorum_opts *o,
-                    int64_t now)
+void ftc__quorum_exclude_forgive(ftc__quorum_state *s,
+                                 const ftc__quorum_opts *o, int64_t now)
 {
     int64_t after = o->exclude_ms > INT64_MAX / FTC__QUORUM_FORGIVE_FACTOR
                         ? INT64_MAX
@@ -318,7 +341,7 @@ int64_t ftc__quorum_exclude_record(ftc__quorum_state *s,
                                    const ftc__quorum_opts *o,
                                    const char *replica_id, int64_t now)
 {
-    forgive(s, o, now);
+    ftc__quorum_exclude_forgive(s, o, now);
     bool found;
     size_t i = ftc__quorum_lower_bound(
         s->excluded, s->n_excluded, sizeof(*s->excluded), replica_id, &found);

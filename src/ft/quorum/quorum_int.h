@@ -41,13 +41,16 @@ void ftc__quorum_dropped_update(ftc__quorum_state *s, const ftc__quorum_opts *o,
 bool ftc__quorum_dropped_remove(ftc__quorum_state *s, const char *replica_id);
 
 /* Leaves out of d's members (d->member_idx: the healthy participants)
- * those still out as unreachable and then the fewest that end every pair
- * the reports name (quorum_exclude.c); fills d's excluded fields and
- * lowers d->next_ms to the end of a time out that matters. Nothing when
- * o->exclude_ms is 0. FTC_ENOMEM. */
+ * those still out as unreachable and then, with reports, the fewest that
+ * end every pair the reports name (quorum_exclude.c); fills d's excluded
+ * fields and lowers d->next_ms to the end of a time out that matters.
+ * Nothing when o->exclude_ms is 0. FTC_ENOMEM. */
 int ftc__quorum_exclude_pick(int64_t now, const ftc__quorum_state *s,
-                             const ftc__quorum_opts *o,
+                             const ftc__quorum_opts *o, bool reports,
                              ftc__quorum_decision *d);
+/* Forgets the entries out of trouble for 128 times o->exclude_ms. */
+void ftc__quorum_exclude_forgive(ftc__quorum_state *s,
+                                 const ftc__quorum_opts *o, int64_t now);
 /* Room to record `more` replicas as out, within o->max_replicas;
  * FTC_ENOMEM changes nothing. */
 int ftc__quorum_exclude_reserve(ftc__quorum_state *s, const ftc__quorum_opts *o,

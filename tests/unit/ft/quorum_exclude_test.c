@@ -334,6 +334,46 @@ static void an_excluded_replica_is_no_straggler(void **state)
     ftc__quorum_state_fini(&s);
 }
 
+/* A group still out stays out while the others join one by one, however
+ * long its own join has waited (it does not start their straggler wait,
+ * and the reports are not dropped while a group expected has not joined:
+ * found by review, {a, b} formed without c). */
+static void one_still_out_stays_out_while_the_others_trickle_in(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = qf_opts(1, 10000, 600000);
+    o.exclude_ms = 30000;
+    const char *ids[] = {"a", "b", "c", "d", "e"};
+    static const char *const BCDE[] = {"b", "c", "d", "e"};
+    for (size_t n = 3; n <= 5; n += 2) {
+        ftc__quorum_state s;
+        TK_OK(ftc__quorum_state_init(&s, 0));
+        for (size_t i = 0; i < n; i++) {
+            qf_join(&s, &o, ids[i], 5, false, 0, QF_NOW);
+        }
+        assert_true(tick(&s, &o, QF_NOW).met);
+        join_reporting(&s, &o, "a", 5, BCDE, n - 1, QF_NOW + 10);
+        for (size_t i = 1; i < n; i++) {
+            join_reporting(&s, &o, ids[i], 5, A, 1, QF_NOW + 10);
+        }
+        assert_true(tick(&s, &o, QF_NOW + 10).met);
+        assert_int_equal(s.prev.n, n - 1);
+        /* 12 s later (past the join timeout of a's waiting join) the
+         * others come back one by one. */
+        int64_t later = QF_NOW + 12000;
+        for (size_t i = 1; i + 1 < n; i++) {
+            qf_join(&s, &o, ids[i], 6, false, 0, later + (int64_t)i);
+            ftc__quorum_tick_result t = tick(&s, &o, later + (int64_t)i);
+            assert_false(t.met);
+        }
+        qf_join(&s, &o, ids[n - 1], 6, false, 0, later + 100);
+        ftc__quorum_tick_result t = tick(&s, &o, later + 100);
+        assert_true(t.met);
+        expect_members(&s, n == 3 ? "bc" : "bcde");
+        ftc__quorum_state_fini(&s);
+    }
+}
+
 static void malformed_reports_are_refused(void **state)
 {
     (void)state;
@@ -394,6 +434,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(reports_count_for_nothing_when_off),
         cmocka_unit_test(each_time_again_doubles_up_to_a_cap),
         cmocka_unit_test(an_excluded_replica_is_no_straggler),
+        cmocka_unit_test(one_still_out_stays_out_while_the_others_trickle_in),
         cmocka_unit_test(malformed_reports_are_refused),
     };
     return tk_main(argc, argv, NULL, 0, tests);
