@@ -13,11 +13,11 @@
 #               no step commits (the job stalls, nobody diverges) until
 #               the split heals; then it goes on and both finish
 #               bit-identical;
-#   majority    three groups on three training hosts; group 0's host is
-#               split from the other two, all still reaching the
-#               lighthouse: the reports leave group 0 out, groups 1 and 2
-#               go on, and after the split heals group 0 rejoins, heals
-#               and all three finish bit-identical;
+#   majority    three groups of two ranks on three training hosts; group
+#               0's host is split from the other two, all still reaching
+#               the lighthouse: the reports leave group 0 out, groups 1
+#               and 2 go on, and after the split heals group 0 rejoins,
+#               heals and all three finish bit-identical;
 #   flap        group 1's host's link goes down and up five times: each
 #               time it may drop out and heal back; both finish
 #               bit-identical;
@@ -76,7 +76,8 @@ lh="https://$lh"
 # One ftc run per training host; replica group I on host I+1.
 # chaos: two groups per host, and each launcher kills (kill -9) or stops
 # (SIGSTOP for 1 s) one of its own every 3 s, seeded.
-per_host=1 chaos=()
+per_host=1 chaos=() ranks=1
+[[ $mode != majority ]] || ranks=2
 if [[ $mode == chaos ]]; then
   per_host=2 chaos=(--kill-every 3 --kill-mode mixed --stop-duration 1)
 fi
@@ -85,7 +86,8 @@ runs=()
 for ((i = 0; i < training; i++)); do
   "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
     --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
-    --job hosts --replicas $per_host --first-replica $((i * per_host)) \
+    --job hosts --replicas $per_host --ranks $ranks \
+    --first-replica $((i * per_host)) \
     --total-replicas $all "${chaos[@]}" ${chaos:+--seed $((17 + i))} \
     --env FTC_TIMEOUT_MS=2000 --summary-json "$work/summary$i.json" -- \
     "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
