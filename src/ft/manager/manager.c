@@ -315,9 +315,13 @@ static void join_quorum_thread(ftc_manager *m)
 static void stop_threads(ftc_manager *m)
 {
     pthread_mutex_lock(&m->mu);
+    bool busy = m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE;
     m->stop = true;
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m->work_mu);
+    busy = busy || m->works != NULL;
+    pthread_mutex_unlock(&m->work_mu);
     if (m->lh != NULL) {
         ftc_lighthouse_client_abort(m->lh);
     }
@@ -327,7 +331,13 @@ static void stop_threads(ftc_manager *m)
     if (m->heal_srv != NULL) {
         ftc__heal_server_close(m->heal_srv);
     }
-    ftc__manager_abort_pg(m);
+    /* Idle (no round, no collective): the group is destroyed in good
+     * order below, and its peers hear a BYE. An abort would cut short a
+     * peer's last collective still reading what this rank sent (a group
+     * that finished first failed the others' last step). */
+    if (busy) {
+        ftc__manager_abort_pg(m);
+    }
     if (m->quorum_started) {
         join_quorum_thread(m);
     }
