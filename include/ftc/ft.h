@@ -98,8 +98,9 @@ typedef struct ftc_lighthouse_opts {
      * together: managers report whom their process group could not reach
      * (ftc_lighthouse_member.suspects), and the quorum leaves out the
      * fewest groups that end every reported pair, each for this long,
-     * doubled each time it is left out again (at most 64 times; forgiven
-     * after 128 times this). More than half of the healthy groups are
+     * doubled each time it is let in and reported again (at most 64
+     * times; forgotten after 4 times its last time out without trouble).
+     * More than half of the healthy groups are
      * still needed to form a quorum. 1000; 0: reports are ignored
      * (torchft). A job option (exclude_ms). */
     int64_t exclude_ms;

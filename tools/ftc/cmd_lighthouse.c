@@ -48,7 +48,7 @@ static const ftc__cli_option options[] = {
            "that has it was heard for (0: at once)"),
     NUMBER("exclude-ms", exclude_ms, 0, INT64_MAX, "MS",
            "leave a group the others cannot reach out of quorums for "
-           "(doubled each time again; 0: ignore reports)"),
+           "(longer after a failed return; 0: ignore reports)"),
     {"strict-shrink-only", FTC__CLI_FLAG,
      FTC__CLI_FIELD(lh_args, o.strict_shrink_only),
      .help = "shrink_only counts only kept members"},

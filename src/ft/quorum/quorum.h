@@ -82,10 +82,10 @@ typedef struct ftc__quorum_opts {
      * together. Members report whom they could not reach (suspects); the
      * decision leaves out the fewest participants that end every reported
      * pair (ftc__quorum_compute), and a replica left out so stays out of
-     * the quorums formed for this long, doubled each time it is left out
-     * again (at most 64 times), forgiven after 128 times this without
-     * being left out. 0: reports are ignored (torchft, this module's
-     * default). */
+     * the quorums formed for this long, doubled each time it is let in
+     * and reported again (at most 64 times), forgotten once out of
+     * trouble for 4 times its last time out. 0: reports are ignored
+     * (torchft, this module's default). */
     int64_t exclude_ms;
 } ftc__quorum_opts;
 
@@ -204,12 +204,14 @@ typedef struct ftc__quorum_mark {
 } ftc__quorum_mark;
 
 /* A replica left out of quorums as unreachable (exclude_ms): last left
- * out at since_ms, out until until_ms; strikes: how many times in a row
- * (its next time out lasts exclude_ms << strikes, capped). */
+ * out at since_ms, out until until_ms; strikes: how many times it came
+ * back and was reported again (its time out lasts exclude_ms <<
+ * (strikes - 1), capped); back: a quorum let it in since. */
 typedef struct ftc__quorum_excluded {
     char replica_id[FTC__QUORUM_STR_MAX];
     int64_t since_ms, until_ms;
     uint32_t strikes;
+    bool back;
 } ftc__quorum_excluded;
 
 /* A replica a formed quorum left out that never said goodbye (frozen, cut

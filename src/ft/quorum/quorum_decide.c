@@ -610,6 +610,7 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     if (out->change == FTC__QUORUM_ID_MEMBERSHIP) {
         ftc__quorum_dropped_update(s, o, &s->prev, s->prev_gone, &q, now_ms);
     }
+    ftc__quorum_exclude_members_back(s, &q);
     q.quorum_id = ftc__quorum_state_id(s);
     q.created_wall_ms = wall_ms;
     ftc__quorum_fini(&s->prev);

@@ -22,8 +22,8 @@ _Static_assert(offsetof(ftc__quorum_excluded, replica_id) == 0,
 
 /* The longest time out: exclude_ms << 6. */
 #define FTC__QUORUM_EXCLUDE_SHIFT_MAX 6u
-/* Forgiven (strikes back to 0) after this many exclude_ms out of trouble. */
-#define FTC__QUORUM_FORGIVE_FACTOR 128
+/* Forgotten once out of trouble this many times its last time out. */
+#define FTC__QUORUM_FORGIVE_FACTOR 4
 
 static const ftc__quorum_excluded *entry(const ftc__quorum_state *s,
                                          const char *replica_id)
@@ -294,13 +294,15 @@ static int64_t time_out(const ftc__quorum_opts *o, uint32_t strikes)
 void ftc__quorum_exclude_forgive(ftc__quorum_state *s,
                                  const ftc__quorum_opts *o, int64_t now)
 {
-    int64_t after = o->exclude_ms > INT64_MAX / FTC__QUORUM_FORGIVE_FACTOR
-                        ? INT64_MAX
-                        : o->exclude_ms * FTC__QUORUM_FORGIVE_FACTOR;
     size_t kept = 0;
     for (size_t i = 0; i < s->n_excluded; i++) {
-        if (ftc__quorum_elapsed_ms(now, s->excluded[i].until_ms) < after) {
-            s->excluded[kept++] = s->excluded[i];
+        const ftc__quorum_excluded *e = &s->excluded[i];
+        int64_t span = time_out(o, e->strikes);
+        int64_t after = span > INT64_MAX / FTC__QUORUM_FORGIVE_FACTOR
+                            ? INT64_MAX
+                            : span * FTC__QUORUM_FORGIVE_FACTOR;
+        if (ftc__quorum_elapsed_ms(now, e->until_ms) < after) {
+            s->excluded[kept++] = *e;
         }
     }
     s->n_excluded = kept;
@@ -360,13 +362,31 @@ int64_t ftc__quorum_exclude_record(ftc__quorum_state *s,
         memcpy(s->excluded[i].replica_id, replica_id, strlen(replica_id) + 1);
     }
     ftc__quorum_excluded *e = &s->excluded[i];
-    if (e->strikes < UINT32_MAX) {
+    /* Longer only after a failed return: let in (its own report said it
+     * reached the others) and reported again. Kept out on its own report,
+     * it was never let in and cost the others nothing. */
+    if ((e->strikes == 0 || e->back) && e->strikes < UINT32_MAX) {
         e->strikes++;
     }
+    e->back = false;
     int64_t span = time_out(o, e->strikes);
     e->since_ms = now;
     e->until_ms = ftc__quorum_add_ms(now, span);
     return span;
+}
+
+void ftc__quorum_exclude_members_back(ftc__quorum_state *s,
+                                      const ftc__quorum *q)
+{
+    for (size_t i = 0; s->n_excluded > 0 && i < q->n; i++) {
+        bool found;
+        size_t k = ftc__quorum_lower_bound(s->excluded, s->n_excluded,
+                                           sizeof(*s->excluded),
+                                           q->members[i].replica_id, &found);
+        if (found) {
+            s->excluded[k].back = true;
+        }
+    }
 }
 
 bool ftc__quorum_left_out_at(const ftc__quorum_state *s, const char *replica_id,

@@ -48,7 +48,11 @@ bool ftc__quorum_dropped_remove(ftc__quorum_state *s, const char *replica_id);
 int ftc__quorum_exclude_pick(int64_t now, const ftc__quorum_state *s,
                              const ftc__quorum_opts *o, bool reports,
                              ftc__quorum_decision *d);
-/* Forgets the entries out of trouble for 128 times o->exclude_ms. */
+/* Marks the members of q (a formed quorum) that have an entry as let
+ * in again: reported again, they stay out twice as long. */
+void ftc__quorum_exclude_members_back(ftc__quorum_state *s,
+                                      const ftc__quorum *q);
+/* Forgets the entries out of trouble for 4 times their last time out. */
 void ftc__quorum_exclude_forgive(ftc__quorum_state *s,
                                  const ftc__quorum_opts *o, int64_t now);
 /* Room to record `more` replicas as out, within o->max_replicas;

@@ -255,9 +255,9 @@ static void reports_count_for_nothing_when_off(void **state)
     ftc__quorum_state_fini(&s);
 }
 
-/* a is left out again each time it is back and still cut off: out for
- * OUT_MS, then twice that, ..., at most 64 times; forgiven once it was
- * not left out for 128 times OUT_MS. */
+/* a is left out again each time it is let back in and reported again:
+ * out for OUT_MS, then twice that, ..., at most 64 times; forgotten once
+ * out of trouble for 4 times its last time out. */
 static void each_time_again_doubles_up_to_a_cap(void **state)
 {
     (void)state;
@@ -293,12 +293,49 @@ static void each_time_again_doubles_up_to_a_cap(void **state)
         expect_members(&s, "abc");
         expect = expect * 2 > 64 * OUT_MS ? 64 * OUT_MS : expect * 2;
     }
-    /* Forgiven after 128 * OUT_MS without being left out. */
-    now += 128 * OUT_MS;
+    /* Not yet forgiven just before 4 times its last time out (64 x)... */
+    now += 4 * 64 * OUT_MS - 1;
+    a_cut_off_reports(&s, &o, now);
+    assert_int_equal(tick(&s, &o, now).excluded_for_ms, 64 * OUT_MS);
+    /* ... but after it (once in again). */
+    now += 64 * OUT_MS;
+    qf_join(&s, &o, "a", 5, false, 0, now);
+    qf_join(&s, &o, "b", 5, false, 0, now);
+    qf_join(&s, &o, "c", 5, false, 0, now);
+    assert_true(tick(&s, &o, now).met);
+    now += 4 * 64 * OUT_MS;
     a_cut_off_reports(&s, &o, now);
     ftc__quorum_tick_result t = tick(&s, &o, now);
     assert_true(t.met);
     assert_int_equal(t.excluded_for_ms, OUT_MS);
+    ftc__quorum_state_fini(&s);
+}
+
+/* Kept out on its own report (it never got in), a's time out does not
+ * grow: only a failed return costs the others a step. */
+static void kept_out_by_its_own_report_the_time_out_stays(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = exclude_opts(OUT_MS);
+    o.heartbeat_timeout_ms = 600000;
+    ftc__quorum_state s;
+    three_together(&s, &o, QF_NOW);
+    int64_t now = QF_NOW + 10;
+    a_cut_off_reports(&s, &o, now);
+    assert_int_equal(tick(&s, &o, now).excluded_for_ms, OUT_MS);
+    for (int k = 0; k < 4; k++) {
+        /* a's fresh report just before its time out ends; b and c join
+         * once it ended: a is left out again, for as long. */
+        now += OUT_MS;
+        join_reporting(&s, &o, "a", 5, BC, 2, now - 1);
+        qf_join(&s, &o, "b", 5, false, 0, now);
+        qf_join(&s, &o, "c", 5, false, 0, now);
+        ftc__quorum_tick_result t = tick(&s, &o, now);
+        assert_true(t.met);
+        expect_members(&s, "bc");
+        assert_int_equal(t.n_excluded, 1);
+        assert_int_equal(t.excluded_for_ms, OUT_MS);
+    }
     ftc__quorum_state_fini(&s);
 }
 
@@ -433,6 +470,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(one_reporting_everyone_is_the_one_that_goes),
         cmocka_unit_test(reports_count_for_nothing_when_off),
         cmocka_unit_test(each_time_again_doubles_up_to_a_cap),
+        cmocka_unit_test(kept_out_by_its_own_report_the_time_out_stays),
         cmocka_unit_test(an_excluded_replica_is_no_straggler),
         cmocka_unit_test(one_still_out_stays_out_while_the_others_trickle_in),
         cmocka_unit_test(malformed_reports_are_refused),
