@@ -79,6 +79,25 @@ void *ftc__manager_heartbeat_main(void *arg)
     return NULL;
 }
 
+/* Aborts pg (borrowed from the slot, given back here), the group of
+ * quorum qid, for the reason why. */
+static void pushed_abort(ftc_manager *m, ftc_pg *pg, int64_t qid,
+                         const char *why)
+{
+    ftc__manager_pg_abort_unlocked(pg);
+    ftc__manager_pg_give_back(m);
+    ftc__manager_latch_for(m, qid, FTC_EPEER,
+                           "%s: the step's collectives were aborted", why);
+    /* Between steps the error is cleared by the next start_quorum, yet the
+     * group is broken: make the next quorum get a new id. */
+    pthread_mutex_lock(&m->mu);
+    if (m->phase == FTC__MGR_IDLE) {
+        atomic_store(&m->force_new_quorum, true);
+    }
+    pthread_mutex_unlock(&m->mu);
+    FTC_MGR_STAT(m, pushed_aborts, 1);
+}
+
 /* Records a lost member and aborts the process group if it is one of its
  * members (an event about this quorum or a later one). */
 static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
@@ -107,24 +126,36 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
     if (!abort) {
         return;
     }
-    ftc__manager_pg_abort_unlocked(pg);
-    ftc__manager_pg_give_back(m);
     static const char *const causes[] = {"?", "its connection dropped",
                                          "its heartbeat timed out"};
     int c = ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0;
-    ftc__manager_latch_for(m, qid, FTC_EPEER,
-                           "replica %s of quorum %" PRId64
-                           " was lost (%s): the "
-                           "step's collectives were aborted",
-                           ev->replica_id, qid, causes[c]);
-    /* Between steps the error is cleared by the next start_quorum, yet the
-     * group is broken: make the next quorum get a new id. */
-    pthread_mutex_lock(&m->mu);
-    if (m->phase == FTC__MGR_IDLE) {
-        atomic_store(&m->force_new_quorum, true);
+    char why[FTC__MGR_MSG_MAX];
+    snprintf(why, sizeof(why), "replica %s of quorum %" PRId64 " was lost (%s)",
+             ev->replica_id, qid, causes[c]);
+    pushed_abort(m, pg, qid, why);
+}
+
+/* A new lighthouse (restarted, or another elected: a new epoch) forms
+ * quorums with new ids only, so the installed group is done; a collective
+ * on it could otherwise wait out its whole timeout for a peer that
+ * already joined the new lighthouse's quorum (its answer from the old one
+ * lost with it). Aborted at once: at most the step in flight fails. */
+static void lighthouse_changed(ftc_manager *m, uint32_t epoch)
+{
+    pthread_mutex_lock(&m->pg_mu);
+    bool old = m->pg != NULL && m->pg_quorum_id >= 0 &&
+               ftc__quorum_id_epoch(m->pg_quorum_id) != epoch;
+    ftc_pg *pg = old ? ftc__manager_pg_borrow_locked(m) : NULL;
+    int64_t qid = m->pg_quorum_id;
+    pthread_mutex_unlock(&m->pg_mu);
+    if (old) {
+        char why[FTC__MGR_MSG_MAX];
+        snprintf(why, sizeof(why),
+                 "the lighthouse changed (epoch %u): quorum %" PRId64
+                 " is over",
+                 epoch, qid);
+        pushed_abort(m, pg, qid, why);
     }
-    pthread_mutex_unlock(&m->mu);
-    FTC_MGR_STAT(m, pushed_aborts, 1);
 }
 
 static void killed(ftc_manager *m, const char *self)
@@ -181,6 +212,9 @@ void *ftc__manager_watch_main(void *arg)
             pthread_mutex_lock(&m->pg_mu);
             m->n_lost = 0;
             pthread_mutex_unlock(&m->pg_mu);
+            if (epoch != 0 && w.epoch != epoch) {
+                lighthouse_changed(m, w.epoch);
+            }
         }
         for (size_t i = 0; rc == 0 && i < w.n_events; i++) {
             handle(m, &w.events[i], self);

@@ -366,7 +366,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
-static void stop(scene *s)
+/* Ends every process; the logs are kept when the run failed. */
+static void stop(scene *s, bool failed)
 {
     for (int k = 0; k < 2 * JOBS; k++) {
         bench_ft_reap(&s->jobs[k / 2].w[k % 2]);
@@ -379,7 +380,9 @@ static void stop(scene *s)
     for (int g = 0; g < 4; g++) {
         ftc_store_server_destroy(s->stores[g]);
     }
-    if (s->dir[0] != '\0') {
+    if (s->dir[0] != '\0' && failed) {
+        fprintf(stderr, "bench ft failover: the logs are in %s\n", s->dir);
+    } else if (s->dir[0] != '\0') {
         nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
 }
@@ -469,7 +472,7 @@ int bench_ft_failover(const bench_ft_opts *o)
             failed = fault(&s, k, v[t][k]);
         }
     }
-    stop(&s);
+    stop(&s, failed);
     if (!failed) {
         report(o, v, trials);
     }
