@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# One job over three test hosts (scripts/testhosts.sh), the way it runs on
-# real machines: `ftc lighthouse` on host 0, one `ftc run --host ADDR
+# One job over test hosts (scripts/testhosts.sh), the way it runs on real
+# machines: `ftc lighthouse` on host 0, one `ftc run --host ADDR
 # --lighthouse ...` per training host, each with its own range of replica
 # groups (group I on host I+1), then a partition:
-#   lighthouse  group 1 is split from the lighthouse's host but still
-#               reaches group 0: the job goes on with group 0 alone, group
-#               1 commits nothing, and after the split heals it rejoins,
-#               heals and both finish bit-identical;
+#   lighthouse  three groups of two ranks; group 1 is split from the
+#               lighthouse's host but still reaches the others: the job
+#               goes on with groups 0 and 2, group 1 commits nothing, and
+#               after the split heals it rejoins, heals and all three
+#               finish bit-identical;
 #   peers       the two groups are split from each other, both still
 #               reaching the lighthouse: each reports the other
 #               unreachable, and neither is more than half of the job, so
@@ -48,9 +49,13 @@ source "$(dirname "$0")/hosts_kit.sh"
 export FTC_TOKEN="run-hosts-$$-$RANDOM$RANDOM"
 trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
 
-# Training hosts 1..$training; the lighthouse on host 0.
-training=2
-[[ $mode != majority ]] || training=3
+# Training hosts 1..$training; the lighthouse on host 0. The partition
+# cases of the many-hosts issue run three groups of two ranks; peers (no
+# majority), flap and chaos keep their two hosts.
+training=2 ranks=1
+if [[ $mode == majority || $mode == lighthouse ]]; then
+  training=3 ranks=2
+fi
 "$hosts" up "$name" $((training + 1))
 lh="$("$hosts" addr "$name" 0):$port"
 
@@ -76,8 +81,7 @@ lh="https://$lh"
 # One ftc run per training host; replica group I on host I+1.
 # chaos: two groups per host, and each launcher kills (kill -9) or stops
 # (SIGSTOP for 1 s) one of its own every 3 s, seeded.
-per_host=1 chaos=() ranks=1
-[[ $mode != majority ]] || ranks=2
+per_host=1 chaos=()
 if [[ $mode == chaos ]]; then
   per_host=2 chaos=(--kill-every 3 --kill-mode mixed --stop-duration 1)
 fi
@@ -109,16 +113,17 @@ read_quorum() {
   members=${members:-0} step=${step:-0}
 }
 
-until_quorum "the two hosts never trained together" \
+until_quorum "the hosts never trained together" \
   "members == all && step >= 30"
 case $mode in
 lighthouse)
   "$hosts" split "$name" 2 0
-  until_quorum "group 0 did not go on alone" "members == 1"
+  until_quorum "groups 0 and 2 did not go on without group 1" "members == 2"
   split_step=$step
-  until_quorum "group 0 stopped while group 1 was split" "step >= split_step + 30"
+  until_quorum "groups 0 and 2 stopped while group 1 was split" \
+    "members == 2 && step >= split_step + 30"
   "$hosts" join "$name" 2 0
-  until_quorum "group 1 did not come back" "members == 2"
+  until_quorum "group 1 did not come back" "members == 3"
   ;;
 peers)
   "$hosts" split "$name" 1 2

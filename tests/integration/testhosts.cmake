@@ -7,9 +7,9 @@ ftc_add_test(testhosts_test
                      ${PROJECT_SOURCE_DIR}/scripts/testhosts.sh
              TIMEOUT 120 LABELS integration)
 # One job over test hosts (ftc run --host per host, a shared lighthouse):
-# a replica group split from the lighthouse's host, the two groups split
-# from each other, one of three groups split from the other two (left out
-# by their reports), a training host's link flapping, and the chaos schedule
+# one of three groups of two ranks split from the lighthouse's host, two
+# groups split from each other, one of three groups split from the other
+# two (left out by their reports), a training host's link flapping, and the chaos schedule
 # (two groups per host, each launcher killing or stopping one every 3 s,
 # host 2 split from the lighthouse's for 3 s); each heals and ends
 # bit-identical. flap and chaos run the same code paths as the first two,
