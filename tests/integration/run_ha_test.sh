@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A job that outlives its lighthouse's host (scripts/testhosts.sh): hosts
 # 0-2 each run an etcd member (one 3-member cluster) and an `ftc lighthouse
-# --etcd`; hosts 3 and 4 each run one replica group (`ftc run --host`),
-# given all three lighthouses. While it trains:
+# --etcd`; hosts 3-5 each run one replica group of two ranks (`ftc run
+# --host`), given all three lighthouses. While it trains:
 #   1. the leader lighthouse's host is split from the other two (it still
 #      reaches the training hosts): it loses its lease and stops deciding,
 #      the majority side elects another, the job goes on;
@@ -13,7 +13,8 @@
 #      leader cannot renew its lease and stops, the job stalls (nothing
 #      commits, nothing diverges); SIGCONT: a leader again, the job goes on.
 # Every quorum id the job's status shows is larger than or equal to the
-# one before, and both groups end at the last step with one checksum.
+# one before, and the three groups end at the last step with one
+# checksum.
 # A phase reads the job's quorum before it reads the leader from etcd and
 # then waits for a quorum of a later lighthouse term (each elected leader
 # gives the job a new, larger epoch: the id's high 32 bits). Under load a
@@ -40,7 +41,7 @@ command -v etcd >/dev/null || fail "etcd is not installed (scripts/deps.sh)"
 export FTC_TOKEN="run-ha-$$-$RANDOM$RANDOM"
 trap 'disown -a; "$hosts" down "$name"; rm -rf "$work"' EXIT
 
-"$hosts" up "$name" 5
+"$hosts" up "$name" 6
 addr() { "$hosts" addr "$name" "$1"; }
 
 # etcd, tuned as docs/operations.md says (its shortest lease is then 1 s).
@@ -57,9 +58,9 @@ for i in 0 1 2; do
   eval "etcd$i=\$!"
 done
 
-# TLS on every HTTP plane, one certificate naming the five hosts (the
+# TLS on every HTTP plane, one certificate naming the six hosts (the
 # token may not cross hosts in clear text).
-sans=$(for i in 0 1 2 3 4; do printf 'IP:%s,' "$(addr $i)"; done)
+sans=$(for i in 0 1 2 3 4 5; do printf 'IP:%s,' "$(addr $i)"; done)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -days 2 -subj /CN=run-ha -addext "subjectAltName=${sans%,}" \
   -keyout "$work/tls.key" -out "$work/tls.pem" 2>/dev/null ||
@@ -75,14 +76,15 @@ for i in 0 1 2; do
   lhs="$lhs${lhs:+,}https://$(addr $i):$port"
 done
 
-for i in 0 1; do
+runs=()
+for i in 0 1 2; do
   h=$((i + 3))
   "$hosts" exec "$name" $h "$ftc" run --quiet --host "$(addr $h)" \
-    --lighthouse "$lhs" --job ha --replicas 1 --first-replica $i \
-    --total-replicas 2 --env FTC_TIMEOUT_MS=2000 \
+    --lighthouse "$lhs" --job ha --replicas 1 --ranks 2 --first-replica $i \
+    --total-replicas 3 --env FTC_TIMEOUT_MS=2000 \
     --summary-json "$work/summary$i.json" -- \
     "$trainer" --steps $steps --step-sleep-ms 3 >"$work/run$i.out" 2>&1 &
-  eval "run$i=\$!"
+  runs+=($!)
 done
 
 # quorum: "<members> <max_step> <quorum_id>" of the job's quorum, read from
@@ -118,7 +120,7 @@ v = base64.b64decode(kvs[0]["value"]).decode() if kvs else ""
 print(int(v.split(":")[0].split(".")[-1]) - 1 if v else -1)'
 }
 
-until_quorum "the two groups never trained together" "members == 2 && step >= 30"
+until_quorum "the three groups never trained together" "members == 3 && step >= 30"
 
 # 1. The leader ends up on the minority side: its host is split from the
 # other two etcd and lighthouse hosts but still reaches the training
@@ -134,7 +136,7 @@ for i in 0 1 2; do
   ((i == minority)) || "$hosts" split "$name" "$minority" $i
 done
 until_quorum "the job did not go on after its leader ended up alone" \
-  "members == 2 && step >= split_at + 30 && id >> 32 > before_id >> 32"
+  "members == 3 && step >= split_at + 30 && id >> 32 > before_id >> 32"
 majority=$(leader $(((minority + 1) % 3)))
 ((majority >= 0 && majority != minority)) ||
   fail "the majority side's leader is $majority (minority $minority)"
@@ -155,7 +157,7 @@ t0=$(date +%s%N)
 "$hosts" crash "$name" "$old"
 alive=$(((old + 1) % 3))
 until_quorum "the job did not go on after the leader's host died" \
-  "members == 2 && step >= killed_at + 30 && id >> 32 > before_id >> 32"
+  "members == 3 && step >= killed_at + 30 && id >> 32 > before_id >> 32"
 echo "run_ha_test: leader host $old died; the job went on with a new" \
   "leader $(( ($(date +%s%N) - t0) / 1000000 )) ms later (30 steps)"
 new=$(leader "$alive")
@@ -169,21 +171,23 @@ until_stalled "the job kept committing without an etcd quorum"
 stalled=$step
 kill -CONT "$frozen"
 until_quorum "the job did not go on once etcd had its quorum back" \
-  "members == 2 && step >= stalled + 30"
+  "members == 3 && step >= stalled + 30"
 
-wait "$run0" || fail "the run on host 3 failed"
-wait "$run1" || fail "the run on host 4 failed"
-python3 - "$work/summary0.json" "$work/summary1.json" "$steps" <<'EOF' ||
+for i in 0 1 2; do
+  wait "${runs[i]}" || fail "the run on host $((i + 3)) failed"
+done
+python3 - "$steps" "$work"/summary*.json <<'EOF' ||
 import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-ga, gb = a["replica_groups"][0], b["replica_groups"][0]
-assert ga["last_step"] == gb["last_step"] == int(sys.argv[3]), (
-    ga["last_step"], gb["last_step"])
-assert ga["checksum"] and ga["checksum"] == gb["checksum"], (
-    ga["checksum"], gb["checksum"])
-print("run_ha_test: both groups ended at step", ga["last_step"],
-      "with checksum", ga["checksum"], "; restarts", ga["restarts"],
-      gb["restarts"])
+steps = int(sys.argv[1])
+groups = [json.load(open(p))["replica_groups"][0] for p in sys.argv[2:]]
+assert len(groups) == 3, groups
+assert all(g["status"] == "finished" and g["last_step"] == steps
+           for g in groups), groups
+sums = {g["checksum"] for g in groups}
+assert len(sums) == 1 and "" not in sums, sums
+print("run_ha_test: 3 groups of 2 ranks ended at step", steps,
+      "with checksum", sums.pop(), "; restarts",
+      [g["restarts"] for g in groups])
 EOF
-  fail "the two replica groups do not match"
+  fail "the three replica groups do not match"
 echo "run_ha_test: passed"

@@ -19,16 +19,20 @@
 #               the lighthouse: the reports leave group 0 out, groups 1
 #               and 2 go on, and after the split heals group 0 rejoins,
 #               heals and all three finish bit-identical;
-#   flap        group 1's host's link goes down and up five times: each
-#               time it may drop out and heal back; both finish
-#               bit-identical;
+#   pair        three groups of two ranks; the hosts of groups 0 and 1 are
+#               split from each other, group 2 reaching both: their reports
+#               leave one of the pair out, the other two go on, and after
+#               the split heals all three finish bit-identical;
+#   flap        three groups of two ranks; group 1's host's link goes
+#               down and up five times: each time it may drop out and heal
+#               back; all three finish bit-identical;
 #   chaos       each launcher kills or stops its own group every 3 s
 #               (seeded) for the whole run, and group 1's host is split
 #               from the lighthouse's for 3 s meanwhile: both finish
 #               bit-identical.
 # Needs root.
 # usage: run_hosts_test.sh FTC_BINARY HARNESS TRAINER
-#        lighthouse|peers|majority|flap|chaos
+#        lighthouse|peers|majority|pair|flap|chaos
 set -euo pipefail
 ftc=$1
 hosts=$2
@@ -50,11 +54,11 @@ export FTC_TOKEN="run-hosts-$$-$RANDOM$RANDOM"
 trap '"$hosts" down "$name"; rm -rf "$work"' EXIT
 
 # Training hosts 1..$training; the lighthouse on host 0. The partition
-# cases of the many-hosts issue run three groups of two ranks; peers (no
-# majority), flap and chaos keep their two hosts.
-training=2 ranks=1
-if [[ $mode == majority || $mode == lighthouse ]]; then
-  training=3 ranks=2
+# cases run three groups of two ranks; peers (two groups: no majority)
+# and chaos (two groups per host, killed and stopped) keep two hosts.
+training=3 ranks=2
+if [[ $mode == peers || $mode == chaos ]]; then
+  training=2 ranks=1
 fi
 "$hosts" up "$name" $((training + 1))
 lh="$("$hosts" addr "$name" 0):$port"
@@ -146,6 +150,18 @@ majority)
   grep -q "lighthouse.exclude.*replica_0" "$work/lighthouse.out" ||
     fail "the lighthouse did not say it left group 0 out"
   ;;
+pair)
+  "$hosts" split "$name" 1 2
+  until_quorum "the job did not go on without one of the pair" \
+    "members == 2"
+  split_step=$step
+  until_quorum "the job stopped while the pair was split" \
+    "members == 2 && step >= split_step + 30"
+  "$hosts" join "$name" 1 2
+  until_quorum "the pair's group left out did not come back" "members == 3"
+  grep -q "lighthouse.exclude.*replica_[01]" "$work/lighthouse.out" ||
+    fail "the lighthouse did not say it left one of the pair out"
+  ;;
 flap)
   # Group 1's link goes down and up five times, each cut around the
   # heartbeat timeout (0.4-0.8 s), a second apart: the schedule of the
@@ -156,10 +172,10 @@ flap)
     "$hosts" restore "$name" 2
     sleep 1
   done
-  until_quorum "group 1 did not come back once the link held" "members == 2"
+  until_quorum "group 1 did not come back once the link held" "members == 3"
   flap_step=$step
   until_quorum "the job did not go on once the link held" \
-    "members == 2 && step >= flap_step + 30"
+    "members == 3 && step >= flap_step + 30"
   ;;
 chaos)
   # Kills and stops go on all along; in the middle, group 1's host is
@@ -171,7 +187,7 @@ chaos)
   until_quorum "host 2's groups did not come back after the split" \
     "members == all"
   ;;
-*) fail "mode lighthouse, peers, majority, flap or chaos, not '$mode'" ;;
+*) fail "mode lighthouse, peers, majority, pair, flap or chaos, not '$mode'" ;;
 esac
 
 grep -q "^dashboard: https://" "$work/lighthouse.out" ||
@@ -198,6 +214,7 @@ assert len(sums) == 1 and "" not in sums, sums
 # left out, group 0 did
 assert mode != "lighthouse" or groups[1]["heals"] >= 1, groups[1]
 assert mode != "majority" or groups[0]["heals"] >= 1, groups[0]
+assert mode != "pair" or groups[0]["heals"] + groups[1]["heals"] >= 1, groups
 # under chaos every group was hit and came back
 assert mode != "chaos" or all(g["restarts"] >= 1 or g["heals"] >= 1
                               for g in groups), groups
