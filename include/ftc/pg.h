@@ -213,8 +213,8 @@ typedef struct ftc_pg_opts {
 
 /* ftc_pg_opts.protect. */
 typedef enum ftc_pg_protect {
-    /* The environment variable FTC_PG_PROTECT ("auto", "mac" or "off"),
-     * else AUTO. */
+    /* The environment variable FTC_PG_PROTECT ("auto", "mac", "encrypt"
+     * or "off"), else AUTO. */
     FTC_PG_PROTECT_DEFAULT = 0,
     /* MAC on connections between hosts, none on connections within one
      * (loopback, or both ends on one address: only this host's kernel
@@ -228,6 +228,12 @@ typedef enum ftc_pg_protect {
     /* Only the handshake is authenticated (the data plane trusts the
      * network, as Gloo's and NCCL's do). */
     FTC_PG_PROTECT_OFF = 3,
+    /* MAC's tags, and every message's payload encrypted (ChaCha20 under
+     * the same per-message key, the tag over the ciphertext: the
+     * construction of ChaCha20-Poly1305), on every connection: an
+     * on-path observer sees headers (kinds, sizes, ranks), not data. A
+     * message is limited to 256 GiB (ChaCha20's block counter). */
+    FTC_PG_PROTECT_ENCRYPT = 4,
 } ftc_pg_protect;
 
 /* ftc_pg_opts.transport. Whatever carries the collectives, each pair keeps

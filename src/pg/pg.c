@@ -100,7 +100,7 @@ int ftc__pg_resolve_opts(ftc_pg_opts *out, const ftc_pg_opts *in)
         return ftc__seterr(FTC_EINVAL, "streams %d not in 1..8", out->streams);
     }
     if (out->protect < FTC_PG_PROTECT_DEFAULT ||
-        out->protect > FTC_PG_PROTECT_OFF) {
+        out->protect > FTC_PG_PROTECT_ENCRYPT) {
         return ftc__seterr(FTC_EINVAL,
                            "ftc_pg_opts.protect %d is not an "
                            "ftc_pg_protect",
@@ -135,16 +135,24 @@ static int env_choice(const char *var, const char *v, const char *const *names,
             return 0;
         }
     }
-    return ftc__seterr(FTC_EINVAL, "%s='%.32s': expected %s, %s or %s", var, v,
-                       names[0], names[1], names[2]);
+    char expected[64] = "";
+    for (int i = 0; i < n; i++) {
+        size_t at = strlen(expected);
+        snprintf(expected + at, sizeof(expected) - at, "%s%s",
+                 i == 0       ? ""
+                 : i == n - 1 ? " or "
+                              : ", ",
+                 names[i]);
+    }
+    return ftc__seterr(FTC_EINVAL, "%s='%.32s': expected %s", var, v, expected);
 }
 
 static int protect_from_env(const char *v, int *out)
 {
-    static const char *const names[] = {"auto", "mac", "off"};
+    static const char *const names[] = {"auto", "mac", "encrypt", "off"};
     static const int values[] = {FTC_PG_PROTECT_AUTO, FTC_PG_PROTECT_MAC,
-                                 FTC_PG_PROTECT_OFF};
-    return env_choice("FTC_PG_PROTECT", v, names, values, 3, out);
+                                 FTC_PG_PROTECT_ENCRYPT, FTC_PG_PROTECT_OFF};
+    return env_choice("FTC_PG_PROTECT", v, names, values, 4, out);
 }
 
 static int transport_from_env(const char *v, int *out)

@@ -29,6 +29,9 @@ void ftc__chan_close(ftc__chan *c)
     c->stage = NULL;
     ftc__free(c->tmp);
     c->tmp = NULL;
+    ftc__free(c->enc);
+    c->enc = NULL;
+    c->enc_n = 0;
     ftc__chan_drop_queue(c);
     ftc__shm_lane_close(c);
     ftc__auth_wipe(c->k_tx, sizeof(c->k_tx));
@@ -155,6 +158,14 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
     if (!ftc__chan_decode_header(g, c, c->stage + c->st_head, &h)) {
         return false;
     }
+    if (c->encrypt && h.len > FTC__PROTECT_CRYPT_MAX) {
+        ftc__tcp_fail_peer(g, c->peer, FTC_EMSGSIZE,
+                           "from %s: an encrypted message of %llu bytes "
+                           "(at most %llu)",
+                           c->name, (unsigned long long)h.len,
+                           (unsigned long long)FTC__PROTECT_CRYPT_MAX);
+        return false;
+    }
     if (c->protect) {
         ftc__protect_begin(&c->rx_mac, c->k_rx, c->n_rx, c->stage + c->st_head,
                            FTC__PGW_HDR);
@@ -164,6 +175,7 @@ bool ftc__chan_next_header(ftc__tcp *g, ftc__chan *c, bool exact)
     c->hdr = h;
     c->have_hdr = true;
     c->got = 0;
+    c->dec_got = 0;
     c->dst = NULL;
     return true;
 }
@@ -200,6 +212,22 @@ static bool take_tag(ftc__tcp *g, ftc__chan *c)
     return true;
 }
 
+/* Encrypting: decrypts in place the payload that landed since the last
+ * call, in whole blocks until the payload's end (its tag, over the
+ * ciphertext, was fed first). Nothing to do for a payload dropped. */
+static void decrypt_landed(ftc__chan *c, size_t len)
+{
+    if (!c->encrypt || c->dst == NULL) {
+        return;
+    }
+    size_t upto = c->got == len ? len : c->got - c->got % FTC__PROTECT_BLOCK;
+    if (upto > c->dec_got) {
+        ftc__protect_crypt(c->k_rx, c->n_rx, c->dec_got, c->dst + c->dec_got,
+                           c->dst + c->dec_got, upto - c->dec_got);
+        c->dec_got = upto;
+    }
+}
+
 bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
 {
     size_t len = (size_t)c->hdr.len;
@@ -217,6 +245,7 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
             }
             c->st_head += k;
             c->got += k;
+            decrypt_landed(c, len);
             continue;
         }
         if (c->eof || !c->readable) {
@@ -229,6 +258,7 @@ bool ftc__chan_take_payload(ftc__tcp *g, ftc__chan *c)
                     ftc__protect_add(&c->rx_mac, c->dst + c->got, (size_t)n);
                 }
                 c->got += (size_t)n;
+                decrypt_landed(c, len);
             } else if (n == 0) {
                 return ftc__chan_lost(g, c, 0);
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -274,15 +304,14 @@ ssize_t ftc__chan_sendv(ftc__tcp *g, ftc__chan *c, struct iovec *iov, int niov)
 }
 
 int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
-                   size_t len, const uint8_t *tag, size_t skip)
+                   size_t len, size_t skip)
 {
-    const struct iovec parts[3] = {
+    const struct iovec parts[2] = {
         {(uint8_t *)hdr, FTC__PGW_HDR},
         {(uint8_t *)payload, len},
-        {(uint8_t *)tag, tag != NULL ? FTC__PROTECT_TAG : 0},
     };
     int n = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         size_t s = skip < parts[i].iov_len ? skip : parts[i].iov_len;
         skip -= s;
         if (parts[i].iov_len > s) {
@@ -298,6 +327,41 @@ int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
  * tag costs less than a second call); larger ones are tagged as they go
  * out, so no pass over the payload comes before its first byte leaves. */
 #define WHOLE_MAX 4096
+/* Encrypting, a frame's payload goes out through windows of ciphertext
+ * this long (a multiple of FTC__PROTECT_BLOCK, at least WHOLE_MAX): each
+ * is made just before its bytes are sent, while they are in cache. */
+#define ENC_WINDOW (64 * 1024)
+
+/* The payload bytes that go out next (*out, *n), from offset p of the
+ * frame's payload to the end of what is ready: the payload itself or,
+ * encrypting, the ciphertext window holding p (made when it is not the
+ * window of this payload and message number already). false: no memory
+ * for the window. */
+static bool outgoing(ftc__chan *c, uint64_t number, const void *payload,
+                     size_t len, size_t p, const uint8_t **out, size_t *n)
+{
+    if (!c->encrypt || p == len) {
+        *n = len - p;
+        *out = len > 0 ? (const uint8_t *)payload + p : NULL;
+        return true;
+    }
+    if (c->enc == NULL && (c->enc = ftc__malloc(ENC_WINDOW)) == NULL) {
+        return false;
+    }
+    size_t at = p - p % ENC_WINDOW;
+    if (c->enc_n == 0 || c->enc_src != payload || c->enc_num != number ||
+        c->enc_at != at) {
+        c->enc_n = len - at < ENC_WINDOW ? len - at : ENC_WINDOW;
+        c->enc_src = payload;
+        c->enc_num = number;
+        c->enc_at = at;
+        ftc__protect_crypt(c->k_tx, number, at, (const uint8_t *)payload + at,
+                           c->enc, c->enc_n);
+    }
+    *n = c->enc_n - (p - at);
+    *out = c->enc + (p - at);
+    return true;
+}
 
 ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
                                  const void *payload, size_t len,
@@ -306,16 +370,44 @@ ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
 {
     size_t body = FTC__PGW_HDR + len;
     bool whole = len <= WHOLE_MAX;
-    if (whole && *off == 0) {
-        ftc__protect_tag(c->k_tx, c->n_tx, hdr, FTC__PGW_HDR, payload, len,
-                         tag);
-    }
     ssize_t total = 0;
     *done = false;
+    if (c->encrypt && (uint64_t)len > FTC__PROTECT_CRYPT_MAX) {
+        ftc__tcp_fail(g, FTC_EMSGSIZE,
+                      "to %s: a message of %zu bytes cannot be encrypted "
+                      "(at most %llu)",
+                      c->name, len, (unsigned long long)FTC__PROTECT_CRYPT_MAX);
+        return -1;
+    }
     while (c->writable && !*done) {
+        /* The frame's number: the next one until its first byte left. */
+        uint64_t number = *off == 0 ? c->n_tx : c->n_tx - 1;
+        size_t p = *off > FTC__PGW_HDR ? *off - FTC__PGW_HDR : 0, out_n;
+        const uint8_t *out;
+        if (!outgoing(c, number, payload, len, p, &out, &out_n)) {
+            ftc__tcp_fail(g, FTC_ENOMEM, "encryption window of %d B",
+                          ENC_WINDOW);
+            return -1;
+        }
+        if (whole && *off == 0) {
+            ftc__protect_tag(c->k_tx, c->n_tx, hdr, FTC__PGW_HDR, out, len,
+                             tag);
+        }
+        /* The rest of the header, the ready payload bytes, and the tag
+         * once it is made and the payload's end is in this call. */
         struct iovec iov[3];
-        int niov = ftc__frame_iov(iov, hdr, payload, len,
-                                  whole || *off >= body ? tag : NULL, *off);
+        int niov = 0;
+        if (*off < FTC__PGW_HDR) {
+            iov[niov++] =
+                (struct iovec){(uint8_t *)hdr + *off, FTC__PGW_HDR - *off};
+        }
+        if (out_n > 0) {
+            iov[niov++] = (struct iovec){(uint8_t *)out, out_n};
+        }
+        if (p + out_n == len && (whole || *off >= body)) {
+            size_t t = *off > body ? *off - body : 0;
+            iov[niov++] = (struct iovec){tag + t, FTC__PROTECT_TAG - t};
+        }
         ssize_t n = ftc__chan_sendv(g, c, iov, niov);
         if (n <= 0) {
             return n < 0 ? -1 : total;
@@ -334,9 +426,7 @@ ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
         size_t from = *off > FTC__PGW_HDR ? *off : FTC__PGW_HDR;
         size_t to = *off + (size_t)n < body ? *off + (size_t)n : body;
         if (c->tx_open && to > from) {
-            ftc__protect_add(&c->tx_mac,
-                             (const uint8_t *)payload + (from - FTC__PGW_HDR),
-                             to - from);
+            ftc__protect_add(&c->tx_mac, out, to - from); /* from is p */
         }
         *off += (size_t)n;
         total += n;
@@ -345,6 +435,9 @@ ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
             c->tx_open = false;
         }
         *done = *off == body + FTC__PROTECT_TAG;
+    }
+    if (*done) {
+        c->enc_n = 0;
     }
     return total;
 }
@@ -433,8 +526,8 @@ static bool coll_write(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
                 break;
             }
             ftc__coll_header(g, k, x->len, hdrs[nmsg]);
-            niov += ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, NULL,
-                                   skip);
+            niov +=
+                ftc__frame_iov(iov + niov, hdrs[nmsg], x->buf, x->len, skip);
             skip = 0;
             nmsg++;
         }

@@ -66,27 +66,44 @@ static void derive_keys(const ftc__tcp *g, ftc__chan *c, uint64_t dialer,
 static bool protects(const ftc__tcp *g, int fd)
 {
     return g->protect == FTC_PG_PROTECT_MAC ||
+           g->protect == FTC_PG_PROTECT_ENCRYPT ||
            (g->protect == FTC_PG_PROTECT_AUTO && !ftc__sock_same_host(fd));
 }
 
-/* The flags of this rank's HELLO and accepting ACK on a connection. */
-static int hello_flags(const ftc__tcp *g, bool protect)
+/* How a connection's messages are protected, as its handshake flags say
+ * (FTC__PGW_F_PROTECT, with FTC__PGW_F_ENCRYPT). */
+static int protection_flags(bool protect, bool encrypt)
 {
-    return (g->auth ? FTC__PGW_F_MAC : 0) | (protect ? FTC__PGW_F_PROTECT : 0);
+    return (protect ? FTC__PGW_F_PROTECT : 0) |
+           (protect && encrypt ? FTC__PGW_F_ENCRYPT : 0);
 }
 
-/* Refuses a peer that protects messages on this connection when this rank
- * does not, or the reverse: their frames would not parse. */
-static int protect_differs(bool protect, int flags, char *why, size_t cap)
+/* The flags of this rank's HELLO and accepting ACK on a connection. */
+static int hello_flags(const ftc__tcp *g, const ftc__chan *c)
 {
-    if (((flags & FTC__PGW_F_PROTECT) != 0) == protect) {
+    return (g->auth ? FTC__PGW_F_MAC : 0) |
+           protection_flags(c->protect, c->encrypt);
+}
+
+static const char *protection_name(int flags)
+{
+    return (flags & FTC__PGW_F_ENCRYPT)   ? "encrypts"
+           : (flags & FTC__PGW_F_PROTECT) ? "tags (no encryption)"
+                                          : "does not protect";
+}
+
+/* Refuses a peer that protects messages on this connection otherwise than
+ * this rank (want: protection_flags): their frames would not parse. */
+static int protect_differs(int want, int flags, char *why, size_t cap)
+{
+    int got = flags & (FTC__PGW_F_PROTECT | FTC__PGW_F_ENCRYPT);
+    if (got == want) {
         return 0;
     }
     snprintf(why, cap,
              "message protection differs: this rank %s, the peer %s "
              "(FTC_PG_PROTECT or ftc_pg_opts.protect)",
-             protect ? "protects" : "does not protect",
-             protect ? "does not" : "does");
+             protection_name(want), protection_name(got));
     return 1;
 }
 
@@ -105,6 +122,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     }
     ftc__chan *c = slot(g, peer, channel);
     c->protect = protects(g, fd);
+    c->encrypt = g->protect == FTC_PG_PROTECT_ENCRYPT;
     rc = connection_nonce(g, &c->nonce);
     if (rc != 0) {
         close(fd);
@@ -113,8 +131,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     /* HELLO: header, body, and with a token the MAC of both. */
     uint8_t msg[FTC__PGW_HDR + FTC__PGW_HELLO_BODY + FTC__AUTH_MAC];
     size_t len = FTC__PGW_HELLO_BODY + (g->auth ? FTC__AUTH_MAC : 0);
-    hello_header(g, FTC__PGW_HELLO, len, hello_flags(g, c->protect), 0,
-                 c->nonce, msg);
+    hello_header(g, FTC__PGW_HELLO, len, hello_flags(g, c), 0, c->nonce, msg);
     ftc__pgw_hello body = {.dst = (uint32_t)peer,
                            .size = (uint32_t)g->size,
                            .channel = channel,
@@ -183,7 +200,8 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     }
     char why[200];
     g->blame[c->peer] = false;
-    if (protect_differs(c->protect, h.flags, why, sizeof(why))) {
+    if (protect_differs(protection_flags(c->protect, c->encrypt), h.flags, why,
+                        sizeof(why))) {
         return ftc__seterr(FTC_EPROTO, "handshake with %s: %s", c->name, why);
     }
     derive_keys(g, c, c->nonce, h.seq);
@@ -221,7 +239,10 @@ static ftc__chan *admit(ftc__tcp *g, const pending *p, char *why, size_t cap,
                            "not set)"
                          : "this group has no token but the dialer sent one");
     } else if (g->protect != FTC_PG_PROTECT_AUTO &&
-               protect_differs(protects(g, p->fd), h.flags, why, cap)) {
+               protect_differs(
+                   protection_flags(protects(g, p->fd),
+                                    g->protect == FTC_PG_PROTECT_ENCRYPT),
+                   h.flags, why, cap)) {
         *code = FTC_EPROTO;
     } else if (h.group != g->group_id) {
         snprintf(why, cap, "group %016llx is not this group (%016llx)",
@@ -274,8 +295,9 @@ static int answer(ftc__tcp *g, pending *p, ftc__deadline dl)
     } else if (g->auth) {
         len = FTC__AUTH_MAC;
         c->protect = (hello.flags & FTC__PGW_F_PROTECT) != 0;
-        hello_header(g, FTC__PGW_HELLO_ACK, len, hello_flags(g, c->protect), 0,
-                     nonce, msg);
+        c->encrypt = c->protect && (hello.flags & FTC__PGW_F_ENCRYPT) != 0;
+        hello_header(g, FTC__PGW_HELLO_ACK, len, hello_flags(g, c), 0, nonce,
+                     msg);
         ftc__auth_mac(g->key, msg, FTC__PGW_HDR,
                       p->buf + FTC__PGW_HDR + FTC__PGW_HELLO_BODY,
                       FTC__AUTH_MAC, msg + FTC__PGW_HDR);
@@ -439,19 +461,20 @@ static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
  * hosts), so an operator can see it. */
 static void log_protection(const ftc__tcp *g)
 {
-    int n = 0, on = 0;
+    int n = 0, on = 0, secret = 0;
     for (int p = 0; p < g->size; p++) {
         for (int s = 0; p != g->rank && s <= g->streams; s++) {
             const ftc__chan *c =
                 s < g->streams ? &g->coll[ftc__chan_id(g, p, s)] : &g->side[p];
             n++;
             on += c->protect;
+            secret += c->encrypt;
         }
     }
     FTC_LOG_INFO("pg.protect",
                  "group %016llx rank %d: messages protected on %d of %d "
-                 "connections",
-                 (unsigned long long)g->group_id, g->rank, on, n);
+                 "connections (%d of them encrypted)",
+                 (unsigned long long)g->group_id, g->rank, on, n, secret);
 }
 
 int ftc__mesh_connect(ftc__tcp *g, ftc__pg_listener *l,

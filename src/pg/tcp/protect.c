@@ -28,12 +28,20 @@ void ftc__protect_keys(const uint8_t token_key[32], uint64_t group,
     }
 }
 
+/* A message's ChaCha20 nonce: its number on the connection. */
+static void message_nonce(uint64_t number,
+                          uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES])
+{
+    memset(nonce, 0, crypto_stream_chacha20_ietf_NONCEBYTES);
+    ftc__put_u64le(nonce, number);
+}
+
 void ftc__protect_begin(ftc__protect_mac *m,
                         const uint8_t key[FTC__PROTECT_KEY], uint64_t number,
                         const uint8_t *hdr, size_t hdr_len)
 {
-    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {0};
-    ftc__put_u64le(nonce, number);
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
+    message_nonce(number, nonce);
     uint8_t one_time[crypto_onetimeauth_poly1305_KEYBYTES];
     crypto_stream_chacha20_ietf(one_time, sizeof(one_time), nonce, key);
     crypto_onetimeauth_poly1305_init(&m->st, one_time);
@@ -68,4 +76,15 @@ void ftc__protect_tag(const uint8_t key[FTC__PROTECT_KEY], uint64_t number,
     ftc__protect_begin(&m, key, number, hdr, hdr_len);
     ftc__protect_add(&m, payload, len);
     ftc__protect_finish(&m, tag);
+}
+
+void ftc__protect_crypt(const uint8_t key[FTC__PROTECT_KEY], uint64_t number,
+                        uint64_t at, const uint8_t *in, uint8_t *out, size_t n)
+{
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
+    message_nonce(number, nonce);
+    if (n > 0) {
+        crypto_stream_chacha20_ietf_xor_ic(
+            out, in, n, nonce, (uint32_t)(1 + at / FTC__PROTECT_BLOCK), key);
+    }
 }

@@ -3,7 +3,8 @@
  * 16-byte tag, Poly1305 under a one-time key that ChaCha20 derives from
  * the connection direction's key and the message's number on it (the
  * MAC half of ChaCha20-Poly1305, libsodium). A changed, dropped, replayed
- * or reordered message fails the receiver's check. */
+ * or reordered message fails the receiver's check. Encrypting, the
+ * payload is ChaCha20's ciphertext as well (the header stays clear). */
 #ifndef FTC_PG_TCP_PROTECT_H
 #define FTC_PG_TCP_PROTECT_H
 
@@ -39,6 +40,18 @@ void ftc__protect_finish(ftc__protect_mac *m, uint8_t tag[FTC__PROTECT_TAG]);
 /* Constant time: 1 if tag is the message's. */
 int ftc__protect_check(ftc__protect_mac *m,
                        const uint8_t tag[FTC__PROTECT_TAG]);
+
+/* Encryption (FTC_PG_PROTECT_ENCRYPT): the payload is XORed with
+ * ChaCha20's stream under the direction's key and the message's number
+ * from block 1 on (block 0 made the one-time MAC key), as in
+ * ChaCha20-Poly1305; the tag covers the ciphertext. Crypts n bytes of
+ * payload at offset at (a multiple of FTC__PROTECT_BLOCK) from in to out
+ * (in == out: in place). */
+#define FTC__PROTECT_BLOCK 64
+/* The largest payload ChaCha20's 32-bit block counter covers (256 GiB). */
+#define FTC__PROTECT_CRYPT_MAX ((uint64_t)UINT32_MAX * FTC__PROTECT_BLOCK)
+void ftc__protect_crypt(const uint8_t key[FTC__PROTECT_KEY], uint64_t number,
+                        uint64_t at, const uint8_t *in, uint8_t *out, size_t n);
 
 /* The whole tag of one message at once. */
 void ftc__protect_tag(const uint8_t key[FTC__PROTECT_KEY], uint64_t number,

@@ -144,8 +144,8 @@ static bool side_write(ftc__tcp *g, ftc__chan *c)
         size_t skip = c->oq_off;
         for (ftc__outmsg *m = c->oq_head; m != NULL && nmsg < BATCH;
              m = m->next, nmsg++) {
-            niov += ftc__frame_iov(iov + niov, m->hdr, m->payload, m->len, NULL,
-                                   skip);
+            niov +=
+                ftc__frame_iov(iov + niov, m->hdr, m->payload, m->len, skip);
             skip = 0;
         }
         ssize_t n = ftc__chan_sendv(g, c, iov, niov);

@@ -142,6 +142,15 @@ typedef struct ftc__chan {
     ftc__protect_mac tx_mac, rx_mac;
     uint8_t rx_tag[FTC__PROTECT_TAG];
     size_t rx_tag_got;
+    /* Encrypting (protect too): the ciphertext window of the message being
+     * sent (enc_n bytes of payload src from enc_at, under number enc_num;
+     * enc_n 0: none), and how much of the one being received is
+     * decrypted. */
+    bool encrypt;
+    uint8_t *enc;
+    const void *enc_src;
+    uint64_t enc_num;
+    size_t enc_at, enc_n, dec_got;
     /* A collective channel to a rank of this host: its messages go
      * through shared memory; the connection rings doorbells (shm.h). */
     ftc__shm_lane *lane;
@@ -292,13 +301,14 @@ void ftc__chan_queue_ctrl(ftc__tcp *g, ftc__chan *c, int kind, uint64_t seq,
 void ftc__chan_queue_abort(ftc__tcp *g, ftc__chan *c, int code,
                            const char *text);
 void ftc__chan_close(ftc__chan *c);
-/* The iovecs (1 to 3) of a frame's unsent part: its header, payload and
- * tag (NULL: unprotected) after skipping `skip` bytes already written. */
+/* The iovecs (1 or 2) of an unprotected frame's unsent part: its header
+ * and payload after skipping `skip` bytes already written. */
 int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
-                   size_t len, const uint8_t *tag, size_t skip);
+                   size_t len, size_t skip);
 /* Writes what the socket takes of one frame of a protected channel: the
- * header and payload, tagged as they go out (no pass over the payload
- * before its first byte leaves), then the tag. *off: the frame's bytes
+ * header and payload (encrypting: its ciphertext, made a window at a
+ * time), tagged as they go out (no pass over the payload before its first
+ * byte leaves), then the tag. *off: the frame's bytes
  * written so far, advanced. Returns the bytes written (0: the socket is
  * full), or -1 when the group failed; *done once the tag is out. */
 ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,

@@ -33,6 +33,8 @@
 /* HELLO and accepting HELLO_ACK: the sender protects every message
  * (docs/protocol.md "Message protection"). */
 #define FTC__PGW_F_PROTECT 4u
+/* With PROTECT: the sender encrypts every message's payload too. */
+#define FTC__PGW_F_ENCRYPT 8u
 /* Handshake channel id of the side channel (p2p and control). */
 #define FTC__PGW_SIDE 0xffffu
 

@@ -1,8 +1,10 @@
 /* Message protection on the tcp data plane (docs/protocol.md "Message
- * protection"): the tags themselves, and a relay between two ranks that
- * changes one byte of an allreduce's data. Protected, the group fails on
- * both ranks with FTC_EAUTH naming the peer; unprotected (the control),
- * the same relay corrupts the result and nobody notices. */
+ * protection"): the tags and the cipher themselves, and a relay between
+ * two ranks that changes one byte of an allreduce's data. Protected
+ * (tagged or encrypted), the group fails on both ranks with FTC_EAUTH
+ * naming the peer; unprotected (the control), the same relay corrupts the
+ * result and nobody notices. Encrypted, the relay sees none of the data
+ * it sees when messages are only tagged. */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,6 +80,40 @@ static void tags_bind_everything(void **state)
     assert_false(ftc__protect_check(&m, tag)); /* a byte dropped */
 }
 
+/* The cipher: its stream depends on the key and the message's number,
+ * crypting at block offsets in pieces gives the bytes of one pass, and
+ * crypting twice gives the payload back. */
+static void cipher_in_pieces(void **state)
+{
+    (void)state;
+    uint8_t key[32] = {9}, other_key[32] = {10};
+    enum { LEN = 5 * FTC__PROTECT_BLOCK + 17 };
+    uint8_t plain[LEN], once[LEN], pieces[LEN], back[LEN], other[LEN];
+    for (size_t i = 0; i < LEN; i++) {
+        plain[i] = (uint8_t)(i * 13 + 1);
+    }
+    ftc__protect_crypt(key, 3, 0, plain, once, LEN);
+    assert_memory_not_equal(plain, once, LEN);
+    ftc__protect_crypt(key, 3, 0, plain, pieces, 2 * FTC__PROTECT_BLOCK);
+    ftc__protect_crypt(
+        key, 3, 2 * FTC__PROTECT_BLOCK, plain + 2 * FTC__PROTECT_BLOCK,
+        pieces + 2 * FTC__PROTECT_BLOCK, LEN - 2 * FTC__PROTECT_BLOCK);
+    assert_memory_equal(once, pieces, LEN);
+    memcpy(back, once, LEN);
+    ftc__protect_crypt(key, 3, 0, back, back, LEN); /* in place */
+    assert_memory_equal(back, plain, LEN);
+    ftc__protect_crypt(key, 4, 0, plain, other, LEN);
+    assert_memory_not_equal(once, other, LEN);
+    ftc__protect_crypt(other_key, 3, 0, plain, other, LEN);
+    assert_memory_not_equal(once, other, LEN);
+    /* Block 0 keyed the tag: the payload's stream starts after it. */
+    uint8_t zeros[FTC__PROTECT_BLOCK] = {0}, stream[FTC__PROTECT_BLOCK];
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = {3};
+    crypto_stream_chacha20_ietf(stream, sizeof(stream), nonce, key);
+    ftc__protect_crypt(key, 3, 0, zeros, zeros, sizeof(zeros));
+    assert_memory_not_equal(zeros, stream, sizeof(stream));
+}
+
 /* ------------------------------------------------------------- the relay */
 
 /* Sits between rank 1 and rank 0: accepts rank 1's connections (its
@@ -90,9 +126,14 @@ typedef struct relay {
     const char *to; /* rank 0's address */
     int flip_conn;  /* 0: the collective stream; 1: the side channel */
     size_t flip_at; /* offset in that stream from rank 1 */
+    bool no_flip;   /* forward everything unchanged */
+    bool record;    /* keep what rank 1 sends in seen (freed by the test) */
     atomic_int stop;
     pthread_t t;
     int flipped;
+    /* record: every byte rank 1 sent on its collective stream. */
+    uint8_t *seen;
+    size_t seen_len;
 } relay;
 
 static void *relay_main(void *arg)
@@ -147,13 +188,19 @@ static void *relay_main(void *arg)
                 shutdown(dest, SHUT_WR);
                 continue;
             }
-            if (upward && c == r->flip_conn && up[c] <= r->flip_at &&
-                r->flip_at < up[c] + (size_t)k) {
+            if (!r->no_flip && upward && c == r->flip_conn &&
+                up[c] <= r->flip_at && r->flip_at < up[c] + (size_t)k) {
                 buf[r->flip_at - up[c]] ^= 0x40;
                 r->flipped = 1;
             }
             if (upward) {
                 up[c] += (size_t)k;
+            }
+            if (r->record && upward && c == 0) {
+                r->seen = realloc(r->seen, r->seen_len + (size_t)k);
+                assert_non_null(r->seen);
+                memcpy(r->seen + r->seen_len, buf, (size_t)k);
+                r->seen_len += (size_t)k;
             }
             ftc__sock_send_all(dest, buf, (size_t)k, ftc__deadline_in_ms(5000),
                                NULL);
@@ -263,12 +310,13 @@ static void through_relay(int protect, int p2p, member m[2], relay *r)
     close(r->lfd);
 }
 
-static void relay_detected_on_every_rank(void **state)
+/* The relay changes a byte of an allreduce's first message under
+ * protection `protect`: both ranks fail with FTC_EAUTH naming rank 1. */
+static void assert_detected_on_every_rank(int protect)
 {
-    (void)state;
     member m[2];
     relay r = {0};
-    through_relay(FTC_PG_PROTECT_MAC, 0, m, &r);
+    through_relay(protect, 0, m, &r);
     assert_true(r.flipped);
     for (int i = 0; i < 2; i++) {
         if (m[i].rc != FTC_EAUTH ||
@@ -277,6 +325,12 @@ static void relay_detected_on_every_rank(void **state)
             fail_msg("rank %d: %s: %s", i, ftc_err_name(m[i].rc), m[i].msg);
         }
     }
+}
+
+static void relay_detected_on_every_rank(void **state)
+{
+    (void)state;
+    assert_detected_on_every_rank(FTC_PG_PROTECT_MAC);
 }
 
 /* A small p2p message on the side channel (tagged before it goes, one
@@ -318,6 +372,61 @@ static void unprotected_relay_corrupts_silently(void **state)
     assert_int_equal(m[1].wrong, 1);
 }
 
+/* Encrypted, a changed byte fails the group on both ranks as a tagged
+ * one does (the tag covers the ciphertext), on the collective streams and
+ * on the side channel. */
+static void encrypted_relay_detected(void **state)
+{
+    (void)state;
+    assert_detected_on_every_rank(FTC_PG_PROTECT_ENCRYPT);
+    member m[2];
+    relay r = {0};
+    through_relay(FTC_PG_PROTECT_ENCRYPT, 1, m, &r);
+    assert_true(r.flipped);
+    assert_int_equal(m[0].rc, FTC_EAUTH);
+}
+
+/* Whether the relay saw 16 bytes of the data rank 1 holds or the sum
+ * both end with, at a few places of the tensor. */
+static bool relay_saw_data(const relay *r)
+{
+    static const size_t at[] = {1000, N / 2 + 1000, N - 8};
+    for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+        float mine[4], sum[4];
+        for (size_t i = 0; i < 4; i++) {
+            mine[i] = (float)(at[k] + i + 1);
+            sum[i] = (float)(2 * (at[k] + i) + 1);
+        }
+        if (memmem(r->seen, r->seen_len, mine, sizeof(mine)) != NULL ||
+            memmem(r->seen, r->seen_len, sum, sizeof(sum)) != NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Encrypted, the allreduce is right and the relay (changing nothing) sees
+ * none of the data; only tagged (the control), it sees it. */
+static void encrypted_data_unseen(void **state)
+{
+    (void)state;
+    for (int protect = FTC_PG_PROTECT_MAC; protect != -1;
+         protect = protect == FTC_PG_PROTECT_MAC ? FTC_PG_PROTECT_ENCRYPT
+                                                 : -1) {
+        member m[2];
+        relay r = {.no_flip = true, .record = true};
+        through_relay(protect, 0, m, &r);
+        assert_false(r.flipped);
+        for (int i = 0; i < 2; i++) {
+            TK_OK(m[i].rc);
+            assert_int_equal(m[i].wrong, 0);
+        }
+        assert_true(r.seen_len > N * sizeof(float) / 2);
+        assert_int_equal(relay_saw_data(&r), protect == FTC_PG_PROTECT_MAC);
+        free(r.seen);
+    }
+}
+
 /* AUTO (the default) protects connections between hosts only: on
  * loopback the relay's change goes unnoticed, as with OFF. */
 static void auto_trusts_this_host(void **state)
@@ -332,17 +441,14 @@ static void auto_trusts_this_host(void **state)
     assert_int_equal(m[0].wrong, 1);
 }
 
-/* Ranks that disagree on protection are refused at the handshake. */
-static void protection_must_agree(void **state)
+/* Two ranks connected directly, rank 0 with protection p0 and rank 1
+ * with p1. */
+static void directly(int p0, int p1, member m[2])
 {
-    (void)state;
-    member m[2];
     for (int i = 0; i < 2; i++) {
-        m[i] = (member){.rank = i};
+        m[i] = (member){.rank = i, .protect = i == 0 ? p0 : p1};
         TK_OK(ftc__pg_listen("127.0.0.1", &m[i].l));
     }
-    m[0].protect = FTC_PG_PROTECT_MAC;
-    m[1].protect = FTC_PG_PROTECT_OFF;
     for (int i = 0; i < 2; i++) {
         m[i].addrs[0] = m[0].l.addr;
         m[i].addrs[1] = m[1].l.addr;
@@ -354,8 +460,31 @@ static void protection_must_agree(void **state)
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
     }
+}
+
+/* Ranks that disagree on protection are refused at the handshake. */
+static void protection_must_agree(void **state)
+{
+    (void)state;
+    member m[2];
+    directly(FTC_PG_PROTECT_MAC, FTC_PG_PROTECT_OFF, m);
     assert_int_equal(m[1].rc, FTC_EPROTO);
     assert_non_null(strstr(m[1].msg, "message protection differs"));
+    assert_int_not_equal(m[0].rc, 0);
+}
+
+/* Encrypting and only tagging do not mix either; the reason names both. */
+static void encryption_must_agree(void **state)
+{
+    (void)state;
+    member m[2];
+    directly(FTC_PG_PROTECT_ENCRYPT, FTC_PG_PROTECT_MAC, m);
+    assert_int_equal(m[1].rc, FTC_EPROTO);
+    if (strstr(m[1].msg, "message protection differs") == NULL ||
+        strstr(m[1].msg, "encrypts") == NULL ||
+        strstr(m[1].msg, "tags (no encryption)") == NULL) {
+        fail_msg("rank 1: %s", m[1].msg);
+    }
     assert_int_not_equal(m[0].rc, 0);
 }
 
@@ -363,11 +492,15 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tags_bind_everything),
+        cmocka_unit_test(cipher_in_pieces),
         cmocka_unit_test(relay_detected_on_every_rank),
         cmocka_unit_test(unprotected_relay_corrupts_silently),
         cmocka_unit_test(relay_on_the_side_channel),
         cmocka_unit_test(auto_trusts_this_host),
         cmocka_unit_test(protection_must_agree),
+        cmocka_unit_test(encryption_must_agree),
+        cmocka_unit_test(encrypted_relay_detected),
+        cmocka_unit_test(encrypted_data_unseen),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

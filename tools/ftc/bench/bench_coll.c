@@ -123,8 +123,8 @@ int bench_coll_one(const bench_coll_comm *cm, int op, size_t bytes, int iters,
 
 void bench_coll_print_header(void)
 {
-    printf("# %-10s %14s %12s %11s %10s %8s %8s %10s %10s %8s\n"
-           "# %-10s %14s %12s %11s %10s %8s %8s %10s %10s %8s\n",
+    printf("# %-14s %14s %12s %11s %10s %8s %8s %10s %10s %8s\n"
+           "# %-14s %14s %12s %11s %10s %8s %8s %10s %10s %8s\n",
            "backend", "op", "size(B)", "count", "time(us)", "algbw", "busbw",
            "p90(us)", "b2b(us)", "b2b bus", "", "", "", "(elems)", "p50",
            "(GB/s)", "(GB/s)", "", "", "(GB/s)");
@@ -146,7 +146,7 @@ void bench_coll_print(const bench_coll_result *r, const char *backend,
                backend, op, r->ranks, r->bytes, r->count, r->iters, r->p50_us,
                r->p10_us, r->p90_us, algbw, algbw * f, r->b2b_us, b2b_bus);
     } else {
-        printf("  %-10s %14s %12zu %11zu %10.1f %8.3f %8.3f %10.1f %10.1f "
+        printf("  %-14s %14s %12zu %11zu %10.1f %8.3f %8.3f %10.1f %10.1f "
                "%8.3f\n",
                backend, op, r->bytes, r->count, r->p50_us, algbw, algbw * f,
                r->p90_us, r->b2b_us, b2b_bus);

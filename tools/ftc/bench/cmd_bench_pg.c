@@ -55,8 +55,9 @@ static const ftc__cli_option options[] = {
     {"backend", FTC__CLI_STRING, FTC__CLI_FIELD(cfg, backend_list),
      .metavar = "LIST",
      .help = "backends by name (tcp, xccl, ...), comma-separated: one block "
-             "each, interleaved per op and size; NAME+mac or NAME+off runs "
-             "it with a token and that message protection, NAME+shm or "
+             "each, interleaved per op and size; NAME+mac, NAME+encrypt or "
+             "NAME+off runs it with a token and that message protection, "
+             "NAME+shm or "
              "NAME+tcp with that transport between these local ranks",
      .env = "FTC_PG_BACKEND"},
     {"op", FTC__CLI_ENUM_SET, FTC__CLI_FIELD(cfg, ops),
@@ -193,7 +194,7 @@ static int pg_bcast(void *ctx, double *v, size_t n)
 
 /* What a --backend entry's suffixes choose. */
 typedef struct entry_opts {
-    int protect;   /* +mac, +off; FTC_PG_PROTECT_DEFAULT: no token */
+    int protect;   /* +mac, +encrypt, +off; FTC_PG_PROTECT_DEFAULT: no token */
     int transport; /* +shm, +tcp; FTC_PG_TRANSPORT_DEFAULT */
 } entry_opts;
 
@@ -214,6 +215,7 @@ static int parse_entry(const char *entry, char *name, size_t cap,
             const char *word;
             int is_transport, value;
         } suffixes[] = {{"mac", 0, FTC_PG_PROTECT_MAC},
+                        {"encrypt", 0, FTC_PG_PROTECT_ENCRYPT},
                         {"off", 0, FTC_PG_PROTECT_OFF},
                         {"shm", 1, FTC_PG_TRANSPORT_SHM},
                         {"tcp", 1, FTC_PG_TRANSPORT_TCP}};
@@ -497,8 +499,9 @@ static int split_backends(cfg *c)
         entry_opts eo;
         if (parse_entry(name, base, sizeof(base), &eo) != 0) {
             return ftc__cli_usage_error(&command,
-                                        "--backend: %s: a suffix is +mac or "
-                                        "+off (protection), +shm or +tcp "
+                                        "--backend: %s: a suffix is +mac, "
+                                        "+encrypt or +off (protection), "
+                                        "+shm or +tcp "
                                         "(transport)",
                                         name);
         }
