@@ -456,15 +456,6 @@ void ftc__chan_drop_queue(ftc__chan *c)
 
 /* ------------------------------------------------------------ collective */
 
-bool ftc__xfer_ready(const ftc__plan *p, const ftc__xfer *x)
-{
-    if (x->dep_chan < 0) {
-        return true;
-    }
-    const ftc__plan_chan *d = &p->ch[x->dep_chan];
-    return (x->dep_send ? d->sent : d->recvd) >= x->dep_count;
-}
-
 void ftc__coll_header(const ftc__tcp *g, uint32_t k, size_t len,
                       uint8_t out[FTC__PGW_HDR])
 {
@@ -492,7 +483,7 @@ static bool coll_write_protected(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
         ftc__coll_header(g, pc->sent, x->len, c->hdrbuf);
         bool done;
         ssize_t n = ftc__chan_send_protected(g, c, c->hdrbuf, x->buf, x->len,
-                                             x->tag, &c->send_off, &done);
+                                             c->coll_tag, &c->send_off, &done);
         if (n < 0) {
             return true;
         }

@@ -360,7 +360,13 @@ static bool start_next(ftc__tcp *g)
     g->cur = op;
     g->cur_start_ns = ftc__now_ns();
     g->probing = false;
-    int rc = ftc__sched_build(g, op);
+    ftc__sched_group sg = {.rank = g->rank,
+                           .size = g->size,
+                           .streams = g->streams,
+                           .segment_bytes = g->pg->opts.segment_bytes,
+                           .small_bytes = g->pg->opts.small_bytes,
+                           .scratch = &g->scratch};
+    int rc = ftc__sched_build(&sg, &g->plan, op);
     if (rc != 0) {
         ftc__tcp_fail(g, rc, "%s #%llu: %s", ftc__coll_name(op->coll),
                       (unsigned long long)op->seq, ftc_last_error());

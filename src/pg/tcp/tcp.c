@@ -153,7 +153,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->side);
     ftc__free(g->pong);
     ftc__free(g->blame);
-    ftc__free(g->scratch);
+    ftc__scratch_free(&g->scratch);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->user_cv);
     pthread_cond_destroy(&g->pt_cv);
@@ -324,17 +324,6 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
     }
     *out = pg;
     return 0;
-}
-
-uint8_t *ftc__tcp_scratch(ftc__tcp *g, size_t bytes)
-{
-    bytes = bytes < 64 ? 64 : bytes;
-    if (bytes > g->scratch_cap) {
-        ftc__free(g->scratch);
-        g->scratch = ftc__malloc(bytes);
-        g->scratch_cap = g->scratch != NULL ? bytes : 0;
-    }
-    return g->scratch;
 }
 
 #ifdef FTC_TESTING

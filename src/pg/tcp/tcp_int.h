@@ -1,5 +1,6 @@
-/* The tcp backend inside: channels (one TCP connection each), the plan a
- * collective runs as, and the group with its progress engine.
+/* The tcp backend inside: channels (one TCP connection each) and the
+ * group with its progress engine, which runs each collective's plan
+ * (pg/sched/plan.h) over the channels.
  *
  * Threading: one driver at a time runs the engine (the group's progress
  * thread, or a user thread inside ftc_work_wait); everything marked
@@ -9,6 +10,7 @@
 #define FTC_PG_TCP_INT_H
 
 #include "pg/pg_int.h"
+#include "pg/sched/sched.h"
 #include "pg/tcp/protect.h"
 #include "pg/tcp/shm.h"
 #include "pg/tcp/tcp.h"
@@ -23,61 +25,6 @@
 /* After this long without an operation the progress thread watches the
  * group (engine.c, pt_main). */
 #define FTC__PG_IDLE_WATCH_MS 10
-
-/* ------------------------------------------------------------------ plan */
-
-/* One message of a collective on one channel. Sends and receives on a
- * channel happen in list order; both ends build the same lists, so the
- * k-th send of A to B is the k-th receive of B from A. */
-typedef struct ftc__xfer {
-    uint8_t *buf;       /* send: source; recv: destination */
-    const uint8_t *a;   /* recv: reduce as buf = a op received; NULL: copy */
-    size_t len;         /* bytes */
-    int32_t dep_chan;   /* -1: ready at once; else wait for ... */
-    uint32_t dep_count; /* ... this many sends/recvs done on dep_chan */
-    uint8_t dep_send;   /* 1: sends; 0: recvs */
-    uint8_t avg;        /* recv: divide by the group size after reducing */
-    uint8_t tag[FTC__PROTECT_TAG]; /* send, protected: its tag once made */
-} ftc__xfer;
-
-typedef struct ftc__dep {
-    int32_t chan;
-    uint32_t count;
-    uint8_t send;
-} ftc__dep;
-
-#define FTC__NO_DEP ((ftc__dep){-1, 0, 0})
-
-static inline ftc__dep ftc__after_recv(int chan, uint32_t index)
-{
-    return (ftc__dep){chan, index + 1, 0};
-}
-
-static inline ftc__dep ftc__after_send(int chan, uint32_t index)
-{
-    return (ftc__dep){chan, index + 1, 1};
-}
-
-typedef struct ftc__plan_chan {
-    ftc__xfer *sends;
-    ftc__xfer *recvs;
-    uint32_t nsends, sends_cap;
-    uint32_t nrecvs, recvs_cap;
-    uint32_t sent, recvd; /* done so far */
-    size_t tmp_need;      /* largest reducing receive */
-    bool active;
-} ftc__plan_chan;
-
-typedef struct ftc__plan {
-    ftc__plan_chan *ch; /* one per collective channel */
-    int nch;
-    int *active; /* channels with messages, in first-use order */
-    int nactive;
-    uint32_t pending; /* messages not done */
-    int dtype, op, size;
-    /* Set by the builder when it cannot allocate. */
-    int error;
-} ftc__plan;
 
 /* ------------------------------------------------------------- channels */
 
@@ -123,6 +70,7 @@ typedef struct ftc__chan {
     size_t tmp_cap;
     /* collective writer */
     size_t send_off; /* bytes of the current send already written */
+    uint8_t coll_tag[FTC__PROTECT_TAG]; /* protected: the current send's */
     uint8_t hdrbuf[FTC__PGW_HDR];
     /* side channel */
     ftc__outmsg *oq_head, *oq_tail;
@@ -216,8 +164,7 @@ typedef struct ftc__tcp {
     ftc__op *sends;  /* p2p sends not yet written */
     ftc__unexp *unexp, **unexp_tail;
     size_t unexp_bytes;
-    uint8_t *scratch;
-    size_t scratch_cap;
+    ftc__scratch scratch; /* the schedules' intermediate results */
     bool probing;
     int64_t probe_start_ns;
     uint64_t probe_nonce;
@@ -227,31 +174,11 @@ typedef struct ftc__tcp {
     int nlanes;     /* collective channels with a lane */
 } ftc__tcp;
 
-/* ---- plan.c */
-int ftc__plan_init(ftc__plan *p, int nch);
-void ftc__plan_free(ftc__plan *p);
-void ftc__plan_reset(ftc__plan *p, int dtype, int op, int size);
-/* Append a message; return its index on the channel (deps refer to it).
- * Errors latch in p->error. */
-uint32_t ftc__plan_send(ftc__plan *p, int chan, const void *src, size_t len,
-                        ftc__dep dep);
-uint32_t ftc__plan_recv(ftc__plan *p, int chan, void *dst, size_t len,
-                        ftc__dep dep);
-uint32_t ftc__plan_recv_reduce(ftc__plan *p, int chan, void *dst, const void *a,
-                               size_t len, ftc__dep dep, bool avg);
-
-/* ---- algorithms (sched_*.c): build the plan of g->cur. Return 0 or an
- * error (FTC_ENOMEM, FTC_EINVAL for a bad algorithm override). */
-int ftc__sched_build(ftc__tcp *g, ftc__op *op);
-
-/* Channel of stream s to peer. */
+/* Channel of stream s to peer (the plan's numbering, plan.h). */
 static inline int ftc__chan_id(const ftc__tcp *g, int peer, int s)
 {
-    return peer * g->streams + s;
+    return ftc__plan_chan_of(peer, s, g->streams);
 }
-
-/* Scratch memory for intermediate results of the current op. */
-uint8_t *ftc__tcp_scratch(ftc__tcp *g, size_t bytes);
 
 /* ---- engine.c */
 int ftc__tcp_engine_start(ftc__tcp *g);
@@ -348,7 +275,6 @@ void ftc__coll_header(const ftc__tcp *g, uint32_t k, size_t len,
  * fails the group with the peer's reason if its side channel has one. */
 void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc);
 /* Whether a message's dependency is met. */
-bool ftc__xfer_ready(const ftc__plan *p, const ftc__xfer *x);
 /* Checks c->hdr against the next receive of the plan on c. false: the
  * message is for a later collective or must wait for a dependency, or it
  * does not fit (the group failed). */

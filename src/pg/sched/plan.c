@@ -1,8 +1,9 @@
-/* The plan of a collective: per channel, the ordered lists of messages to
- * send and receive, each waiting on at most one earlier message. Built
- * identically on both ends of every channel, so message k matches
- * message k. */
-#include "pg/tcp/tcp_int.h"
+/* The plan of a collective (plan.h). */
+#include "pg/sched/plan.h"
+
+#include <string.h>
+
+#include "base/base_int.h"
 
 int ftc__plan_init(ftc__plan *p, int nch)
 {
@@ -106,4 +107,13 @@ uint32_t ftc__plan_recv_reduce(ftc__plan *p, int chan, void *dst, const void *a,
         c->tmp_need = len;
     }
     return push(p, &c->recvs, &c->nrecvs, &c->recvs_cap, &x);
+}
+
+bool ftc__xfer_ready(const ftc__plan *p, const ftc__xfer *x)
+{
+    if (x->dep_chan < 0) {
+        return true;
+    }
+    const ftc__plan_chan *d = &p->ch[x->dep_chan];
+    return (x->dep_send ? d->sent : d->recvd) >= x->dep_count;
 }

@@ -1,17 +1,19 @@
-/* Shared helpers of the algorithm builders: block and segment arithmetic
- * and the per-call context. */
-#ifndef FTC_PG_TCP_ALGO_H
-#define FTC_PG_TCP_ALGO_H
+/* Shared helpers of the schedule builders (sched_*.c): block and segment
+ * arithmetic and the per-call context. */
+#ifndef FTC_PG_SCHED_SCHED_INT_H
+#define FTC_PG_SCHED_SCHED_INT_H
 
-#include "pg/tcp/tcp_int.h"
+#include "base/base_int.h"
+#include "pg/sched/sched.h"
 
 typedef struct ftc__sched_ctx {
-    ftc__tcp *g;
     ftc__plan *p;
     ftc__op *op;
     int rank, size;
-    size_t E;   /* bytes per element */
-    size_t seg; /* elements per pipeline segment */
+    int streams; /* channels per pair */
+    size_t E;    /* bytes per element */
+    size_t seg;  /* elements per pipeline segment */
+    ftc__scratch *scratch;
 } ftc__sched_ctx;
 
 static inline int ftc__mod(int a, int n)
@@ -35,10 +37,16 @@ static inline size_t ftc__seg_len(const ftc__sched_ctx *x, size_t cnt, size_t j)
     return (cnt - start < x->seg ? cnt - start : x->seg);
 }
 
+/* The channel of stream s to or from peer. */
+static inline int ftc__sched_chan(const ftc__sched_ctx *x, int peer, int s)
+{
+    return ftc__plan_chan_of(peer, s, x->streams);
+}
+
 /* The channel segment j to/from peer travels on (striped over streams). */
 static inline int ftc__seg_chan(const ftc__sched_ctx *x, int peer, size_t j)
 {
-    return ftc__chan_id(x->g, peer, (int)(j % (size_t)x->g->streams));
+    return ftc__sched_chan(x, peer, (int)(j % (size_t)x->streams));
 }
 
 /* Block b of an even split of count into n blocks. */

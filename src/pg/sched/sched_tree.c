@@ -1,7 +1,7 @@
 /* Rooted plans (broadcast and reduce over a binomial tree for small
  * messages, a pipelined chain for large ones) and the dissemination
  * barrier. Ranks are renumbered relative to the root (vr = r - root). */
-#include "pg/tcp/sched.h"
+#include "pg/sched/sched_int.h"
 
 static int real_rank(const ftc__sched_ctx *x, int vr)
 {
@@ -77,7 +77,7 @@ static uint8_t *accumulator(ftc__sched_ctx *x, bool root)
     if (root) {
         return x->op->out;
     }
-    return ftc__tcp_scratch(x->g, x->op->count * x->E);
+    return ftc__scratch_get(x->scratch, x->op->count * x->E);
 }
 
 /* Binomial reduce: children's partial results are folded in a fixed order
@@ -158,8 +158,8 @@ int ftc__build_barrier(ftc__sched_ctx *x)
     for (int d = 1; d < x->size; d <<= 1) {
         int to = ftc__mod(x->rank + d, x->size);
         int from = ftc__mod(x->rank - d, x->size);
-        ftc__plan_send(x->p, ftc__chan_id(x->g, to, 0), NULL, 0, dep);
-        int ch = ftc__chan_id(x->g, from, 0);
+        ftc__plan_send(x->p, ftc__sched_chan(x, to, 0), NULL, 0, dep);
+        int ch = ftc__sched_chan(x, from, 0);
         dep =
             ftc__after_recv(ch, ftc__plan_recv(x->p, ch, NULL, 0, FTC__NO_DEP));
     }

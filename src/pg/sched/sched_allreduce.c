@@ -2,7 +2,7 @@
  * and receives 2(N-1)/N of the buffer) and recursive doubling
  * (latency-optimal: ceil(log2 N) rounds, plus two for the ranks folded in
  * when N is not a power of two). */
-#include "pg/tcp/sched.h"
+#include "pg/sched/sched_int.h"
 
 /* Ring: N-1 reduce-scatter steps then N-1 allgather steps over blocks of
  * an even split, each block cut into segments. A segment is forwarded as
@@ -77,7 +77,7 @@ int ftc__build_allreduce_rdouble(ftc__sched_ctx *x)
     const uint8_t *acc = op->in; /* where this rank's partial result is */
     ftc__dep dep = FTC__NO_DEP;
     if (r < 2 * rem) {
-        int ch = ftc__chan_id(x->g, r ^ 1, 0);
+        int ch = ftc__sched_chan(x, r ^ 1, 0);
         if (r % 2 == 0) {
             uint32_t s = ftc__plan_send(x->p, ch, op->in, bytes, FTC__NO_DEP);
             ftc__plan_recv(x->p, ch, op->out, bytes, ftc__after_send(ch, s));
@@ -94,7 +94,7 @@ int ftc__build_allreduce_rdouble(ftc__sched_ctx *x)
     for (int mask = 1; mask < p2; mask <<= 1) {
         int pv = vr ^ mask;
         int peer = pv < rem ? pv * 2 + 1 : pv + rem;
-        int ch = ftc__chan_id(x->g, peer, 0);
+        int ch = ftc__sched_chan(x, peer, 0);
         uint32_t s = ftc__plan_send(x->p, ch, acc, bytes, dep);
         /* The buffer is overwritten only once it has been sent. */
         uint32_t i = ftc__plan_recv_reduce(x->p, ch, op->out, acc, bytes,
@@ -104,7 +104,7 @@ int ftc__build_allreduce_rdouble(ftc__sched_ctx *x)
         acc = op->out;
     }
     if (r < 2 * rem) {
-        int ch = ftc__chan_id(x->g, r - 1, 0);
+        int ch = ftc__sched_chan(x, r - 1, 0);
         ftc__plan_send(x->p, ch, op->out, bytes, dep);
     }
     return x->p->error;

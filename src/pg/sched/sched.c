@@ -1,7 +1,7 @@
-/* Choosing and building the plan of a collective: by message size and
- * group size unless the caller named an algorithm. A group of one only
- * copies locally. */
-#include "pg/tcp/sched.h"
+/* Choosing and building the plan of a collective (sched.h): by message
+ * size and group size unless the caller named an algorithm. A group of
+ * one only copies locally. */
+#include "pg/sched/sched_int.h"
 
 #include "pg/reduce.h"
 
@@ -75,45 +75,46 @@ static void local_only(const ftc__op *op)
     }
 }
 
-int ftc__sched_build(ftc__tcp *g, ftc__op *op)
+int ftc__sched_build(const ftc__sched_group *sg, ftc__plan *p, ftc__op *op)
 {
-    ftc__plan_reset(&g->plan, op->dtype, op->op, g->size);
-    if (g->size == 1) {
+    ftc__plan_reset(p, op->dtype, op->op, sg->size);
+    if (sg->size == 1) {
         local_only(op);
         return 0;
     }
-    ftc__sched_ctx x = {.g = g,
-                        .p = &g->plan,
+    ftc__sched_ctx x = {.p = p,
                         .op = op,
-                        .rank = g->rank,
-                        .size = g->size,
-                        .E = op->elem};
-    x.seg = g->pg->opts.segment_bytes / op->elem;
+                        .rank = sg->rank,
+                        .size = sg->size,
+                        .streams = sg->streams,
+                        .E = op->elem,
+                        .scratch = sg->scratch};
+    x.seg = sg->segment_bytes / op->elem;
     x.seg = x.seg == 0 ? 1 : x.seg;
 
     /* Block layout of allgather(v): counts and offsets per rank. */
     size_t *cnt = NULL, *off = NULL;
     if (op->coll == FTC__ALLGATHER || op->coll == FTC__ALLGATHERV) {
-        cnt = ftc__calloc((size_t)g->size, sizeof(*cnt));
-        off = ftc__calloc((size_t)g->size, sizeof(*off));
+        cnt = ftc__calloc((size_t)x.size, sizeof(*cnt));
+        off = ftc__calloc((size_t)x.size, sizeof(*off));
         if (cnt == NULL || off == NULL) {
             ftc__free(cnt);
             ftc__free(off);
             return ftc__seterr(FTC_ENOMEM, "allgather: out of memory");
         }
         size_t at = 0;
-        for (int i = 0; i < g->size; i++) {
+        for (int i = 0; i < x.size; i++) {
             cnt[i] = op->coll == FTC__ALLGATHER ? op->count : op->counts[i];
             off[i] = at;
             at += cnt[i];
         }
-        memmove(op->out + off[g->rank] * op->elem, op->in,
-                cnt[g->rank] * op->elem);
+        memmove(op->out + off[x.rank] * op->elem, op->in,
+                cnt[x.rank] * op->elem);
     }
     int algo = op->algo;
     if (algo == FTC_ALGO_AUTO && op->coll < FTC__COLL_END &&
         choice[op->coll].allowed != 0) {
-        algo = decisive_bytes(&x, cnt) <= g->pg->opts.small_bytes
+        algo = decisive_bytes(&x, cnt) <= sg->small_bytes
                    ? choice[op->coll].small
                    : choice[op->coll].large;
     }
@@ -141,15 +142,15 @@ int ftc__sched_build(ftc__tcp *g, ftc__op *op)
                                     : ftc__build_reduce_tree(&x);
         break;
     case FTC__GATHER:
-        if (g->rank == op->root) {
-            memmove(op->out + (size_t)g->rank * op->count * op->elem, op->in,
+        if (x.rank == op->root) {
+            memmove(op->out + (size_t)x.rank * op->count * op->elem, op->in,
                     op->count * op->elem);
         }
         rc = ftc__build_gather(&x);
         break;
     case FTC__SCATTER:
-        if (g->rank == op->root) {
-            memmove(op->out, op->in + (size_t)g->rank * op->count * op->elem,
+        if (x.rank == op->root) {
+            memmove(op->out, op->in + (size_t)x.rank * op->count * op->elem,
                     op->count * op->elem);
         }
         rc = ftc__build_scatter(&x);
@@ -165,4 +166,22 @@ int ftc__sched_build(ftc__tcp *g, ftc__op *op)
     ftc__free(cnt);
     ftc__free(off);
     return rc;
+}
+
+uint8_t *ftc__scratch_get(ftc__scratch *s, size_t bytes)
+{
+    bytes = bytes < 64 ? 64 : bytes;
+    if (bytes > s->cap) {
+        ftc__free(s->buf);
+        s->buf = ftc__malloc(bytes);
+        s->cap = s->buf != NULL ? bytes : 0;
+    }
+    return s->buf;
+}
+
+void ftc__scratch_free(ftc__scratch *s)
+{
+    ftc__free(s->buf);
+    s->buf = NULL;
+    s->cap = 0;
 }

@@ -1,12 +1,12 @@
 /* Plans that move blocks between ranks: allgather(v) (ring and direct),
  * reduce_scatter (ring and direct), gather, scatter and alltoall(v). */
-#include "pg/tcp/sched.h"
+#include "pg/sched/sched_int.h"
 
 /* How many parts a whole message is cut into: one per stream for large
  * messages, so every connection carries a share. */
 static size_t parts_of(const ftc__sched_ctx *x, size_t bytes)
 {
-    size_t streams = (size_t)x->g->streams;
+    size_t streams = (size_t)x->streams;
     if (streams == 1 || bytes < x->seg * x->E) {
         return 1;
     }
@@ -104,7 +104,7 @@ int ftc__build_reduce_scatter_ring(ftc__sched_ctx *x)
     int left = ftc__mod(r - 1, n), right = ftc__mod(r + 1, n);
     size_t E = x->E, c = op->count, blk = c * E;
     size_t nsg = ftc__nseg(x, c);
-    uint8_t *scratch = ftc__tcp_scratch(x->g, (size_t)n * blk);
+    uint8_t *scratch = ftc__scratch_get(x->scratch, (size_t)n * blk);
     ftc__dep *last = ftc__calloc(nsg, sizeof(*last));
     if ((scratch == NULL && n * blk > 0) || last == NULL) {
         ftc__free(last);
@@ -144,7 +144,7 @@ int ftc__build_reduce_scatter_direct(ftc__sched_ctx *x)
     size_t blk = op->count * x->E;
     for (int i = 1; i < n; i++) {
         int to = ftc__mod(r + i, n);
-        ftc__plan_send(x->p, ftc__chan_id(x->g, to, 0),
+        ftc__plan_send(x->p, ftc__sched_chan(x, to, 0),
                        op->in + (size_t)to * blk, blk, FTC__NO_DEP);
     }
     ftc__dep dep = FTC__NO_DEP;
@@ -154,7 +154,7 @@ int ftc__build_reduce_scatter_direct(ftc__sched_ctx *x)
         if (from == r) {
             continue;
         }
-        int ch = ftc__chan_id(x->g, from, 0);
+        int ch = ftc__sched_chan(x, from, 0);
         seen++;
         uint32_t i =
             ftc__plan_recv_reduce(x->p, ch, op->out, acc, blk, dep,
