@@ -72,6 +72,11 @@ typedef struct ftc_store_server_opts {
      * that a client with the token is still served. Default 10000 (ms);
      * FTC_TIMEOUT_INFINITE: never. */
     int64_t handshake_timeout_ms;
+    /* With a token: at most this many of those connections from one
+     * client address at a time; the next one from it closes its oldest
+     * (a flood from one address cannot fill the table, and a client that
+     * authenticates at once still gets in). Default 256. */
+    size_t max_strangers_per_address;
 } ftc_store_server_opts;
 
 FTC_API void ftc_store_server_opts_init(ftc_store_server_opts *opts);
@@ -94,7 +99,9 @@ typedef struct ftc_store_server_stats {
     uint64_t requests;        /* requests served since start */
     uint64_t protocol_errors; /* connections closed for bad input */
     uint64_t slow_drops;      /* connections closed for unsent output */
-    uint64_t refused;         /* connections refused over the limit */
+    /* connections refused or closed over a limit: the table's, or (never
+     * authenticated) their address's max_strangers_per_address */
+    uint64_t refused;
 } ftc_store_server_stats;
 
 /* A consistent snapshot of the counters, taken at the end of the server's

@@ -3,9 +3,13 @@
  * (PyTorch's, 1.13's, one without the token) reaches only the open
  * prefixes and never sees a key outside them; every refusal closes only
  * that connection and changes nothing in the store. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/auth.h"
 #include "base/base_int.h"
@@ -18,15 +22,27 @@
 #define TOKEN "store-secret"
 #define T FTC_TIMEOUT_DEFAULT
 
-static ftc_store_server *start(const char *token, const char *const *open,
-                               size_t n_open)
+/* A server with these settings (FTC_SIZE_DEFAULT: the default limit). */
+static ftc_store_server *start_limited(const char *token,
+                                       const char *const *open, size_t n_open,
+                                       size_t max_connections,
+                                       size_t max_strangers_per_address)
 {
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
     o.token = token;
     o.open_prefixes = open;
     o.n_open_prefixes = n_open;
+    o.max_connections = max_connections;
+    o.max_strangers_per_address = max_strangers_per_address;
     return ssk_start(&o);
+}
+
+static ftc_store_server *start(const char *token, const char *const *open,
+                               size_t n_open)
+{
+    return start_limited(token, open, n_open, FTC_SIZE_DEFAULT,
+                         FTC_SIZE_DEFAULT);
 }
 
 static int connect_client(int port, const char *token, ftc_store_client **out)
@@ -336,11 +352,7 @@ static void open_prefix_only(void **state)
 static void strangers_make_room(void **state)
 {
     (void)state;
-    ftc_store_server_opts o;
-    ftc_store_server_opts_init(&o);
-    o.token = TOKEN;
-    o.max_connections = 40;
-    ftc_store_server *srv = ssk_start(&o);
+    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, 40, FTC_SIZE_DEFAULT);
     int port = ftc_store_server_port(srv);
     enum { IDLE = 60 };
     sr_conn idle[IDLE];
@@ -374,6 +386,72 @@ static void strangers_make_room(void **state)
     assert_true(ssk_stats(srv).refused >= IDLE - 40 + 1);
     for (int i = 0; i < IDLE; i++) {
         sr_close(&idle[i]);
+    }
+    ssk_stop(srv);
+}
+
+/* A V2 connection (VALIDATE sent) to the server on 127.0.0.1:port from
+ * the source address from (another loopback address: another client
+ * host). */
+static void connect_from(const char *from, int port, sr_conn *c)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    struct sockaddr_in dst = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)port)};
+    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+    assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr), 1);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    c->dialect = SR_V2;
+    assert_true(c->fd >= 0);
+    assert_int_equal(bind(c->fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    assert_int_equal(connect(c->fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+    uint8_t validate[5] = {0x00, 0xCE, 0xF7, 0x85, 0x3C};
+    sr_send(c, validate, sizeof(validate));
+}
+
+/* Connections from one address that do not authenticate take at most
+ * max_strangers_per_address places: the next from there closes its
+ * oldest, and other addresses' connections (strangers too) and clients
+ * with the token are untouched. */
+static void strangers_capped_per_address(void **state)
+{
+    (void)state;
+    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, FTC_SIZE_DEFAULT, 8);
+    int port = ftc_store_server_port(srv);
+    enum { CAP = 8, FLOOD = 20, LOCAL = 5 };
+    sr_conn flood[FLOOD], local[LOCAL];
+    for (int i = 0; i < LOCAL; i++) {
+        sr_connect(&local[i], port, SR_V2);
+    }
+    for (int i = 0; i < FLOOD; i++) {
+        connect_from("127.0.0.2", port, &flood[i]);
+    }
+    /* The oldest FLOOD - CAP of the flood were closed, nothing else. */
+    for (int i = 0; i < FLOOD - CAP; i++) {
+        sr_expect_closed(&flood[i], 5000);
+    }
+    /* (The counters are published at the end of a loop iteration.) */
+    TK_WAIT_UNTIL(ssk_stats(srv).refused == FLOOD - CAP, 5000);
+    assert_int_equal(ssk_stats(srv).connections, LOCAL + CAP);
+    ftc_store_client *c = client(port, TOKEN);
+    TK_OK(ftc_store_client_set(c, "k", "v", 1, T));
+    expect_stored(port, "k", "v");
+    ftc_store_client_close(c);
+    TK_WAIT_UNTIL(
+        ssk_logged("store.flood", "max_strangers_per_address (8)") >= 1, 5000);
+    /* The places of closed strangers are free again: the address may
+     * open CAP more only by closing its own. */
+    for (int i = 0; i < FLOOD - CAP; i++) {
+        sr_close(&flood[i]);
+        connect_from("127.0.0.2", port, &flood[i]);
+    }
+    TK_WAIT_UNTIL(ssk_stats(srv).refused == 2 * (FLOOD - CAP), 5000);
+    assert_int_equal(ssk_stats(srv).connections, LOCAL + CAP);
+    for (int i = 0; i < FLOOD; i++) {
+        sr_close(&flood[i]);
+    }
+    for (int i = 0; i < LOCAL; i++) {
+        sr_close(&local[i]);
     }
     ssk_stop(srv);
 }
@@ -499,6 +577,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(open_prefix_only),
         cmocka_unit_test(refused_before_the_body),
         cmocka_unit_test(strangers_make_room),
+        cmocka_unit_test(strangers_capped_per_address),
         cmocka_unit_test(handshake_deadline),
         cmocka_unit_test(bad_options),
     };

@@ -62,6 +62,9 @@ static const ftc__cli_option options[] = {
     SIZE_OPTION("max-connections", max_connections, "open connections"),
     SIZE_OPTION("max-output-bytes", max_output_bytes,
                 "unsent replies per connection before it is dropped"),
+    SIZE_OPTION("max-strangers-per-address", max_strangers_per_address,
+                "with a token: connections from one address not yet "
+                "authenticated (the next closes its oldest)"),
     {"self-check", FTC__CLI_FLAG, FTC__CLI_FIELD(store_args, self_check),
      .help = "start a server on 127.0.0.1, run a few requests of both "
              "dialects against it, print them, exit"},

@@ -31,6 +31,7 @@ void ftc_store_server_opts_init(ftc_store_server_opts *o)
     o->max_output_bytes = 1 * GIB;
     o->max_request_bytes = FTC_SIZE_DEFAULT; /* computed from the others */
     o->handshake_timeout_ms = 10000;
+    o->max_strangers_per_address = 256;
 }
 
 /* Lays in over the defaults into o; FTC_EINVAL for a bad value. */
@@ -44,12 +45,20 @@ static int settle_opts(ftc_store_server_opts *o,
     if (rc != 0) {
         return rc;
     }
-    size_t *fields[] = {&o->max_key_bytes,        &o->max_value_bytes,
-                        &o->max_keys_per_request, &o->max_total_bytes,
-                        &o->max_connections,      &o->max_output_bytes};
-    const size_t *defaults[] = {&d.max_key_bytes,        &d.max_value_bytes,
-                                &d.max_keys_per_request, &d.max_total_bytes,
-                                &d.max_connections,      &d.max_output_bytes};
+    size_t *fields[] = {&o->max_key_bytes,
+                        &o->max_value_bytes,
+                        &o->max_keys_per_request,
+                        &o->max_total_bytes,
+                        &o->max_connections,
+                        &o->max_output_bytes,
+                        &o->max_strangers_per_address};
+    const size_t *defaults[] = {&d.max_key_bytes,
+                                &d.max_value_bytes,
+                                &d.max_keys_per_request,
+                                &d.max_total_bytes,
+                                &d.max_connections,
+                                &d.max_output_bytes,
+                                &d.max_strangers_per_address};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         if (*fields[i] == FTC_SIZE_DEFAULT) {
             *fields[i] = *defaults[i];
@@ -320,6 +329,7 @@ int ftc_store_server_create(const ftc_store_server_opts *opts,
     ftc__list_init(&srv->ready);
     ftc__list_init(&srv->dirty);
     ftc__list_init(&srv->strangers);
+    ftc__store_hosts_init(srv);
     int rc = settle_opts(&srv->opts, opts);
     if (rc == 0) {
         rc = ftc__store_auth_init(&srv->auth, &srv->opts);

@@ -289,10 +289,38 @@ void ftc__store_auth_list_keys(store_conn *c)
 
 /* ------------------------------------------------------------ strangers */
 
-void ftc__store_auth_greet(store_conn *c)
+/* Warns at most every 10 s about strangers closed for their address's
+ * cap, with how many since the last warning. */
+static void warn_evictions(struct ftc_store_server *srv, const char *peer)
+{
+    int64_t now = ftc__now_ms();
+    srv->host_evicted++;
+    if (now - srv->host_warned_ms < 10000) {
+        return;
+    }
+    FTC_LOG_WARN("store.flood",
+                 "%llu connection(s) closed before authenticating: their "
+                 "address held max_strangers_per_address (%zu) such "
+                 "connections (the last from %s)",
+                 (unsigned long long)srv->host_evicted,
+                 srv->opts.max_strangers_per_address, peer);
+    srv->host_evicted = 0;
+    srv->host_warned_ms = now;
+}
+
+void ftc__store_auth_greet(store_conn *c, const struct sockaddr *peer)
 {
     c->born_ms = ftc__now_ms();
     ftc__list_push_back(&c->srv->strangers, &c->stranger_node);
+    store_conn *oldest = peer != NULL ? ftc__store_hosts_add(c, peer) : NULL;
+    if (oldest != NULL) {
+        c->srv->live.refused++;
+        warn_evictions(c->srv, oldest->peer);
+        ftc__conn_close(oldest, FTC_LOG_DEBUG, "store.evict",
+                        "its address has max_strangers_per_address "
+                        "connections that have not authenticated: the "
+                        "oldest closed to make room");
+    }
 }
 
 void ftc__store_auth_known(store_conn *c)
@@ -300,6 +328,7 @@ void ftc__store_auth_known(store_conn *c)
     if (ftc__list_linked(&c->stranger_node)) {
         ftc__list_remove(&c->stranger_node);
     }
+    ftc__store_hosts_remove(c);
 }
 
 int ftc__store_auth_evict_stranger(struct ftc_store_server *srv)

@@ -36,6 +36,7 @@ store_conn *ftc__conn_new(struct ftc_store_server *srv)
     ftc__list_init(&c->ready_node);
     ftc__list_init(&c->dirty_node);
     ftc__list_init(&c->stranger_node);
+    ftc__list_init(&c->host_node);
     ftc__buf_init(&c->in, srv->limits.max_request_bytes + READ_MIN);
     ftc__buf_init(&c->pending.bytes, SIZE_MAX);
     ftc__buf_init(&c->inflight.bytes, SIZE_MAX);
@@ -91,6 +92,7 @@ void ftc__conn_close(store_conn *c, int level, const char *tag,
     if (ftc__list_linked(&c->stranger_node)) {
         ftc__list_remove(&c->stranger_node);
     }
+    ftc__store_hosts_remove(c);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -444,8 +446,10 @@ void ftc__conn_start(store_conn *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof(ss);
+    const struct sockaddr *peer = NULL;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
-        ftc__addr_format((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+        peer = (const struct sockaddr *)&ss;
+        ftc__addr_format(peer, c->peer, sizeof(c->peer));
     }
     uv_tcp_nodelay(&c->tcp, 1);
     uv_os_fd_t fd;
@@ -460,7 +464,7 @@ void ftc__conn_start(store_conn *c)
     ftc__list_push_back(&c->srv->conns, &c->node);
     c->srv->live.connections++;
     if (c->auth != STORE_AUTH_OK) {
-        ftc__store_auth_greet(c);
+        ftc__store_auth_greet(c, peer);
     }
     set_reading(c, 1);
 }

@@ -36,6 +36,10 @@ typedef struct store_batch {
     uint64_t total; /* bytes in the batch */
 } store_batch;
 
+/* Buckets of the table of client addresses with strangers open. */
+#define FTC__STORE_HOST_BUCKETS 256
+struct store_host;
+
 typedef struct store_conn {
     uv_tcp_t tcp;
     struct ftc_store_server *srv;
@@ -47,6 +51,10 @@ typedef struct store_conn {
      * open prefix (server_auth.c), since born_ms. */
     ftc__list stranger_node;
     int64_t born_ms;
+    /* A stranger also counts against its client address (server_hosts.c):
+     * in host->strangers, oldest first. NULL: not counted. */
+    struct store_host *host;
+    ftc__list host_node;
     int dialect; /* -1 until the first bytes tell */
     ftc__wire_decoder dec;
     ftc__buf in; /* received bytes; head = the next request */
@@ -110,9 +118,14 @@ struct ftc_store_server {
     ftc__list dirty;
     ftc__list strangers; /* oldest first */
     uv_timer_t sweep;    /* closes strangers past the handshake timeout */
-    size_t conn_limit;   /* max_connections, within the open files limit */
-    uint8_t *rbuf; /* shared read buffer for connections with no backlog */
-    uv_buf_t *iov; /* scratch for building writes */
+    /* Client addresses with strangers open (server_hosts.c), and the
+     * strangers closed for their address's cap since the last warning. */
+    ftc__list host_buckets[FTC__STORE_HOST_BUCKETS];
+    uint64_t host_evicted;
+    int64_t host_warned_ms;
+    size_t conn_limit; /* max_connections, within the open files limit */
+    uint8_t *rbuf;     /* shared read buffer for connections with no backlog */
+    uv_buf_t *iov;     /* scratch for building writes */
     size_t cap_iov;
     ftc_store_server_stats live; /* loop thread only */
     pthread_mutex_t stats_lock;
@@ -199,12 +212,20 @@ int ftc__store_auth_refuse_early(store_conn *c, const uint8_t *buf,
 /* Whether the unauthenticated c may be served r (the handshake's ops,
  * keys under the open prefixes); if not, closes c and returns 0. */
 int ftc__store_auth_admit(store_conn *c, const ftc__wire_req *r);
-/* A new connection of a server with a token starts as a stranger. */
-void ftc__store_auth_greet(store_conn *c);
+/* A new connection of a server with a token starts as a stranger,
+ * counted against its client address peer (NULL: unknown). */
+void ftc__store_auth_greet(store_conn *c, const struct sockaddr *peer);
 /* c authenticated or used an open prefix: no longer a stranger. */
 void ftc__store_auth_known(store_conn *c);
 /* Closes the oldest stranger to make room; 1 if there was one. */
 int ftc__store_auth_evict_stranger(struct ftc_store_server *srv);
+/* Strangers by client address (server_hosts.c). add counts c against
+ * peer's address and returns the address's oldest stranger when c put it
+ * over max_strangers_per_address (to be closed), else NULL; remove
+ * uncounts c (it authenticated, or closes). */
+void ftc__store_hosts_init(struct ftc_store_server *srv);
+store_conn *ftc__store_hosts_add(store_conn *c, const struct sockaddr *peer);
+void ftc__store_hosts_remove(store_conn *c);
 /* Starts the timer that closes strangers past the handshake timeout
  * (a server with a token and a finite timeout). */
 void ftc__store_auth_start_sweeps(struct ftc_store_server *srv);
