@@ -116,7 +116,8 @@ int bench_ft_failover(const bench_ft_opts *o);
  * <participants> <quorum_id>". */
 int bench_ft_worker(int argc, char **argv);
 
-/* A worker as seen by the bench (bench_ft_proc.c): its pid and stdout. */
+/* A process as seen by the bench (bench_ft_proc.c): its pid and the pipe
+ * its stdout goes to. */
 typedef struct bench_ft_proc {
     pid_t pid;
     int fd; /* -1 once closed */
@@ -124,16 +125,37 @@ typedef struct bench_ft_proc {
     size_t len;
 } bench_ft_proc;
 
-/* Spawns a worker; 0, or -1 with a message on stderr (p then has no
- * process). */
+/* Spawns path (looked up in PATH without a '/') with argv, its stdout (and
+ * its stderr, with stderr_too) on p's pipe; 0, or -1 with a message on
+ * stderr (p then has no process). */
+int bench_ft_spawn_piped(bench_ft_proc *p, const char *path, char *const argv[],
+                         bool stderr_too);
+/* Spawns a worker the same way. */
 int bench_ft_spawn_worker(bench_ft_proc *p, const char *lighthouse,
                           const char *store, int group, size_t floats,
                           const char *backend);
 /* Kills (SIGKILL) and reaps it, closes its pipe. */
 void bench_ft_reap(bench_ft_proc *p);
+/* Waits for it to exit (its pipe at its end: it is exiting), closes the
+ * pipe; its exit status, or -1 when a signal ended it. */
+int bench_ft_exit_status(bench_ft_proc *p);
 /* Reads what is there, calls on_line for each whole line; closes the pipe
  * at its end. */
 void bench_ft_drain(bench_ft_proc *p, void (*on_line)(void *, const char *),
                     void *user);
+
+/* Spawns argv (argv[0] looked up in PATH, or a path) with its stdout and
+ * stderr appended to dir/log; 0 or -1 (message on stderr). */
+int bench_ft_spawn_logged(const char *dir, char *const argv[], const char *log,
+                          pid_t *pid);
+/* Kills (SIGKILL, and SIGCONT should it be stopped) and reaps *pid when
+ * it is > 0; sets it to 0. */
+void bench_ft_end(pid_t *pid);
+
+/* A scratch folder for the logs of a run: /tmp/ftc-WHAT-XXXXXX into dir;
+ * 0, or -1 (message on stderr, dir ""). */
+int bench_ft_logdir_make(char *dir, size_t cap, const char *what);
+/* Keeps it, saying where (a failed run), or removes it with its files. */
+void bench_ft_logdir_close(const char *dir, bool keep, const char *what);
 
 #endif

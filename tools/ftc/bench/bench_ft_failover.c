@@ -16,13 +16,10 @@
  * committed in a quorum of the new lighthouse (a new epoch) and to 10
  * more steps. etcd must be installed (scripts/deps.sh). */
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +31,6 @@
 #include "bench/bench_ft.h"
 #include "ft/lighthouse/etcd.h"
 #include "ft/quorum/quorum.h"
-
-extern char **environ;
 
 #define WAIT_MS 60000
 #define STEADY_COMMITS 10 /* steps with both groups before a fault */
@@ -96,37 +91,6 @@ static int free_port(void)
     return port;
 }
 
-/* Spawns argv (argv[0] looked up in PATH, or "/proc/self/exe") with its
- * output appended to dir/log; 0 or -1 (message on stderr). */
-static int spawn_logged(const scene *s, char *const argv[], const char *log,
-                        pid_t *pid)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "%s/%s", s->dir, log);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, path,
-                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        *pid = 0;
-        fprintf(stderr, "bench ft failover: %s: %s\n", argv[0], strerror(rc));
-    }
-    return rc == 0 ? 0 : -1;
-}
-
-static void end(pid_t *pid)
-{
-    if (*pid > 0) {
-        kill(*pid, SIGKILL);
-        kill(*pid, SIGCONT);
-        waitpid(*pid, NULL, 0);
-    }
-    *pid = 0;
-}
-
 static int start_ha_lighthouse(scene *s, int i)
 {
     char lease[16], log[16];
@@ -135,14 +99,14 @@ static int start_ha_lighthouse(scene *s, int i)
     char *argv[] = {"/proc/self/exe", "lighthouse", "--bind",     s->lh_addr[i],
                     "--etcd",         s->etcd_url,  "--lease-ms", lease,
                     "--min-replicas", "2",          NULL};
-    return spawn_logged(s, argv, log, &s->lh[i]);
+    return bench_ft_spawn_logged(s->dir, argv, log, &s->lh[i]);
 }
 
 static int start_lone_lighthouse(scene *s)
 {
     char *argv[] = {"/proc/self/exe", "lighthouse", "--bind", s->lone_addr,
                     "--min-replicas", "2",          NULL};
-    return spawn_logged(s, argv, "lone.log", &s->lone);
+    return bench_ft_spawn_logged(s->dir, argv, "lone.log", &s->lone);
 }
 
 static int start_etcd(scene *s)
@@ -163,7 +127,7 @@ static int start_etcd(scene *s)
                     cluster,     "--heartbeat-interval",
                     "50",        "--election-timeout",
                     "500",       NULL};
-    return spawn_logged(s, argv, "etcd.log", &s->etcd);
+    return bench_ft_spawn_logged(s->dir, argv, "etcd.log", &s->etcd);
 }
 
 /* The ha leader's index (its etcd key holds its name: its bind address),
@@ -286,7 +250,7 @@ static int fault(scene *s, int kind, double ms[2])
         kill(s->lh[l], SIGKILL);
         break;
     case LONE_RESTART:
-        end(&s->lone);
+        bench_ft_end(&s->lone);
         if (start_lone_lighthouse(s) != 0) {
             return 1;
         }
@@ -356,16 +320,6 @@ static void report(const bench_ft_opts *o, double (*v)[FAULTS][2], int trials)
 
 /* ----------------------------------------------------------------- scene */
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* Ends every process; the logs are kept when the run failed. */
 static void stop(scene *s, bool failed)
 {
@@ -373,26 +327,19 @@ static void stop(scene *s, bool failed)
         bench_ft_reap(&s->jobs[k / 2].w[k % 2]);
     }
     for (int i = 0; i < 3; i++) {
-        end(&s->lh[i]);
+        bench_ft_end(&s->lh[i]);
     }
-    end(&s->lone);
-    end(&s->etcd);
+    bench_ft_end(&s->lone);
+    bench_ft_end(&s->etcd);
     for (int g = 0; g < 4; g++) {
         ftc_store_server_destroy(s->stores[g]);
     }
-    if (s->dir[0] != '\0' && failed) {
-        fprintf(stderr, "bench ft failover: the logs are in %s\n", s->dir);
-    } else if (s->dir[0] != '\0') {
-        nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    }
+    bench_ft_logdir_close(s->dir, failed, "failover");
 }
 
 static int start(scene *s)
 {
-    snprintf(s->dir, sizeof(s->dir), "/tmp/ftc-failover-XXXXXX");
-    if (mkdtemp(s->dir) == NULL) {
-        s->dir[0] = '\0';
-        fprintf(stderr, "bench ft failover: mkdtemp: %s\n", strerror(errno));
+    if (bench_ft_logdir_make(s->dir, sizeof(s->dir), "failover") != 0) {
         return -1;
     }
     if (start_etcd(s) != 0) {
