@@ -19,3 +19,11 @@ ftc_add_test(ft_bench_quorum_1024_test
   TIMEOUT 300 LABELS integration nosan
   PASS_REGEX "\"groups\":1024,\"kind\":\"fast\",\"samples\":[1-9][0-9]*.*\"groups\":1024,\"kind\":\"change\",\"samples\":[1-9]"
   FAIL_REGEX "failed|Timeout")
+# --what partition checks what it needs before it touches anything (the
+# harness, the trainer, root): a missing harness is named with its option
+# and the bench exits 1 (the run itself needs root and takes a minute:
+# README, "Network partitions").
+ftc_add_test(ft_bench_partition_needs_test
+  COMMAND sh -c "$<TARGET_FILE:ftc_cli> bench ft --what partition --hosts-script /nonexistent/testhosts.sh || echo exit=$?"
+  TIMEOUT 30 LABELS integration
+  PASS_REGEX "test-host harness /nonexistent/testhosts.sh \\(--hosts-script\\): No such file or directory.*exit=1")

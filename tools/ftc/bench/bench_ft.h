@@ -1,9 +1,12 @@
 /* `ftc bench ft` internals shared by its files: the options, an embedded
  * job (lighthouse and one store per replica group), sample summaries and
- * their output (a table row or a JSON line), and the four benchmarks:
- * quorum rounds (bench_ft_quorum.c), manager steps (bench_ft_step.c),
- * recovery from kill -9 and SIGSTOP (bench_ft_fault.c) and healing
- * throughput against a loopback TCP baseline (bench_ft_heal.c). */
+ * their output (a table row or a JSON line), the processes the benches
+ * spawn (bench_ft_proc.c), and the benchmarks: quorum rounds
+ * (bench_ft_quorum.c), manager steps (bench_ft_step.c), recovery from
+ * kill -9 and SIGSTOP (bench_ft_fault.c), healing throughput against a
+ * loopback TCP baseline (bench_ft_heal.c), lighthouse failover
+ * (bench_ft_failover.c) and network partitions over test hosts
+ * (bench_ft_partition.c). */
 #ifndef FTC_TOOLS_BENCH_FT_H
 #define FTC_TOOLS_BENCH_FT_H
 
@@ -33,9 +36,12 @@ typedef struct bench_ft_opts {
     int n_heal_mib;
     long heal_sources[BENCH_FT_LIST_MAX];
     int n_heal_sources;
-    int reps;             /* heal and baseline pairs per cell */
-    int lease_ms;         /* failover: the lighthouses' etcd lease */
-    const char *backends; /* the fault runs' cross-replica groups: a list */
+    int reps;                 /* heal and baseline pairs per cell */
+    int lease_ms;             /* failover: the lighthouses' etcd lease */
+    const char *backends;     /* the fault runs' cross-replica groups: a list */
+    const char *hosts_script; /* partition: scripts/testhosts.sh */
+    const char *trainer;      /* partition: the trainer each group runs */
+    int hold_ms;              /* partition: how long a split lasts */
     bool json;
 } bench_ft_opts;
 
@@ -109,6 +115,7 @@ int bench_ft_fault(const bench_ft_opts *o);
 int bench_ft_heal(const bench_ft_opts *o, size_t mib, int sources);
 
 int bench_ft_failover(const bench_ft_opts *o);
+int bench_ft_partition(const bench_ft_opts *o);
 
 /* A replica group process of the fault and failover runs: "ftc bench ft
  * --worker LIGHTHOUSE STORE GROUP FLOATS BACKEND" (LIGHTHOUSE may list

@@ -128,10 +128,17 @@ void bench_ft_samples_free(bench_ft_samples *s)
 
 /* -------------------------------------------------------------- options */
 
-enum { W_QUORUM = 1, W_STEP = 2, W_FAULT = 4, W_HEAL = 8, W_FAILOVER = 16 };
+enum {
+    W_QUORUM = 1,
+    W_STEP = 2,
+    W_FAULT = 4,
+    W_HEAL = 8,
+    W_FAILOVER = 16,
+    W_PARTITION = 32
+};
 
-static const char *const what_names[] = {"quorum", "step",     "fault",
-                                         "heal",   "failover", NULL};
+static const char *const what_names[] = {
+    "quorum", "step", "fault", "heal", "failover", "partition", NULL};
 
 #define LIST(name, member, counter, text)                                      \
     {                                                                          \
@@ -157,7 +164,8 @@ static const ftc__cli_option options[] = {
     NUMBER("floats", floats, 1, "floats in each step's allreduce"),
     NUMBER("fault-groups", fault_groups, 2,
            "replica groups (processes) of the fault runs"),
-    NUMBER("trials", trials, 1, "kills and stops each"),
+    NUMBER("trials", trials, 1,
+           "kills and stops each; partition: passes over the faults"),
     LIST("heal-mib", heal_mib, n_heal_mib, "MiB a replica heals"),
     LIST("sources", heal_sources, n_heal_sources,
          "up-to-date replicas it heals from"),
@@ -169,6 +177,12 @@ static const ftc__cli_option options[] = {
      .help = "process-group backends of the fault runs (tcp, baby-xccl, "
              "...), comma-separated: each runs every trial in turn",
      .default_text = "tcp"},
+    NUMBER("hold-ms", hold_ms, 1, "partition: how long each split lasts"),
+    {"hosts-script", FTC__CLI_STRING,
+     FTC__CLI_FIELD(bench_ft_opts, hosts_script), .metavar = "PATH",
+     .help = "partition: the test-host harness (network namespaces)"},
+    {"trainer", FTC__CLI_STRING, FTC__CLI_FIELD(bench_ft_opts, trainer),
+     .metavar = "PATH", .help = "partition: the trainer each group runs"},
     {"json", FTC__CLI_FLAG, FTC__CLI_FIELD(bench_ft_opts, json),
      .help = "one JSON object per line instead of a table"},
 };
@@ -200,7 +214,15 @@ static const ftc__cli_command command = {
         "        --lease-ms), one on a lone lighthouse restarted at once\n"
         "        when killed. --trials times each: kill -9, SIGSTOP and\n"
         "        SIGTERM of the ha leader, kill -9 of the lone one; ms to\n"
-        "        the first step of the new lighthouse and to 10 more.\n",
+        "        the first step of the new lighthouse and to 10 more.\n"
+        "partition (not in the default set; needs root) four test hosts\n"
+        "        (network namespaces of --hosts-script): a lighthouse,\n"
+        "        three `ftc run` of one group of --trainer each. Split,\n"
+        "        --hold-ms, join, --trials passes over: a group cut from\n"
+        "        the lighthouse, one cut from the other two, two cut from\n"
+        "        each other; ms from the split to the cut group's last\n"
+        "        commit and to the others' 10 more steps, from the join\n"
+        "        to every group in a step again.\n",
     FTC__CLI_OPTIONS(options),
 };
 
@@ -232,6 +254,9 @@ int ftc__cmd_bench_ft(int argc, char **argv)
         .reps = 7,
         .lease_ms = 1000,
         .backends = "tcp",
+        .hosts_script = "scripts/testhosts.sh",
+        .trainer = "build/examples/train_ddp",
+        .hold_ms = 3000,
     };
     int rc = ftc__cli_parse(&command, &o, argc, argv, NULL);
     if (rc != FTC__CLI_PARSED) {
@@ -249,6 +274,9 @@ int ftc__cmd_bench_ft(int argc, char **argv)
     }
     if (o.what & W_FAILOVER) {
         failed += bench_ft_failover(&o);
+    }
+    if (o.what & W_PARTITION) {
+        failed += bench_ft_partition(&o);
     }
     for (int i = 0; (o.what & W_HEAL) && i < o.n_heal_mib; i++) {
         for (int k = 0; k < o.n_heal_sources; k++) {
