@@ -40,6 +40,11 @@
 #define OTHER 2        /* the group no partition cuts */
 #define MORE_STEPS 10  /* "the others went on": this many more steps */
 #define RECENT_MS 1000 /* "training together": a full step this recent */
+/* Training before each fault, longer than the lighthouse remembers a
+ * left-out group's return (4 x its time out, 1 s by default): a group
+ * left out again soon after it came back is held out longer (flap
+ * damping), which would time the previous fault's echo, not this one. */
+#define SETTLE_MS 5000
 #define LH_PORT 29650
 #define STEP_SLEEP_MS "5"
 #define MAX_TRIALS 64
@@ -355,7 +360,8 @@ static int fault(scene *s, int kind, double ms[MEASURES])
 {
     const partition *pt = &partitions[kind];
     group *other = &s->g[OTHER];
-    if (wait_until(s, trained_together_lately, kind,
+    if (pump(s, never, SETTLE_MS) != PUMP_DEADLINE ||
+        wait_until(s, trained_together_lately, kind,
                    "the groups did not train together (a step committed "
                    "by all three)") != 0) {
         return 1;
