@@ -5,7 +5,8 @@
  * Four test hosts: `ftc lighthouse` on host 0, one `ftc run` per training
  * host with one replica group of one rank of --trainer each (group I on
  * host I+1), as tests/integration/run_hosts_test.sh runs them. Faults,
- * interleaved trial by trial, each held --hold-ms and then healed:
+ * interleaved trial by trial, each after 5 s of training together, held
+ * --hold-ms and then healed:
  *   lighthouse  host 2 split from host 0: group 1 cut off from the
  *               lighthouse but not from the other groups;
  *   majority    host 1 split from hosts 2 and 3: group 0 cut off from the
