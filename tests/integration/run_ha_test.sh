@@ -79,7 +79,8 @@ done
 runs=()
 for i in 0 1 2; do
   h=$((i + 3))
-  "$hosts" exec "$name" $h "$ftc" run --quiet --host "$(addr $h)" \
+  "$hosts" exec "$name" $h "$ftc" run --quiet --show-events \
+    --host "$(addr $h)" \
     --lighthouse "$lhs" --job ha --replicas 1 --ranks 2 --first-replica $i \
     --total-replicas 3 --env FTC_TIMEOUT_MS=2000 \
     --summary-json "$work/summary$i.json" -- \
@@ -176,6 +177,8 @@ until_quorum "the job did not go on once etcd had its quorum back" \
 for i in 0 1 2; do
   wait "${runs[i]}" || fail "the run on host $((i + 3)) failed"
 done
+python3 "$(dirname "$0")/one_quorum_per_step.py" "$work"/run*.out ||
+  fail "two quorums committed one step"
 python3 - "$steps" "$work"/summary*.json <<'EOF' ||
 import json, sys
 steps = int(sys.argv[1])

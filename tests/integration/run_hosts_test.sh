@@ -92,7 +92,7 @@ fi
 all=$((training * per_host))
 runs=()
 for ((i = 0; i < training; i++)); do
-  "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet \
+  "$hosts" exec "$name" $((i + 1)) "$ftc" run --quiet --show-events \
     --host "$("$hosts" addr "$name" $((i + 1)))" --lighthouse "$lh" \
     --job hosts --replicas $per_host --ranks $ranks \
     --first-replica $((i * per_host)) \
@@ -195,6 +195,8 @@ grep -q "^dashboard: https://" "$work/lighthouse.out" ||
 for ((i = 0; i < training; i++)); do
   wait "${runs[i]}" || fail "the run on host $((i + 1)) failed"
 done
+python3 "$(dirname "$0")/one_quorum_per_step.py" "$work"/run*.out ||
+  fail "two quorums committed one step"
 python3 - "$steps" "$mode" "$work"/summary*.json <<'EOF' ||
 import json, sys
 steps, mode = int(sys.argv[1]), sys.argv[2]

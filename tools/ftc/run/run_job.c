@@ -341,9 +341,10 @@ void run_job_line(run_job *job, int g, int r, int stream, char *line,
         snprintf(ev.why, sizeof(ev.why), "no FTC_EVENT tag");
     }
     /* Malformed events are printed too: the trainer's author needs them. */
-    if (kind == RUN_EVENT_NONE || kind == RUN_EVENT_BAD ||
-        job->opts->show_events) {
-        run_out_line(&job->out, g, r, stream == RUN_STDERR, line, len);
+    bool event_shown = kind != RUN_EVENT_NONE && job->opts->show_events;
+    if (kind == RUN_EVENT_NONE || kind == RUN_EVENT_BAD || event_shown) {
+        run_out_line(&job->out, g, r, stream == RUN_STDERR, line, len,
+                     event_shown);
     }
     if (kind == RUN_EVENT_NONE) {
         return;

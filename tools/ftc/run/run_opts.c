@@ -155,7 +155,7 @@ static const ftc__cli_option options[] = {
      .check = check_env, .metavar = "K=V",
      .help = "add to every rank's environment (repeat)"},
     {"show-events", FTC__CLI_FLAG, FTC__CLI_FIELD(run_opts, show_events),
-     .help = "also print the FTC_EVENT lines"},
+     .help = "also print the FTC_EVENT lines (with --quiet too)"},
     {"quiet", FTC__CLI_FLAG, FTC__CLI_FIELD(run_opts, quiet),
      .help = "no rank output and no progress; notes, errors and the summary "
              "only"},

@@ -32,11 +32,11 @@ static void erase(run_out *o)
 }
 
 void run_out_line(run_out *o, int replica, int rank, int stream,
-                  const char *line, size_t len)
+                  const char *line, size_t len, bool asked)
 {
     /* Bold red, green, yellow, blue, magenta, cyan: one per replica. */
     static const int colors[] = {31, 32, 33, 34, 35, 36};
-    if (o->quiet) {
+    if (o->quiet && !asked) {
         return;
     }
     erase(o);

@@ -4,6 +4,7 @@
 #ifndef FTC_TOOLS_RUN_OUT_H
 #define FTC_TOOLS_RUN_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,9 +20,10 @@ typedef struct run_out {
 void run_out_init(run_out *o, int quiet);
 
 /* One line of rank `rank` of replica group `replica`, to stdout (stream 0)
- * or stderr (stream 1). */
+ * or stderr (stream 1); under --quiet only when asked for by name (an
+ * event line with --show-events). */
 void run_out_line(run_out *o, int replica, int rank, int stream,
-                  const char *line, size_t len);
+                  const char *line, size_t len, bool asked);
 
 /* "ftc run: ..." on stdout, whatever --quiet says. */
 void run_out_note(run_out *o, const char *fmt, ...)
