@@ -54,7 +54,8 @@ for i in 0 1 2; do
     --listen-peer-urls "http://$(addr $i):2380" \
     --initial-advertise-peer-urls "http://$(addr $i):2380" \
     --initial-cluster "$cluster" --initial-cluster-state new \
-    --heartbeat-interval 50 --election-timeout 500 >"$work/etcd$i.out" 2>&1 &
+    --heartbeat-interval 50 --election-timeout 500 --pre-vote \
+    >"$work/etcd$i.out" 2>&1 &
   eval "etcd$i=\$!"
 done
 
