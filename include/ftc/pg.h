@@ -204,7 +204,8 @@ typedef struct ftc_pg_opts {
     /* With a token, what protects the messages after the handshake
      * (ftc_pg_protect; tcp backend; docs/protocol.md "Message
      * protection"). Every member must choose alike, else the handshake
-     * fails with FTC_EPROTO. Ignored without a token. */
+     * fails with FTC_EPROTO. Without a token AUTO and OFF protect nothing
+     * and MAC or ENCRYPT fail the create with FTC_EINVAL. */
     int protect;
     /* What carries the collectives between two ranks of one host
      * (ftc_pg_transport; tcp backend; docs/operations.md "Transports"). */
@@ -229,8 +230,8 @@ typedef enum ftc_pg_protect {
      * network, as Gloo's and NCCL's do). */
     FTC_PG_PROTECT_OFF = 3,
     /* MAC's tags, and every message's payload encrypted (ChaCha20 under
-     * the same per-message key, the tag over the ciphertext: the
-     * construction of ChaCha20-Poly1305), on every connection: an
+     * the same per-message key, the tag over header and ciphertext, as
+     * RFC 8439's ChaCha20-Poly1305 uses them), on every connection: an
      * on-path observer sees headers (kinds, sizes, ranks), not data. A
      * message is limited to 256 GiB (ChaCha20's block counter). */
     FTC_PG_PROTECT_ENCRYPT = 4,

@@ -8,7 +8,8 @@ fail() {
   echo "$test_name: FAIL: $*" >&2
   for f in "$work"/*.out; do
     echo "--- $f" >&2
-    grep -v '^raft\|^[0-9-]* [0-9:.]* [A-Z] |\|FTC_EVENT' "$f" | tail -20 >&2
+    { grep -v '^raft\|^[0-9-]* [0-9:.]* [A-Z] |\|FTC_EVENT' "$f" || true; } |
+      tail -20 >&2
   done
   exit 1
 }

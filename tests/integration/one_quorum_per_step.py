@@ -14,6 +14,7 @@ def main():
     quorum_of = {}  # step -> the quorum id its first commit named
     commits = 0
     for path in sys.argv[1:]:
+        in_file = 0
         with open(path, errors="replace") as f:
             for line in f:
                 at = line.find("FTC_EVENT ")
@@ -25,14 +26,18 @@ def main():
                     continue
                 if ev.get("kind") != "step" or not ev.get("committed"):
                     continue
-                commits += 1
+                if "step" not in ev or "quorum_id" not in ev:
+                    sys.exit(f"{path}: a committed step event without its "
+                             f"step or quorum_id: {line.strip()}")
+                in_file += 1
                 first = quorum_of.setdefault(ev["step"], ev["quorum_id"])
                 if first != ev["quorum_id"]:
                     sys.exit(f"step {ev['step']} was committed in quorum "
                              f"{first} and in quorum {ev['quorum_id']} "
                              f"({path})")
-    if commits == 0:
-        sys.exit("no committed step in " + " ".join(sys.argv[1:]))
+        if in_file == 0:
+            sys.exit(f"{path}: no committed step (were the events shown?)")
+        commits += in_file
     print(f"one quorum per step: {len(quorum_of)} steps, {commits} commits")
 
 

@@ -190,6 +190,24 @@ static void output_prefixes(void **state)
     rk_free(&p);
 }
 
+/* --quiet keeps rank output back, but --show-events still prints the
+ * events, each prefixed, when both are given. */
+static void quiet_shows_asked_events(void **state)
+{
+    (void)state;
+    char dir[4096];
+    rk_dir("quietevents", dir, sizeof(dir));
+    char *launcher[] = {T("--replicas"), T("1"), T("--quiet"),
+                        T("--show-events"), NULL};
+    char *trainer[] = {T("--steps"), T("3"), T("--chatter"), NULL};
+    rk_run p;
+    rk_start_job(&p, dir, launcher, trainer, NULL);
+    assert_int_equal(rk_wait(&p, 20000), 0);
+    assert_null(strstr(p.text, "[r0.0] hello"));
+    assert_non_null(strstr(p.text, "[r0.0] FTC_EVENT {\"kind\":\"result\""));
+    rk_free(&p);
+}
+
 static void summary_json(const char *name, const char *extra, int identical)
 {
     char dir[4096];
@@ -410,6 +428,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(usage_errors),
         cmocka_unit_test(env_contract),
         cmocka_unit_test(output_prefixes),
+        cmocka_unit_test(quiet_shows_asked_events),
         cmocka_unit_test(summary_identical),
         cmocka_unit_test(summary_different),
         cmocka_unit_test(terminal_output),

@@ -22,11 +22,13 @@
 #define TOKEN "store-secret"
 #define T FTC_TIMEOUT_DEFAULT
 
-/* A server with these settings (FTC_SIZE_DEFAULT: the default limit). */
+/* A server with these settings (FTC_SIZE_DEFAULT, FTC_TIMEOUT_DEFAULT:
+ * the default). */
 static ftc_store_server *start_limited(const char *token,
                                        const char *const *open, size_t n_open,
                                        size_t max_connections,
-                                       size_t max_strangers_per_address)
+                                       size_t max_strangers_per_address,
+                                       int64_t handshake_timeout_ms)
 {
     ftc_store_server_opts o;
     ftc_store_server_opts_init(&o);
@@ -35,6 +37,7 @@ static ftc_store_server *start_limited(const char *token,
     o.n_open_prefixes = n_open;
     o.max_connections = max_connections;
     o.max_strangers_per_address = max_strangers_per_address;
+    o.handshake_timeout_ms = handshake_timeout_ms;
     return ssk_start(&o);
 }
 
@@ -42,7 +45,7 @@ static ftc_store_server *start(const char *token, const char *const *open,
                                size_t n_open)
 {
     return start_limited(token, open, n_open, FTC_SIZE_DEFAULT,
-                         FTC_SIZE_DEFAULT);
+                         FTC_SIZE_DEFAULT, FTC_TIMEOUT_DEFAULT);
 }
 
 static int connect_client(int port, const char *token, ftc_store_client **out)
@@ -352,7 +355,8 @@ static void open_prefix_only(void **state)
 static void strangers_make_room(void **state)
 {
     (void)state;
-    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, 40, FTC_SIZE_DEFAULT);
+    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, 40, FTC_SIZE_DEFAULT,
+                                          FTC_TIMEOUT_DEFAULT);
     int port = ftc_store_server_port(srv);
     enum { IDLE = 60 };
     sr_conn idle[IDLE];
@@ -416,7 +420,8 @@ static void connect_from(const char *from, int port, sr_conn *c)
 static void strangers_capped_per_address(void **state)
 {
     (void)state;
-    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, FTC_SIZE_DEFAULT, 8);
+    ftc_store_server *srv = start_limited(TOKEN, NULL, 0, FTC_SIZE_DEFAULT, 8,
+                                          FTC_TIMEOUT_INFINITE);
     int port = ftc_store_server_port(srv);
     enum { CAP = 8, FLOOD = 20, LOCAL = 5 };
     sr_conn flood[FLOOD], local[LOCAL];

@@ -31,7 +31,7 @@ void ftc__chan_close(ftc__chan *c)
     c->tmp = NULL;
     ftc__free(c->enc);
     c->enc = NULL;
-    c->enc_n = 0;
+    c->enc_cap = 0;
     ftc__chan_drop_queue(c);
     ftc__shm_lane_close(c);
     ftc__auth_wipe(c->k_tx, sizeof(c->k_tx));
@@ -335,28 +335,36 @@ int ftc__frame_iov(struct iovec *iov, const uint8_t *hdr, const void *payload,
 /* The payload bytes that go out next (*out, *n), from offset p of the
  * frame's payload to the end of what is ready: the payload itself or,
  * encrypting, the ciphertext window holding p (made when it is not the
- * window of this payload and message number already). false: no memory
- * for the window. */
+ * window of this payload, length and message number already; sized to
+ * the message, at most ENC_WINDOW). false: no memory for the window. */
 static bool outgoing(ftc__chan *c, uint64_t number, const void *payload,
                      size_t len, size_t p, const uint8_t **out, size_t *n)
 {
+    p = p < len ? p : len; /* a frame cut short after it started */
     if (!c->encrypt || p == len) {
         *n = len - p;
         *out = len > 0 ? (const uint8_t *)payload + p : NULL;
         return true;
     }
-    if (c->enc == NULL && (c->enc = ftc__malloc(ENC_WINDOW)) == NULL) {
-        return false;
-    }
     size_t at = p - p % ENC_WINDOW;
-    if (c->enc_n == 0 || c->enc_src != payload || c->enc_num != number ||
-        c->enc_at != at) {
-        c->enc_n = len - at < ENC_WINDOW ? len - at : ENC_WINDOW;
+    size_t need = len - at < ENC_WINDOW ? len - at : ENC_WINDOW;
+    if (c->enc_n == 0 || c->enc_src != payload || c->enc_len != len ||
+        c->enc_num != number || c->enc_at != at) {
+        if (need > c->enc_cap) {
+            uint8_t *w = ftc__realloc(c->enc, need);
+            if (w == NULL) {
+                return false;
+            }
+            c->enc = w;
+            c->enc_cap = need;
+        }
+        c->enc_n = need;
         c->enc_src = payload;
+        c->enc_len = len;
         c->enc_num = number;
         c->enc_at = at;
         ftc__protect_crypt(c->k_tx, number, at, (const uint8_t *)payload + at,
-                           c->enc, c->enc_n);
+                           c->enc, need);
     }
     *n = c->enc_n - (p - at);
     *out = c->enc + (p - at);
@@ -385,13 +393,14 @@ ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
         size_t p = *off > FTC__PGW_HDR ? *off - FTC__PGW_HDR : 0, out_n;
         const uint8_t *out;
         if (!outgoing(c, number, payload, len, p, &out, &out_n)) {
-            ftc__tcp_fail(g, FTC_ENOMEM, "encryption window of %d B",
-                          ENC_WINDOW);
+            ftc__tcp_fail(g, FTC_ENOMEM,
+                          "encryption window of a %zu B "
+                          "message",
+                          len);
             return -1;
         }
         if (whole && *off == 0) {
-            ftc__protect_tag(c->k_tx, c->n_tx, hdr, FTC__PGW_HDR, out, len,
-                             tag);
+            ftc__protect_tag(c->k_tx, number, hdr, FTC__PGW_HDR, out, len, tag);
         }
         /* The rest of the header, the ready payload bytes, and the tag
          * once it is made and the payload's end is in this call. */
@@ -426,7 +435,8 @@ ssize_t ftc__chan_send_protected(ftc__tcp *g, ftc__chan *c, const uint8_t *hdr,
         size_t from = *off > FTC__PGW_HDR ? *off : FTC__PGW_HDR;
         size_t to = *off + (size_t)n < body ? *off + (size_t)n : body;
         if (c->tx_open && to > from) {
-            ftc__protect_add(&c->tx_mac, out, to - from); /* from is p */
+            /* out holds payload offset p = from - FTC__PGW_HDR */
+            ftc__protect_add(&c->tx_mac, out, to - from);
         }
         *off += (size_t)n;
         total += n;
@@ -452,6 +462,7 @@ void ftc__chan_drop_queue(ftc__chan *c)
     }
     c->oq_tail = NULL;
     c->oq_off = 0;
+    c->enc_n = 0; /* a window of a dropped frame is no one's */
 }
 
 /* ------------------------------------------------------------ collective */

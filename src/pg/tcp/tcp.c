@@ -206,6 +206,16 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     if (rc == 0 && g->auth) {
         rc = ftc__auth_key(pg->token, g->key);
     }
+    if (rc == 0 && !g->auth &&
+        (pg->opts.protect == FTC_PG_PROTECT_MAC ||
+         pg->opts.protect == FTC_PG_PROTECT_ENCRYPT)) {
+        /* Asked for by name, protection must not quietly not happen. */
+        rc = ftc__seterr(FTC_EINVAL,
+                         "message protection '%s' needs a token (FTC_TOKEN or "
+                         "ftc_pg_opts.token): it keys the tags",
+                         pg->opts.protect == FTC_PG_PROTECT_MAC ? "mac"
+                                                                : "encrypt");
+    }
     for (int i = 0; g->coll != NULL && i < nch; i++) {
         g->coll[i].fd = -1;
     }

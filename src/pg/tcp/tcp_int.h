@@ -91,14 +91,16 @@ typedef struct ftc__chan {
     uint8_t rx_tag[FTC__PROTECT_TAG];
     size_t rx_tag_got;
     /* Encrypting (protect too): the ciphertext window of the message being
-     * sent (enc_n bytes of payload src from enc_at, under number enc_num;
-     * enc_n 0: none), and how much of the one being received is
+     * sent (enc_n bytes from offset enc_at of the enc_len-byte payload
+     * enc_src, under number enc_num; enc_n 0: none) in a buffer of
+     * enc_cap bytes, and how much of the one being received is
      * decrypted. */
     bool encrypt;
     uint8_t *enc;
+    size_t enc_cap;
     const void *enc_src;
     uint64_t enc_num;
-    size_t enc_at, enc_n, dec_got;
+    size_t enc_len, enc_at, enc_n, dec_got;
     /* A collective channel to a rank of this host: its messages go
      * through shared memory; the connection rings doorbells (shm.h). */
     ftc__shm_lane *lane;
@@ -274,7 +276,6 @@ void ftc__coll_header(const ftc__tcp *g, uint32_t k, size_t len,
 /* c's peer closed its end while the current collective still needs c:
  * fails the group with the peer's reason if its side channel has one. */
 void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc);
-/* Whether a message's dependency is met. */
 /* Checks c->hdr against the next receive of the plan on c. false: the
  * message is for a later collective or must wait for a dependency, or it
  * does not fit (the group failed). */

@@ -218,7 +218,8 @@ typedef struct member {
     const char *addrs[2];
     int rank;
     int protect;
-    int p2p; /* a 64-byte send from rank 1 to rank 0 instead */
+    int p2p; /* a send of this many floats (<= N) from rank 1 to rank 0
+              * instead of the allreduce */
     int rc;
     int wrong; /* elements of the result that are not the sum */
     char msg[512];
@@ -243,15 +244,15 @@ static void *member_main(void *p)
                                       NULL, &o);
     float *x = malloc(N * sizeof(float));
     if (m->rc == 0 && x != NULL && m->p2p) {
-        for (int i = 0; i < 16; i++) {
-            x[i] = (float)i;
+        for (int i = 0; i < m->p2p; i++) {
+            x[i] = m->rank == 1 ? (float)i : -1.0f;
         }
-        ftc_tensor t = ftc_tensor_cpu(x, 16, FTC_DTYPE_F32);
+        ftc_tensor t = ftc_tensor_cpu(x, (size_t)m->p2p, FTC_DTYPE_F32);
         ftc_work *w;
         m->rc = m->rank == 1 ? ftc_pg_send(pg, &t, 0, 7, NULL, &w)
                              : ftc_pg_recv(pg, &t, 1, 7, NULL, &w);
         m->rc = m->rc ? m->rc : pgt_wait(w);
-        for (int i = 0; i < 16; i++) {
+        for (int i = 0; i < m->p2p; i++) {
             m->wrong += x[i] != (float)i;
         }
     } else if (m->rc == 0 && x != NULL) {
@@ -288,10 +289,10 @@ static void through_relay(int protect, int p2p, member m[2], relay *r)
     /* The first message's payload: after the HELLO (header, body, MAC),
      * on a collective stream the shared-memory answer (a header: no
      * lane), and the message's header. */
-    size_t answer = p2p ? 0 : FTC__PGW_HDR;
+    size_t answer = p2p != 0 ? 0 : FTC__PGW_HDR;
     r->flip_at =
         FTC__PGW_HDR + FTC__PGW_HELLO_BODY + 32 + answer + FTC__PGW_HDR + 5;
-    r->flip_conn = p2p;
+    r->flip_conn = p2p != 0;
     atomic_init(&r->stop, 0);
     pthread_create(&r->t, NULL, relay_main, r);
     m[0].addrs[0] = m[0].l.addr;
@@ -341,7 +342,7 @@ static void relay_on_the_side_channel(void **state)
     (void)state;
     member m[2];
     relay r = {0};
-    through_relay(FTC_PG_PROTECT_MAC, 1, m, &r);
+    through_relay(FTC_PG_PROTECT_MAC, 16, m, &r);
     assert_true(r.flipped);
     if (m[0].rc != FTC_EAUTH ||
         strstr(m[0].msg, "failed its authentication check") == NULL) {
@@ -351,7 +352,7 @@ static void relay_on_the_side_channel(void **state)
     TK_OK(m[1].rc);
     member ctl[2];
     relay r2 = {0};
-    through_relay(FTC_PG_PROTECT_OFF, 1, ctl, &r2);
+    through_relay(FTC_PG_PROTECT_OFF, 16, ctl, &r2);
     TK_OK(ctl[0].rc);
     assert_int_equal(ctl[0].wrong, 1);
 }
@@ -381,7 +382,7 @@ static void encrypted_relay_detected(void **state)
     assert_detected_on_every_rank(FTC_PG_PROTECT_ENCRYPT);
     member m[2];
     relay r = {0};
-    through_relay(FTC_PG_PROTECT_ENCRYPT, 1, m, &r);
+    through_relay(FTC_PG_PROTECT_ENCRYPT, 16, m, &r);
     assert_true(r.flipped);
     assert_int_equal(m[0].rc, FTC_EAUTH);
 }
@@ -410,9 +411,9 @@ static bool relay_saw_data(const relay *r)
 static void encrypted_data_unseen(void **state)
 {
     (void)state;
-    for (int protect = FTC_PG_PROTECT_MAC; protect != -1;
-         protect = protect == FTC_PG_PROTECT_MAC ? FTC_PG_PROTECT_ENCRYPT
-                                                 : -1) {
+    static const int modes[] = {FTC_PG_PROTECT_MAC, FTC_PG_PROTECT_ENCRYPT};
+    for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+        int protect = modes[k];
         member m[2];
         relay r = {.no_flip = true, .record = true};
         through_relay(protect, 0, m, &r);
@@ -442,11 +443,11 @@ static void auto_trusts_this_host(void **state)
 }
 
 /* Two ranks connected directly, rank 0 with protection p0 and rank 1
- * with p1. */
-static void directly(int p0, int p1, member m[2])
+ * with p1, the allreduce or (p2p > 0) that many floats sent. */
+static void directly(int p0, int p1, int p2p, member m[2])
 {
     for (int i = 0; i < 2; i++) {
-        m[i] = (member){.rank = i, .protect = i == 0 ? p0 : p1};
+        m[i] = (member){.rank = i, .protect = i == 0 ? p0 : p1, .p2p = p2p};
         TK_OK(ftc__pg_listen("127.0.0.1", &m[i].l));
     }
     for (int i = 0; i < 2; i++) {
@@ -467,7 +468,7 @@ static void protection_must_agree(void **state)
 {
     (void)state;
     member m[2];
-    directly(FTC_PG_PROTECT_MAC, FTC_PG_PROTECT_OFF, m);
+    directly(FTC_PG_PROTECT_MAC, FTC_PG_PROTECT_OFF, 0, m);
     assert_int_equal(m[1].rc, FTC_EPROTO);
     assert_non_null(strstr(m[1].msg, "message protection differs"));
     assert_int_not_equal(m[0].rc, 0);
@@ -478,7 +479,7 @@ static void encryption_must_agree(void **state)
 {
     (void)state;
     member m[2];
-    directly(FTC_PG_PROTECT_ENCRYPT, FTC_PG_PROTECT_MAC, m);
+    directly(FTC_PG_PROTECT_ENCRYPT, FTC_PG_PROTECT_MAC, 0, m);
     assert_int_equal(m[1].rc, FTC_EPROTO);
     if (strstr(m[1].msg, "message protection differs") == NULL ||
         strstr(m[1].msg, "encrypts") == NULL ||
@@ -486,6 +487,49 @@ static void encryption_must_agree(void **state)
         fail_msg("rank 1: %s", m[1].msg);
     }
     assert_int_not_equal(m[0].rc, 0);
+}
+
+/* Encrypted p2p messages of every shape arrive intact: one float, a frame
+ * sent whole (<= 4 KiB) and one just over, and several 64 KiB ciphertext
+ * windows (N floats). */
+static void encrypted_messages_of_every_shape(void **state)
+{
+    (void)state;
+    static const int sizes[] = {1, 1024, 1025, 20000, N};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        member m[2];
+        directly(FTC_PG_PROTECT_ENCRYPT, FTC_PG_PROTECT_ENCRYPT, sizes[k], m);
+        for (int i = 0; i < 2; i++) {
+            if (m[i].rc != 0 || m[i].wrong != 0) {
+                fail_msg("%d floats, rank %d: %s, %d wrong: %s", sizes[k], i,
+                         ftc_err_name(m[i].rc), m[i].wrong, m[i].msg);
+            }
+        }
+    }
+}
+
+/* Tags or encryption asked for by name without a token fail the create
+ * with a reason, rather than sending in the clear. */
+static void protection_needs_a_token(void **state)
+{
+    (void)state;
+    unsetenv("FTC_TOKEN"); /* the options' NULL token would read it */
+    static const int modes[] = {FTC_PG_PROTECT_MAC, FTC_PG_PROTECT_ENCRYPT};
+    for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
+        int protect = modes[k];
+        ftc_pg_opts o;
+        ftc_pg_opts_init(&o);
+        o.protect = protect;
+        ftc__pg_listener l;
+        TK_OK(ftc__pg_listen("127.0.0.1", &l));
+        const char *addrs[1] = {l.addr};
+        ftc_pg *pg = NULL;
+        assert_int_equal(
+            ftc__pg_create_from_peers(&pg, &l, addrs, 0, 1, 43, NULL, &o),
+            FTC_EINVAL);
+        assert_null(pg);
+        assert_non_null(strstr(ftc_last_error(), "needs a token"));
+    }
 }
 
 int main(int argc, char **argv)
@@ -501,6 +545,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(encryption_must_agree),
         cmocka_unit_test(encrypted_relay_detected),
         cmocka_unit_test(encrypted_data_unseen),
+        cmocka_unit_test(encrypted_messages_of_every_shape),
+        cmocka_unit_test(protection_needs_a_token),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
