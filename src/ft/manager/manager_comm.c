@@ -3,16 +3,33 @@
 #include "ft/manager/manager.h"
 #include "ftc/algo.h"
 
+/* Whether a round an earlier call started is still to be waited for. */
+static bool round_in_flight(ftc_manager *m)
+{
+    pthread_mutex_lock(&m->mu);
+    bool in_flight = m->phase == FTC__MGR_RUNNING || m->phase == FTC__MGR_DONE;
+    pthread_mutex_unlock(&m->mu);
+    return in_flight;
+}
+
 static int comm_start_quorum(void *ctx, int64_t timeout_ms)
 {
     ftc_manager *m = ctx;
-    ftc_manager_quorum_opts qo;
-    ftc_manager_quorum_opts_init(&qo);
-    /* Healed before this returns, and the algorithms touch the buffers
-     * only after: no staging copy needed. */
-    qo.heal_in_place = true;
-    qo.timeout_ms = timeout_ms;
-    int rc = ftc_manager_start_quorum(m, &qo);
+    /* An earlier call whose wait timed out (the round's own deadline is
+     * the same, so it ends a moment later) left its round running: wait
+     * for that round instead of starting one, which the manager refuses.
+     * Retrying callers would otherwise fail at once, again and again, and
+     * give up with the group's state (seen in run_hosts_chaos_test). */
+    int rc = 0;
+    if (!round_in_flight(m)) {
+        ftc_manager_quorum_opts qo;
+        ftc_manager_quorum_opts_init(&qo);
+        /* Healed before this returns, and the algorithms touch the buffers
+         * only after: no staging copy needed. */
+        qo.heal_in_place = true;
+        qo.timeout_ms = timeout_ms;
+        rc = ftc_manager_start_quorum(m, &qo);
+    }
     return rc != 0 ? rc : ftc_manager_wait_quorum(m, timeout_ms);
 }
 

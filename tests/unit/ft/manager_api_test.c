@@ -199,22 +199,29 @@ static void steps_and_errors(void **state)
     mf_env_free(e);
 }
 
+/* The one manager of job "lonely", which needs two replicas: no quorum
+ * forms until the job's min_replicas is lowered. The lighthouse answers a
+ * join a tenth of its time (at least 50 ms) before the caller's deadline,
+ * with the reason; 4 s leaves a loaded machine 400 ms for that answer to
+ * arrive (200 ms was missed once under a load average of 13). */
+static ftc_manager *lonely_manager(mf_env *e)
+{
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=2"));
+    ftc_manager_opts o = mf_opts(e, "solo");
+    o.job = "lonely";
+    o.quorum_timeout_ms = tk_ms(4000);
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    return m;
+}
+
 /* A quorum never forms (min_replicas 2, one replica): every rank gets
  * FTC_ETIMEDOUT with the lighthouse's reason, and may start again. */
 static void quorum_timeout(void **state)
 {
     (void)state;
     mf_env *e = mf_env_new();
-    TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=2"));
-    ftc_manager_opts o = mf_opts(e, "solo");
-    o.job = "lonely";
-    /* The lighthouse answers a join a tenth of its time (at least 50 ms)
-     * before the caller's deadline, with the reason; 4 s leaves a loaded
-     * machine 400 ms for that answer to arrive (200 ms was missed once
-     * under a load average of 13). */
-    o.quorum_timeout_ms = tk_ms(4000);
-    ftc_manager *m;
-    TK_OK(ftc_manager_create(&o, &m));
+    ftc_manager *m = lonely_manager(e);
     for (int k = 0; k < 2; k++) {
         TK_OK(ftc_manager_start_quorum(m, NULL));
         TK_EXPECT(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT),
@@ -449,6 +456,36 @@ static void algo_comm_table(void **state)
     mf_env_free(e);
 }
 
+/* The algorithms' start_quorum after a wait that timed out: the round is
+ * still running (its deadline is later), so it waits for that round and
+ * gets its result instead of failing at once because a round is in
+ * flight (a trainer retrying that gave up with its state). */
+static void algo_comm_waits_for_its_round(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager *m = lonely_manager(e);
+    ftc_algo_comm c;
+    TK_OK(ftc_manager_algo_comm(m, &c));
+    ftc_manager_quorum_opts qo;
+    ftc_manager_quorum_opts_init(&qo);
+    qo.timeout_ms = tk_ms(2000);
+    TK_OK(ftc_manager_start_quorum(m, &qo));
+    TK_EXPECT(ftc_manager_wait_quorum(m, 50), FTC_ETIMEDOUT);
+    assert_non_null(strstr(ftc_last_error(), "still running"));
+    /* The same round's end: the lighthouse's reason, not a misuse. */
+    TK_EXPECT(c.start_quorum(c.ctx, tk_ms(10000)), FTC_ETIMEDOUT);
+    assert_non_null(strstr(ftc_last_error(), "need min_replicas 2"));
+    /* Then a round of its own. */
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "lonely:min_replicas=1"));
+    TK_OK(c.start_quorum(c.ctx, FTC_TIMEOUT_DEFAULT));
+    int commit = 0;
+    TK_OK(c.should_commit(c.ctx, 1, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 1);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 /* How long the hook makes an abort of the process group take. */
 #define SLOW_ABORT_MS 3000
 
@@ -517,6 +554,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(forged_records_are_refused),
         cmocka_unit_test(options_from_env),
         cmocka_unit_test(algo_comm_table),
+        cmocka_unit_test(algo_comm_waits_for_its_round),
         cmocka_unit_test(abort_runs_outside_the_group_lock),
     };
     return tk_main(argc, argv, NULL, 0, tests);
