@@ -267,7 +267,11 @@ FTC_API void ftc_pg_opts_init(ftc_pg_opts *opts);
  *
  * Use a fresh prefix for every group you build (a rebuilt group included):
  * addresses under an old prefix belong to old members. Blocks up to the
- * connect timeout. Errors: FTC_EINVAL (arguments), FTC_ETIMEDOUT (a peer
+ * connect timeout; another thread's ftc_store_client_cancel on the store
+ * client ends it sooner, with FTC_ECANCELED (tcp and baby: the waits for
+ * peers' connections watch that cancel too; repeat the cancel until the
+ * create returns, as for any store call). Errors: FTC_EINVAL (arguments),
+ * FTC_ETIMEDOUT (a peer
  * never published or never connected: the message names it, and so does
  * ftc_pg_create_failed_peers), FTC_EAUTH
  * (tokens differ), FTC_EPROTO (a peer refused: foreign group, other

@@ -10,6 +10,7 @@
 #include "base/auth.h"
 #include "pg/pg_int.h"
 #include "pg/tcp/tcp.h"
+#include "store/client/endpoint.h"
 
 #define KEY_MAX 512
 #define TEXT_MAX (FTC_HOST_MAX + 40)
@@ -175,8 +176,11 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
                  : parse(&vals[i], len, i, addrs[i], FTC_HOST_MAX + 16, &nonce);
     }
     if (rc == 0) {
+        /* A cancel of the store client (another thread's
+         * ftc_store_client_cancel) ends the mesh's waits too. */
+        ftc__event cancel = {ftc__store_client_cancel_fd(store)};
         rc = ftc__tcp_build(args->group, &l, ap, args->group_id,
-                            args->deadline_ns, args->rendezvous, impl);
+                            args->deadline_ns, &cancel, args->rendezvous, impl);
     } else {
         ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
         ftc__pg_listener_close(&l);

@@ -73,11 +73,11 @@ struct ftc_manager_work {
 
 /* Locks (each guards the fields listed under it below):
  *   mu       the round: phase, stop, round, qo, arrival, round_dl,
- *            round_start_ns, out, first_round_done, leader_joined, voted,
+ *            round_start_ns, out, quorum_known, leader_joined, voted,
  *            replica_id, and state's list while registering; with cv.
  *   pg_mu    the process group slot: pg, pg_users, pg_quorum_id,
- *            pg_blamed_quorum_id, pg_members, pg_n, rdv_store, lost,
- *            n_lost; with pg_cv.
+ *            pg_blamed_quorum_id, pg_members, pg_n, rdv_store, rdv_seq,
+ *            rdv_why, lost, n_lost; with pg_cv.
  *   err_mu   the error latch: err_code, err_msg, err_quorum_id, killed,
  *            and the suspects.
  *   work_mu  the list of unwaited works (works).
@@ -159,8 +159,11 @@ struct ftc_manager {
     ftc_lighthouse_quorum left_out_q;
     int64_t left_out_until_ns;
     /* The primary's store while a process group meets on it (destroy
-     * cancels its calls). */
+     * and the watch cancel its calls), which build that is (rdv_seq),
+     * and why the watch cancelled it ("" if it did not). */
     ftc_store_client *rdv_store;
+    uint64_t rdv_seq;
+    char rdv_why[FTC__MGR_MSG_MAX];
     /* Members lost recently (a ring): a process group installed after
      * the event still learns of it. Cleared when the lighthouse's epoch
      * changes. */
@@ -194,9 +197,9 @@ struct ftc_manager {
     ftc__deadline round_dl;
     int64_t round_start_ns;
     ftc__manager_outcome out;
-    bool first_round_done; /* the watch thread starts then */
-    bool leader_joined;    /* the heartbeat thread starts then */
-    bool voted;            /* the round in READY voted already */
+    bool quorum_known;  /* a round got its quorum: the watch starts then */
+    bool leader_joined; /* the heartbeat thread starts then */
+    bool voted;         /* the round in READY voted already */
 
     /* Committed state. The training thread writes; getters read. */
     _Atomic int64_t step, batches;

@@ -98,8 +98,36 @@ static void pushed_abort(ftc_manager *m, ftc_pg *pg, int64_t qid,
     FTC_MGR_STAT(m, pushed_aborts, 1);
 }
 
+/* Under pg_mu, which it releases while it waits: cancels the process
+ * group being built for the reason why (the build then fails with it)
+ * and waits until the build has returned, cancelling again every 20 ms
+ * (a cancel that finds no store call in progress is dropped; the tcp
+ * mesh watches the store's cancel too). Returns at once when no build
+ * runs. */
+static void cancel_build_locked(ftc_manager *m, const char *why)
+{
+    uint64_t seq = m->rdv_seq;
+    if (m->rdv_store != NULL) {
+        snprintf(m->rdv_why, sizeof(m->rdv_why), "%s", why);
+    }
+    while (m->rdv_store != NULL && m->rdv_seq == seq) {
+        ftc_store_client_cancel(m->rdv_store);
+        ftc__deadline dl = ftc__deadline_in_ms(20);
+        struct timespec ts = {dl.ns / 1000000000, dl.ns % 1000000000};
+        pthread_cond_timedwait(&m->pg_cv, &m->pg_mu, &ts);
+    }
+}
+
+static const char *cause_name(const ftc_lighthouse_event *ev)
+{
+    static const char *const causes[] = {"?", "its connection dropped",
+                                         "its heartbeat timed out"};
+    return causes[ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0];
+}
+
 /* Records a lost member and aborts the process group if it is one of its
- * members (an event about this quorum or a later one). */
+ * members (an event about this quorum or a later one), or cancels the
+ * group's build if one runs for such a quorum. */
 static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
 {
     /* A lost healer will not release this rank's lent state. */
@@ -116,23 +144,23 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
     if (m->n_lost < FTC__MGR_LOST_MAX) {
         m->n_lost++;
     }
-    bool abort = m->pg != NULL && ftc__manager_event_aborts(
-                                      ev->replica_id, ev->quorum_id,
-                                      m->pg_quorum_id, m->pg_members, m->pg_n);
-    /* Borrowed: the abort (up to 1 s) runs after unlocking. */
-    ftc_pg *pg = abort ? ftc__manager_pg_borrow_locked(m) : NULL;
+    bool concerned = ftc__manager_event_aborts(
+        ev->replica_id, ev->quorum_id, m->pg_quorum_id, m->pg_members, m->pg_n);
     int64_t qid = m->pg_quorum_id;
-    pthread_mutex_unlock(&m->pg_mu);
-    if (!abort) {
-        return;
-    }
-    static const char *const causes[] = {"?", "its connection dropped",
-                                         "its heartbeat timed out"};
-    int c = ev->cause >= 1 && ev->cause <= 2 ? (int)ev->cause : 0;
     char why[FTC__MGR_MSG_MAX];
     snprintf(why, sizeof(why), "replica %s of quorum %" PRId64 " was lost (%s)",
-             ev->replica_id, qid, causes[c]);
-    pushed_abort(m, pg, qid, why);
+             ev->replica_id, qid, cause_name(ev));
+    if (concerned && m->pg == NULL) {
+        cancel_build_locked(m, why);
+    }
+    /* (A build the cancel came too late for installed its group.) */
+    bool abort = concerned && m->pg != NULL && m->pg_quorum_id == qid;
+    /* Borrowed: the abort (up to 1 s) runs after unlocking. */
+    ftc_pg *pg = abort ? ftc__manager_pg_borrow_locked(m) : NULL;
+    pthread_mutex_unlock(&m->pg_mu);
+    if (abort) {
+        pushed_abort(m, pg, qid, why);
+    }
 }
 
 /* A new lighthouse (restarted, or another elected: a new epoch) forms
@@ -143,17 +171,20 @@ static void member_lost(ftc_manager *m, const ftc_lighthouse_event *ev)
 static void lighthouse_changed(ftc_manager *m, uint32_t epoch)
 {
     pthread_mutex_lock(&m->pg_mu);
-    bool old = m->pg != NULL && m->pg_quorum_id >= 0 &&
-               ftc__quorum_id_epoch(m->pg_quorum_id) != epoch;
-    ftc_pg *pg = old ? ftc__manager_pg_borrow_locked(m) : NULL;
+    bool over =
+        m->pg_quorum_id >= 0 && ftc__quorum_id_epoch(m->pg_quorum_id) != epoch;
     int64_t qid = m->pg_quorum_id;
+    char why[FTC__MGR_MSG_MAX];
+    snprintf(why, sizeof(why),
+             "the lighthouse changed (epoch %u): quorum %" PRId64 " is over",
+             epoch, qid);
+    if (over && m->pg == NULL) {
+        cancel_build_locked(m, why);
+    }
+    bool abort = over && m->pg != NULL && m->pg_quorum_id == qid;
+    ftc_pg *pg = abort ? ftc__manager_pg_borrow_locked(m) : NULL;
     pthread_mutex_unlock(&m->pg_mu);
-    if (old) {
-        char why[FTC__MGR_MSG_MAX];
-        snprintf(why, sizeof(why),
-                 "the lighthouse changed (epoch %u): quorum %" PRId64
-                 " is over",
-                 epoch, qid);
+    if (abort) {
         pushed_abort(m, pg, qid, why);
     }
 }
@@ -185,9 +216,11 @@ void *ftc__manager_watch_main(void *arg)
 {
     ftc_manager *m = arg;
     /* Nothing to abort before the first quorum; the leader's watch is
-     * its presence, which must not start before its first join. */
+     * its presence, which must not start before its first join. A member
+     * lost between the quorum's answer and the watch's first call (a few
+     * milliseconds) is not seen: that build waits for its timeout. */
     pthread_mutex_lock(&m->mu);
-    while (!m->stop && !m->first_round_done) {
+    while (!m->stop && !m->quorum_known) {
         pthread_cond_wait(&m->cv, &m->mu);
     }
     char self[FTC__QUORUM_STR_MAX];

@@ -324,6 +324,78 @@ static void blame_absent_peers(round *r)
         (size_t)r->res.replica_world_size);
 }
 
+/* Under pg_mu: a member of the quorum being built or installed
+ * (pg_quorum_id, pg_members) that the lighthouse reported lost, copied
+ * into id (the ring may be overwritten once pg_mu is released); NULL if
+ * none. */
+static const char *lost_member_locked(ftc_manager *m,
+                                      char id[FTC__QUORUM_STR_MAX])
+{
+    for (size_t i = 0; i < m->n_lost; i++) {
+        if (ftc__manager_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
+                                      m->pg_quorum_id, m->pg_members,
+                                      m->pg_n)) {
+            memcpy(id, m->lost[i].id, FTC__QUORUM_STR_MAX);
+            return id;
+        }
+    }
+    return NULL;
+}
+
+/* Builds the process group of quorum res on the primary's store under
+ * prefix. The watch cancels the build (through rdv_store) when the
+ * lighthouse reports a member lost meanwhile: a dead member never
+ * publishes its address, and the others would wait for it until the
+ * connect timeout. A member reported lost before the build starts fails
+ * it at once. */
+static int build_group(round *r, const char *prefix, ftc_pg **out)
+{
+    ftc_manager *m = r->m;
+    const ftc__quorum_result *res = &r->res;
+    ftc_store_client_opts so;
+    ftc_store_client_opts_init(&so);
+    so.connect_timeout_ms = m->o.connect_timeout_ms;
+    so.timeout_ms = m->o.connect_timeout_ms;
+    so.token = m->o.token;
+    ftc_store_client *sc = NULL;
+    ftc_pg_opts po = m->pg_opts;
+    po.epoch = (uint64_t)res->quorum_id;
+    int rc = ftc_store_client_connect(res->store_address, &so, &sc);
+    if (rc != 0) {
+        blame_store_owner(r);
+        return rc;
+    }
+    char lost_id[FTC__QUORUM_STR_MAX];
+    pthread_mutex_lock(&m->pg_mu);
+    const char *lost = lost_member_locked(m, lost_id);
+    if (lost == NULL) {
+        m->rdv_store = sc;
+        m->rdv_seq++;
+        m->rdv_why[0] = '\0';
+    }
+    pthread_mutex_unlock(&m->pg_mu);
+    if (lost != NULL) {
+        rc = ftc__seterr(
+            FTC_EPEER, "replica %s was lost before the group was built", lost);
+    } else {
+        rc = ftc_pg_create(sc, prefix, (int)res->replica_rank,
+                           (int)res->replica_world_size, &po, out);
+        char why[FTC__MGR_MSG_MAX];
+        pthread_mutex_lock(&m->pg_mu);
+        m->rdv_store = NULL;
+        memcpy(why, m->rdv_why, sizeof(why));
+        pthread_cond_broadcast(&m->pg_cv);
+        pthread_mutex_unlock(&m->pg_mu);
+        if (rc == FTC_ECANCELED && why[0] != '\0') {
+            rc = ftc__seterr(FTC_EPEER, "%s", why);
+        } else if (rc != 0) {
+            blame_absent_peers(r);
+        }
+    }
+    ftc_store_client_close(sc);
+    return rc;
+}
+
 /* Rebuilds the cross-replica process group when the quorum id changed:
  * this group rank's peers meet on the primary's store under
  * torchft/<quorum_id>/<group_rank>. A failure is latched (the step votes
@@ -336,15 +408,22 @@ static void reconfigure(round *r)
 {
     ftc_manager *m = r->m;
     const ftc__quorum_result *res = &r->res;
+    char(*ids)[FTC__QUORUM_STR_MAX] = NULL;
     pthread_mutex_lock(&m->pg_mu);
     bool same = m->pg_quorum_id == res->quorum_id;
     ftc_pg *old = NULL;
     if (!same) {
         /* Waits until no borrower (a pushed abort, an allreduce being
-         * issued) still uses the old group. */
+         * issued) still uses the old group. The members are those of the
+         * quorum being built from here on (the watch compares lost
+         * members with them). */
         old = ftc__manager_pg_take_out_locked(m);
         m->pg_quorum_id = res->quorum_id;
-        m->pg_n = 0;
+        ids = ftc__memdup(res->replica_ids, (size_t)res->replica_world_size *
+                                                sizeof(*res->replica_ids));
+        ftc__free(m->pg_members);
+        m->pg_members = ids;
+        m->pg_n = ids != NULL ? (size_t)res->replica_world_size : 0;
     }
     pthread_mutex_unlock(&m->pg_mu);
     if (same) {
@@ -363,32 +442,8 @@ static void reconfigure(round *r)
     char prefix[96];
     snprintf(prefix, sizeof(prefix), "torchft/%" PRId64 "/%d", res->quorum_id,
              m->o.group_rank);
-    ftc_store_client_opts so;
-    ftc_store_client_opts_init(&so);
-    so.connect_timeout_ms = m->o.connect_timeout_ms;
-    so.timeout_ms = m->o.connect_timeout_ms;
-    so.token = m->o.token;
-    ftc_store_client *sc = NULL;
     ftc_pg *pg = NULL;
-    ftc_pg_opts po = m->pg_opts;
-    po.epoch = (uint64_t)res->quorum_id;
-    int rc = ftc_store_client_connect(res->store_address, &so, &sc);
-    if (rc != 0) {
-        blame_store_owner(r);
-    } else {
-        pthread_mutex_lock(&m->pg_mu);
-        m->rdv_store = sc;
-        pthread_mutex_unlock(&m->pg_mu);
-        rc = ftc_pg_create(sc, prefix, (int)res->replica_rank,
-                           (int)res->replica_world_size, &po, &pg);
-        pthread_mutex_lock(&m->pg_mu);
-        m->rdv_store = NULL;
-        pthread_mutex_unlock(&m->pg_mu);
-        if (rc != 0) {
-            blame_absent_peers(r);
-        }
-    }
-    ftc_store_client_close(sc);
+    int rc = build_group(r, prefix, &pg);
     if (rc != 0) {
         ftc__manager_latch(
             m, rc, "process group of quorum %" PRId64 " on %s: %s",
@@ -396,25 +451,11 @@ static void reconfigure(round *r)
         return;
     }
     FTC_MGR_STAT(m, reconfigurations, 1);
-    char(*ids)[FTC__QUORUM_STR_MAX] =
-        ftc__memdup(res->replica_ids, (size_t)res->replica_world_size *
-                                          sizeof(*res->replica_ids));
+    char lost_id[FTC__QUORUM_STR_MAX];
     pthread_mutex_lock(&m->pg_mu);
     m->pg = pg;
-    ftc__free(m->pg_members);
-    m->pg_members = ids;
-    m->pg_n = ids != NULL ? (size_t)res->replica_world_size : 0;
-    /* A member lost while the group was being built (copied: the ring
-     * may be overwritten once pg_mu is released). */
-    char lost_id[FTC__QUORUM_STR_MAX];
-    const char *lost = NULL;
-    for (size_t i = 0; i < m->n_lost && lost == NULL; i++) {
-        if (ftc__manager_event_aborts(m->lost[i].id, m->lost[i].quorum_id,
-                                      res->quorum_id, m->pg_members, m->pg_n)) {
-            memcpy(lost_id, m->lost[i].id, sizeof(lost_id));
-            lost = lost_id;
-        }
-    }
+    /* A member lost as the build ended. */
+    const char *lost = lost_member_locked(m, lost_id);
     pthread_mutex_unlock(&m->pg_mu);
     if (lost != NULL) {
         /* Not under pg_mu (it may block); this thread owns pg (above). */
@@ -721,6 +762,14 @@ static void run_round(round *r)
         snprintf(r->out->msg, sizeof(r->out->msg), "%s", ftc_last_error());
         return;
     }
+    pthread_mutex_lock(&m->mu);
+    if (!m->quorum_known) {
+        /* The watch starts now, so that a member lost while this first
+         * group is built cancels the build too. */
+        m->quorum_known = true;
+        pthread_cond_broadcast(&m->cv);
+    }
+    pthread_mutex_unlock(&m->mu);
     ftc__manager_outcome *o = r->out;
     o->quorum_id = r->res.quorum_id;
     o->replica_rank = r->res.replica_rank;
@@ -780,7 +829,6 @@ void *ftc__manager_quorum_main(void *arg)
         pthread_mutex_lock(&m->mu);
         m->out = out;
         m->phase = FTC__MGR_DONE;
-        m->first_round_done = m->first_round_done || out.rc == 0;
         pthread_cond_broadcast(&m->cv);
     }
     pthread_mutex_unlock(&m->mu);

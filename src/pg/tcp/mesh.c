@@ -114,7 +114,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
     int port, fd;
     int rc = ftc__addr_split(addr, -1, host, sizeof(host), &port);
     if (rc == 0) {
-        rc = ftc__sock_connect(host, port, dl, NULL, &fd);
+        rc = ftc__sock_connect(host, port, dl, g->setup_cancel, &fd);
     }
     if (rc != 0) {
         g->blame[peer] = true; /* could not be reached */
@@ -142,7 +142,7 @@ static int dial(ftc__tcp *g, int peer, const char *addr, uint32_t channel,
                       FTC__PGW_HELLO_BODY, c->mac);
         memcpy(msg + FTC__PGW_HDR + FTC__PGW_HELLO_BODY, c->mac, FTC__AUTH_MAC);
     }
-    rc = ftc__sock_send_all(fd, msg, FTC__PGW_HDR + len, dl, NULL);
+    rc = ftc__sock_send_all(fd, msg, FTC__PGW_HDR + len, dl, g->setup_cancel);
     if (rc != 0) {
         close(fd);
         g->blame[peer] = true;
@@ -164,7 +164,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
     g->blame[c->peer] = true;
     uint8_t b[FTC__PGW_HDR];
     ftc__pgw_hdr h;
-    int rc = ftc__sock_recv_all(c->fd, b, sizeof(b), dl, NULL);
+    int rc = ftc__sock_recv_all(c->fd, b, sizeof(b), dl, g->setup_cancel);
     if (rc == 0) {
         rc = ftc__pgw_decode(b, &h);
     }
@@ -176,7 +176,7 @@ static int read_ack(ftc__tcp *g, ftc__chan *c, ftc__deadline dl)
         return ftc__adderr(rc, "handshake with %s", c->name);
     }
     char text[FTC__PGW_TEXT_MAX + 1];
-    rc = ftc__sock_recv_all(c->fd, text, (size_t)h.len, dl, NULL);
+    rc = ftc__sock_recv_all(c->fd, text, (size_t)h.len, dl, g->setup_cancel);
     if (rc != 0) {
         return ftc__adderr(rc, "handshake with %s", c->name);
     }
@@ -402,18 +402,28 @@ static int accept_all(ftc__tcp *g, int lfd, ftc__deadline dl)
     int cap = expected + 16, npend = 0, rc = 0;
     uint64_t accepted = 0, evicted = 0;
     pending *pend = ftc__calloc((size_t)cap, sizeof(*pend));
-    struct pollfd *pfd = ftc__calloc((size_t)cap + 1, sizeof(*pfd));
+    /* The listener, the pending connections, and the cancel event. */
+    struct pollfd *pfd = ftc__calloc((size_t)cap + 2, sizeof(*pfd));
     if (pend == NULL || pfd == NULL) {
         rc = ftc__seterr(FTC_ENOMEM, "accept: out of memory");
     }
+    int cancel_fd = g->setup_cancel != NULL ? g->setup_cancel->fd : -1;
     while (rc == 0 && expected > 0) {
         pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
         for (int i = 0; i < npend; i++) {
             pfd[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
         }
-        int n = poll(pfd, (nfds_t)npend + 1, ftc__deadline_poll_ms(dl));
+        pfd[npend + 1] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
+        int n = poll(pfd, (nfds_t)npend + 2, ftc__deadline_poll_ms(dl));
         if (n < 0 && errno != EINTR) {
             rc = ftc__seterr_errno(errno, "poll");
+            break;
+        }
+        if (n > 0 && pfd[npend + 1].revents != 0) {
+            rc = ftc__seterr(FTC_ECANCELED,
+                             "rank %d: the group's set-up was "
+                             "cancelled",
+                             g->rank);
             break;
         }
         if (n <= 0 && ftc__deadline_expired(dl)) {

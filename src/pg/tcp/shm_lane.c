@@ -196,7 +196,8 @@ static int send_frame(ftc__tcp *g, ftc__chan *c, int kind, int flags,
     uint8_t hdr[FTC__PGW_HDR];
     ftc__pgw_encode(hdr, &h);
     struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)body, len}};
-    int rc = ftc__sock_sendv_all(c->fd, iov, len > 0 ? 2 : 1, dl, NULL);
+    int rc =
+        ftc__sock_sendv_all(c->fd, iov, len > 0 ? 2 : 1, dl, g->setup_cancel);
     if (rc != 0) {
         g->blame[c->peer] = true; /* the connection broke or stalled */
         return ftc__adderr(rc, "shared-memory set-up with %s", c->name);
@@ -210,7 +211,7 @@ static int recv_frame(ftc__tcp *g, ftc__chan *c, int kind, ftc__pgw_hdr *h,
                       uint8_t *body, size_t cap, ftc__deadline dl)
 {
     uint8_t hdr[FTC__PGW_HDR];
-    int rc = ftc__sock_recv_all(c->fd, hdr, sizeof(hdr), dl, NULL);
+    int rc = ftc__sock_recv_all(c->fd, hdr, sizeof(hdr), dl, g->setup_cancel);
     rc = rc != 0 ? rc : ftc__pgw_decode(hdr, h);
     if (rc == 0 && (h->kind != kind || h->group != g->group_id ||
                     h->epoch != g->epoch || h->src != (uint32_t)c->peer ||
@@ -222,7 +223,8 @@ static int recv_frame(ftc__tcp *g, ftc__chan *c, int kind, ftc__pgw_hdr *h,
                          kind == FTC__PGW_SHM_OFFER ? "offer" : "answer");
     }
     if (rc == 0) {
-        rc = ftc__sock_recv_all(c->fd, body, (size_t)h->len, dl, NULL);
+        rc = ftc__sock_recv_all(c->fd, body, (size_t)h->len, dl,
+                                g->setup_cancel);
         body[h->len] = '\0';
     }
     if (rc != 0) {

@@ -267,7 +267,8 @@ static void report_blame(const ftc__tcp *g, ftc_pg_backend_rendezvous *rv)
 
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
                    uint64_t group_id, int64_t deadline_ns,
-                   ftc_pg_backend_rendezvous *rv, void **impl)
+                   const ftc__event *cancel, ftc_pg_backend_rendezvous *rv,
+                   void **impl)
 {
     *impl = NULL;
     int rc = ftc__tcp_check_congestion(&pg->opts);
@@ -278,10 +279,14 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
     if (rc == 0) {
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, pg->rank, pg->size);
         g->spin_cur = g->spin_ns;
+        g->setup_cancel = cancel;
         rc = ftc__mesh_connect(g, l, addrs, (ftc__deadline){deadline_ns});
     }
     if (rc == 0) {
         rc = ftc__shm_connect(g, (ftc__deadline){deadline_ns});
+    }
+    if (g != NULL) {
+        g->setup_cancel = NULL;
     }
     ftc__pg_listener_close(l);
     if (rc == 0) {
@@ -292,7 +297,7 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
     }
     if (rc != 0) {
         if (g != NULL) {
-            if (rv != NULL) {
+            if (rv != NULL && rc != FTC_ECANCELED) {
                 report_blame(g, rv);
             }
             ftc__tcp_engine_stop(g);
@@ -321,7 +326,8 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &ftc__tcp_backend;
         ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, NULL, &pg->impl);
+        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, NULL, NULL,
+                            &pg->impl);
     } else {
         ftc__pg_listener_close(l);
     }

@@ -29,11 +29,13 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
 
 /* The tcp member of group pg (initialised by ftc__pg_init) from the
  * members' addresses: connects the mesh by deadline_ns and starts the
- * engine. Consumes the listener. On failure the members it blames go to
- * rv (ftc_pg_backend_blame; NULL: nowhere). */
+ * engine. Consumes the listener. Fails with FTC_ECANCELED, blaming nobody,
+ * once cancel (NULL: none) is signalled. On other failures the members it
+ * blames go to rv (ftc_pg_backend_blame; NULL: nowhere). */
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
                    uint64_t group_id, int64_t deadline_ns,
-                   ftc_pg_backend_rendezvous *rv, void **impl);
+                   const ftc__event *cancel, ftc_pg_backend_rendezvous *rv,
+                   void **impl);
 
 /* The table's create: the store rendezvous of rendezvous.c (addresses
  * under "<prefix>/pg/rank/<r>"). Subgroups of tcp groups are built by

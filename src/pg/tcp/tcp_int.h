@@ -125,6 +125,8 @@ typedef struct ftc__tcp {
     ftc__chan *side; /* size, by peer */
     int epfd;
     ftc__event doorbell;
+    /* While the mesh is built: what cancels the build (NULL: nothing). */
+    const ftc__event *setup_cancel;
     pthread_t pt;
     bool pt_started;
 

@@ -2,8 +2,10 @@
  * rank times out naming its key; a malformed address is refused; bad
  * arguments start nothing; a group rebuilt under a new prefix works; with
  * a token, records that are not sealed for their place are refused; idle
- * strangers connected to a rank do not keep the group from forming. */
+ * strangers connected to a rank do not keep the group from forming; a
+ * cancel of the store client ends a create waiting on a peer. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,9 +19,11 @@ typedef struct member {
     const char *prefix;
     const char *token;
     int64_t connect_ms;
+    ftc_store_client *store; /* NULL: a client of its own */
     int rc;
     char msg[512];
     int sum;
+    atomic_bool done;
 } member;
 
 static void *member_main(void *p)
@@ -31,7 +35,9 @@ static void *member_main(void *p)
     o.connect_timeout_ms = m->connect_ms;
     o.token = m->token;
     ftc_pg *pg = NULL;
-    m->rc = pgt_create(pgt_store(), m->prefix, m->rank, m->n, &o, &pg);
+    m->rc = m->store != NULL
+                ? ftc_pg_create(m->store, m->prefix, m->rank, m->n, &o, &pg)
+                : pgt_create(pgt_store(), m->prefix, m->rank, m->n, &o, &pg);
     if (m->rc == 0) {
         int v = m->rank + 1;
         ftc_tensor t = ftc_tensor_cpu(&v, 1, FTC_DTYPE_I32);
@@ -42,6 +48,7 @@ static void *member_main(void *p)
     }
     snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
     ftc_pg_destroy(pg);
+    atomic_store(&m->done, true);
     return NULL;
 }
 
@@ -226,10 +233,66 @@ static void idle_strangers_do_not_stop_the_group(void **state)
     ftc_store_client_close(c);
 }
 
+/* Cancels m's store client until its create returns (a cancel that
+ * finds no store call in progress is dropped when the next one starts). */
+static bool cancel_once_more(member *m)
+{
+    ftc_store_client_cancel(m->store);
+    return atomic_load(&m->done);
+}
+
+/* The other rank's record names a socket of the test's that listens and
+ * never speaks: rank 0 waits for its dial (accepting), rank 1 for the
+ * answer to its HELLO (dialing). Cancelling the store client the create
+ * was given ends either wait with FTC_ECANCELED (the manager cancels a
+ * build this way when the lighthouse reports a member dead). */
+static void a_cancel_ends_the_wait_for_a_silent_peer(void **state)
+{
+    (void)state;
+    int lfd = -1, port = 0;
+    TK_OK(ftc__sock_listen("127.0.0.1", 0, 8, &lfd, &port));
+    ftc_store_client *planter;
+    TK_OK(ftc_store_client_connect(pgt_store(), NULL, &planter));
+    const char *prefixes[] = {"job/cancel_accepting", "job/cancel_dialing"};
+    for (int rank = 0; rank < 2; rank++) {
+        char key[128], record[64];
+        snprintf(key, sizeof(key), "%s/pg/rank/%d", prefixes[rank], 1 - rank);
+        int n = snprintf(record, sizeof(record),
+                         "127.0.0.1:%d|0123456789abcdef", port);
+        TK_OK(ftc_store_client_set(planter, key, record, (size_t)n, 5000));
+        if (rank == 1) {
+            /* Rank 0's part of the group id (8 bytes). */
+            snprintf(key, sizeof(key), "%s/backend/group", prefixes[rank]);
+            TK_OK(ftc_store_client_set(planter, key, "01234567", 8, 5000));
+        }
+        member cc = {.rank = rank,
+                     .n = 2,
+                     .prefix = prefixes[rank],
+                     .connect_ms = 600000}; /* only the cancel ends it */
+        TK_OK(ftc_store_client_connect(pgt_store(), NULL, &cc.store));
+        pthread_create(&cc.t, NULL, member_thread, &cc);
+        /* Its own record is out: it reached the multi_get or the mesh. */
+        snprintf(key, sizeof(key), "%s/pg/rank/%d", prefixes[rank], rank);
+        void *v = NULL;
+        size_t len = 0;
+        TK_OK(ftc_store_client_get(planter, key, &v, &len, tk_ms(10000)));
+        ftc_free(v);
+        TK_WAIT_UNTIL(cancel_once_more(&cc), 10000);
+        pthread_join(cc.t, NULL);
+        if (cc.rc != FTC_ECANCELED) {
+            fail_msg("rank %d: %d %s", rank, cc.rc, cc.msg);
+        }
+        ftc_store_client_close(cc.store);
+    }
+    ftc_store_client_close(planter);
+    close(lfd);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(idle_strangers_do_not_stop_the_group),
+        cmocka_unit_test(a_cancel_ends_the_wait_for_a_silent_peer),
         cmocka_unit_test(ranks_meet_under_a_prefix),
         cmocka_unit_test(a_missing_rank_times_out_by_key),
         cmocka_unit_test(a_malformed_address_is_refused),

@@ -1,0 +1,85 @@
+/* A member that dies between the quorum and the process group: the
+ * quorum names a replica (a ghost: a bare lighthouse client) that joins
+ * and then never heartbeats nor builds the group. The lighthouse reports
+ * it lost after its heartbeat timeout, and the manager's watch cancels
+ * the build at once; without that the live replica waits for the ghost's
+ * address until its connect timeout (10 minutes here, so the round's
+ * 60 s wait times out instead and the test fails). The next round goes on
+ * without the ghost. Real manager, embedded lighthouse and store. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lighthouse_kit.h"
+#include "manager_kit.h"
+#include "testkit.h"
+
+static void one_step(ftc_manager *m)
+{
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    int commit = 0;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 1);
+}
+
+/* A round of m with the ghost `id` (replica rank 0: it sorts first, so
+ * the group meets on its store, the env's): the round's error names the
+ * ghost's loss, and the step is not committed. */
+static void round_with_a_ghost(mf_env *e, ftc_manager *m, const char *id)
+{
+    ftc_lighthouse_client *c = lt_client(e->lh_addr);
+    ftc_lighthouse_member ghost = lt_member(id, 0);
+    snprintf(ghost.store_address, sizeof(ghost.store_address), "%s",
+             e->store_addr);
+    lt_join j;
+    lt_join_start(&j, c, &ghost, tk_ms(20000));
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    /* The round ends; the build's failure is the step's latched error. */
+    TK_OK(ftc_manager_wait_quorum(m, tk_ms(60000)));
+    char why[512] = "";
+    int rc = ftc_manager_errored(m, why, sizeof(why));
+    int commit = 1;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 0);
+    TK_OK(lt_join_wait(&j));
+    assert_int_equal(j.result.quorum.n_members, 2);
+    ftc_lighthouse_join_result_fini(&j.result);
+    char lost[64];
+    snprintf(lost, sizeof(lost), "replica %s of quorum", id);
+    if (rc != FTC_EPEER || strstr(why, lost) == NULL ||
+        strstr(why, "its heartbeat timed out") == NULL) {
+        fail_msg("expected %s's loss, got %d: %s", id, rc, why);
+    }
+    ftc_lighthouse_client_destroy(c);
+}
+
+static void a_member_lost_while_the_group_is_built(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "live");
+    o.connect_timeout_ms = 600000;
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "default:min_replicas=2"));
+    /* The manager's first quorum (its watch starts with the answer), as
+     * for a replica group that was just restarted; then a later one. */
+    round_with_a_ghost(e, m, "ghost_a");
+    round_with_a_ghost(e, m, "ghost_b");
+    assert_int_equal(ftc_manager_current_step(m), 0);
+
+    /* The job goes on without the ghosts. */
+    TK_OK(ftc_lighthouse_configure_job(e->lh, "default:min_replicas=1"));
+    one_step(m);
+    assert_int_equal(ftc_manager_current_step(m), 1);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_member_lost_while_the_group_is_built),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
