@@ -6,11 +6,13 @@
  * addresses. A kill -9 of the leader, a frozen leader (SIGSTOP, then
  * SIGCONT), etcd frozen and back, and a clean stop: in each, another
  * lighthouse serves, both groups go on without an error, no quorum of an
- * old leader forms once a newer one has, and quorum ids only grow. */
+ * old leader forms once a newer one has, and quorum ids only grow. The
+ * job's committed step and its end survive a kill of the leader. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,6 +549,139 @@ static void a_leader_past_its_lease_decides_nothing(void **state)
     ftc_lighthouse_destroy(lh);
 }
 
+/* Whether etcd holds exactly value under key. */
+static bool etcd_holds(const scene *sc, const char *key, const char *value)
+{
+    char b64[256], body[320];
+    sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)key, strlen(key),
+                      sodium_base64_VARIANT_ORIGINAL);
+    snprintf(body, sizeof(body), "{\"key\":\"%s\"}", b64);
+    char *out = NULL;
+    if (lt_http(sc->etcd_addr, "POST", "/v3/kv/range", body, NULL, &out) !=
+        200) {
+        free(out);
+        return false;
+    }
+    json_t *j = json_loads(out, 0, NULL);
+    free(out);
+    const char *v = json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "kvs"), 0), "value"));
+    char text[256];
+    size_t n = 0;
+    bool same = v != NULL &&
+                sodium_base642bin((unsigned char *)text, sizeof(text) - 1, v,
+                                  strlen(v), NULL, &n, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) == 0 &&
+                (text[n] = '\0', strcmp(text, value) == 0);
+    json_decref(j);
+    return same;
+}
+
+/* Kills the leader l; returns the next one and its address in addr. */
+static int kill_leader(scene *sc, int l, char *addr, size_t cap)
+{
+    tk_signal(&sc->lh[l], SIGKILL);
+    tk_reap(&sc->lh[l], 1, 10000);
+    int next = leader(sc);
+    assert_int_not_equal(next, l);
+    snprintf(addr, cap, "127.0.0.1:%d", sc->port[next]);
+    return next;
+}
+
+/* Members ids[0] and ids[1] at steps[0] and steps[1] join together and
+ * form a quorum of the two. */
+static void join_two(ftc_lighthouse_client *c, const char *const ids[2],
+                     const int64_t steps[2])
+{
+    static lt_join j[2];
+    for (int i = 0; i < 2; i++) {
+        ftc_lighthouse_member m = lt_member(ids[i], steps[i]);
+        lt_join_start(&j[i], c, &m, tk_ms(20000));
+    }
+    for (int i = 0; i < 2; i++) {
+        if (lt_join_wait(&j[i]) != 0) {
+            fail_msg("%s: %s", ids[i], j[i].error);
+        }
+        assert_int_equal(j[i].result.quorum.n_members, 2);
+        ftc_lighthouse_join_result_fini(&j[i].result);
+    }
+}
+
+/* Whether the job's decision at addr is `verdict`; heartbeats ids first
+ * (waiting joins count as alive only as long as a heartbeat). */
+static bool decided(ftc_lighthouse_client *c, const char *const ids[2],
+                    const char *addr, const char *verdict)
+{
+    for (int i = 0; i < 2; i++) {
+        ftc_lighthouse_client_heartbeat(c, ids[i], tk_ms(1000), NULL);
+    }
+    if (lt_http(addr, "GET", "/v1/jobs/default/status", NULL, NULL, NULL) !=
+        200) {
+        return false;
+    }
+    json_t *j = lt_get_json(addr, "/v1/jobs/default/status");
+    const char *v = json_string_value(
+        json_object_get(json_object_get(j, "decision"), "verdict"));
+    bool same = v != NULL && strcmp(v, verdict) == 0;
+    json_decref(j);
+    return same;
+}
+
+/* The leader keeps each job's committed step and end in etcd: after a
+ * kill -9 of the leader the next one holds two groups it never saw at
+ * step 3 as laggards (instead of letting them commit steps 4 to 10
+ * again), lets them go on once a group with the step is back, and after
+ * the job finished (and another kill) refuses a new group below its end. */
+static void the_committed_step_survives_the_leader(void **state)
+{
+    (void)state;
+    static scene sc;
+    scene_start(&sc, "mark");
+    int l = leader(&sc);
+    ftc_lighthouse_client *c;
+    TK_OK(ftc_lighthouse_client_create(sc.addrs, NULL, &c));
+    /* a and b at step 9; a leaves having committed step 10. */
+    join_two(c, (const char *const[]){"a", "b"}, (const int64_t[]){9, 9});
+    TK_OK(ftc_lighthouse_client_goodbye(c, "a", 10, false, tk_ms(5000), NULL));
+    TK_WAIT_UNTIL(etcd_holds(&sc, "test/mark/jobs/default",
+                             "{\"step\":10,\"finished\":false}"),
+                  10000);
+    char addr[64];
+    l = kill_leader(&sc, l, addr, sizeof(addr));
+
+    /* Two groups it never saw, at step 3, are held as laggards. */
+    ftc_lighthouse_client *lc;
+    TK_OK(ftc_lighthouse_client_create(sc.addrs, NULL, &lc));
+    const char *const laggards[2] = {"x", "y"};
+    static lt_join lj[2];
+    for (int i = 0; i < 2; i++) {
+        ftc_lighthouse_member m = lt_member(laggards[i], 3);
+        lt_join_start(&lj[i], lc, &m, tk_ms(20000));
+    }
+    TK_WAIT_UNTIL(decided(lc, laggards, addr, "behind"), 10000);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 10);
+    ftc_lighthouse_client_abort(lc);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(lt_join_wait(&lj[i]), FTC_ECANCELED);
+        ftc_lighthouse_join_result_fini(&lj[i].result);
+    }
+    ftc_lighthouse_client_destroy(lc);
+    /* A group with the step comes back: a laggard forms with it (and
+     * would heal from it); then that group finishes the job at step 12. */
+    join_two(c, (const char *const[]){"h", "x"}, (const int64_t[]){10, 3});
+    TK_OK(ftc_lighthouse_client_goodbye(c, "h", 12, true, tk_ms(5000), NULL));
+    TK_WAIT_UNTIL(etcd_holds(&sc, "test/mark/jobs/default",
+                             "{\"step\":12,\"finished\":true}"),
+                  10000);
+    kill_leader(&sc, l, addr, sizeof(addr));
+    ftc_lighthouse_member late = lt_member("late", 0);
+    ftc_lighthouse_join_result r;
+    TK_EXPECT(ftc_lighthouse_client_quorum(c, &late, tk_ms(5000), &r),
+              FTC_EFINISHED);
+    ftc_lighthouse_join_result_fini(&r);
+    ftc_lighthouse_client_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +693,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(frozen_leader_is_fenced),
         cmocka_unit_test(etcd_frozen_pauses_then_resumes),
         cmocka_unit_test(clean_stop_hands_over),
+        cmocka_unit_test(the_committed_step_survives_the_leader),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

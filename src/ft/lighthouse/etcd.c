@@ -285,6 +285,21 @@ static json_t *b64_json(const char *text)
     return j;
 }
 
+/* A base64 string of the JSON gateway into out (cap bytes with its NUL). */
+static int unb64(const char *b64, char *out, size_t cap, const char *what)
+{
+    size_t n = 0;
+    if (b64 == NULL ||
+        sodium_base642bin((unsigned char *)out, cap - 1, b64, strlen(b64), NULL,
+                          &n, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+        return ftc__seterr(FTC_EPROTO,
+                           "etcd: a %s that is not base64 or longer than %zu B",
+                           what, cap - 1);
+    }
+    out[n] = '\0';
+    return 0;
+}
+
 /* A "kvs" entry into kv. */
 static int read_kv(const json_t *o, ftc__etcd_kv *kv)
 {
@@ -294,18 +309,7 @@ static int read_kv(const json_t *o, ftc__etcd_kv *kv)
     kv->mod_revision = get_i64(o, "mod_revision");
     kv->lease = get_i64(o, "lease");
     const char *v = json_string_value(json_object_get(o, "value"));
-    size_t n = 0;
-    if (v != NULL &&
-        sodium_base642bin((unsigned char *)kv->value, sizeof(kv->value) - 1, v,
-                          strlen(v), NULL, &n, NULL,
-                          sodium_base64_VARIANT_ORIGINAL) != 0) {
-        return ftc__seterr(FTC_EPROTO,
-                           "etcd: a value that is not base64 or "
-                           "longer than %d B",
-                           FTC__ETCD_VALUE_MAX - 1);
-    }
-    kv->value[n] = '\0';
-    return 0;
+    return v != NULL ? unb64(v, kv->value, sizeof(kv->value), "value") : 0;
 }
 
 /* The first of the "kvs" of a range answer into kv (absent: not found). */
@@ -434,6 +438,85 @@ int ftc__etcd_put_guarded(ftc__etcd *e, const char *guard,
                             b64_json(key), "value", b64_json(value));
     json_t *a;
     int rc = txn(e, cmp, put, json_array(), dl, done, &a);
+    json_decref(a);
+    return rc;
+}
+
+int ftc__etcd_list(ftc__etcd *e, const char *prefix, size_t limit,
+                   ftc__deadline dl,
+                   int (*each)(void *arg, const char *key,
+                               const ftc__etcd_kv *kv),
+                   void *arg, bool *more)
+{
+    size_t n = strlen(prefix);
+    char end[FTC__ETCD_KEY_MAX];
+    if (n == 0 || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff) {
+        return ftc__seterr(FTC_EINVAL, "etcd list: prefix '%.40s'", prefix);
+    }
+    /* Every key with the prefix sorts below the prefix with its last byte
+     * one higher. */
+    memcpy(end, prefix, n + 1);
+    end[n - 1] = (char)((unsigned char)end[n - 1] + 1);
+    json_t *a;
+    int rc =
+        post(e, "/v3/kv/range",
+             json_pack("{s:o, s:o, s:o}", "key", b64_json(prefix), "range_end",
+                       b64_json(end), "limit", i64_json((int64_t)limit)),
+             dl, &a);
+    if (rc != 0) {
+        return rc;
+    }
+    *more = json_is_true(json_object_get(a, "more"));
+    const json_t *kvs = json_object_get(a, "kvs");
+    if (kvs != NULL && !json_is_array(kvs)) {
+        rc = ftc__seterr(FTC_EPROTO, "etcd: kvs is not an array");
+    }
+    for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
+        const json_t *o = json_array_get(kvs, i);
+        char key[FTC__ETCD_KEY_MAX];
+        ftc__etcd_kv kv;
+        rc = json_is_object(o) ? 0 : ftc__seterr(FTC_EPROTO, "etcd: bad kvs");
+        rc = rc != 0 ? rc
+                     : unb64(json_string_value(json_object_get(o, "key")), key,
+                             sizeof(key), "key");
+        rc = rc != 0 ? rc : read_kv(o, &kv);
+        rc = rc != 0 ? rc : each(arg, key, &kv);
+    }
+    json_decref(a);
+    return rc;
+}
+
+int ftc__etcd_write_guarded(ftc__etcd *e, const char *guard,
+                            int64_t guard_revision, const ftc__etcd_op *ops,
+                            size_t n, ftc__deadline dl, bool *done)
+{
+    if (n > 128) {
+        return ftc__seterr(FTC_EINVAL, "etcd: %zu writes in one transaction",
+                           n);
+    }
+    json_t *cmp = json_pack("[{s:o, s:s, s:s, s:o}]", "key", b64_json(guard),
+                            "target", "CREATE", "result", "EQUAL",
+                            "create_revision", i64_json(guard_revision));
+    json_t *writes = json_array();
+    for (size_t i = 0; writes != NULL && i < n; i++) {
+        json_t *w = ops[i].value != NULL
+                        ? json_pack("{s:{s:o, s:o}}", "request_put", "key",
+                                    b64_json(ops[i].key), "value",
+                                    b64_json(ops[i].value))
+                        : json_pack("{s:{s:o}}", "request_delete_range", "key",
+                                    b64_json(ops[i].key));
+        if (json_array_append_new(writes, w) != 0) {
+            json_decref(writes);
+            writes = NULL;
+        }
+    }
+    if (cmp == NULL || writes == NULL) {
+        json_decref(cmp);
+        json_decref(writes);
+        return ftc__seterr(FTC_ENOMEM, "etcd: transaction");
+    }
+    json_t *a = NULL;
+    int rc = txn(e, cmp, writes, json_array(), dl, done, &a);
     json_decref(a);
     return rc;
 }

@@ -58,4 +58,29 @@ int ftc__etcd_put_guarded(ftc__etcd *e, const char *guard,
                           int64_t key_mod_revision, const char *value,
                           ftc__deadline dl, bool *done);
 
+/* Calls each(arg, key, kv) for every key that starts with prefix, in key
+ * order, at most limit of them (*more says whether etcd had more); a
+ * non-zero return of each stops the walk and is returned. Keys longer
+ * than FTC__ETCD_KEY_MAX - 1 bytes are FTC_EPROTO. */
+#define FTC__ETCD_KEY_MAX 512
+int ftc__etcd_list(ftc__etcd *e, const char *prefix, size_t limit,
+                   ftc__deadline dl,
+                   int (*each)(void *arg, const char *key,
+                               const ftc__etcd_kv *kv),
+                   void *arg, bool *more);
+
+/* One write of a guarded transaction: put key = value, or delete key
+ * (value NULL). */
+typedef struct ftc__etcd_op {
+    const char *key;
+    const char *value;
+} ftc__etcd_op;
+
+/* Applies ops (at most 128, etcd's default --max-txn-ops) in one
+ * transaction if guard still exists as created at guard_revision; *done
+ * says whether. */
+int ftc__etcd_write_guarded(ftc__etcd *e, const char *guard,
+                            int64_t guard_revision, const ftc__etcd_op *ops,
+                            size_t n, ftc__deadline dl, bool *done);
+
 #endif

@@ -680,6 +680,7 @@ void ftc_lighthouse_destroy(ftc_lighthouse *lh)
         lh->jobs = j->next;
         ftc__lighthouse_job_destroy(j);
     }
+    ftc__free(lh->forgotten);
     ftc__http_tls_free(&lh->tls);
     ftc__http_admit_fini(&lh->admit);
     pthread_cond_destroy(&lh->cv);

@@ -157,6 +157,10 @@ typedef struct ftc__lighthouse_job {
     /* Progress, failures and replica groups for the operator's view. */
     ftc__lh_history hist;
     ftc__lh_replicas reps;
+    /* The mark as etcd holds it (an etcd leader's, lighthouse_marks.c):
+     * stored_step -1 until first stored. */
+    int64_t stored_step;
+    bool stored_finished;
 } ftc__lighthouse_job;
 
 /* HTTP status codes counted for /metrics; the last slot is "other". */
@@ -204,6 +208,12 @@ struct ftc_lighthouse {
      * quorums (0: always; a leader's lease in etcd otherwise). */
     uint32_t epoch_next, epoch_end;
     atomic_int_fast64_t lease_until_ms;
+    /* An etcd leader's (lighthouse_marks.c), under mu: whether the jobs'
+     * marks are kept in etcd, and the names of jobs forgotten since their
+     * marks were last written (their records to delete). */
+    bool keeps_marks;
+    char (*forgotten)[FTC_LIGHTHOUSE_JOB_MAX];
+    size_t n_forgotten, cap_forgotten;
     atomic_uint_fast64_t http[FTC__LH_NCODES];
     /* Request latency (arrival to answer) by ftc__lighthouse_kind. */
     atomic_uint_fast64_t req_buckets[FTC__LH_REQ_KINDS][FTC__LH_REQ_BUCKETS];
@@ -347,6 +357,38 @@ void ftc__lighthouse_set_lease(ftc_lighthouse *lh, int64_t until_ms);
  * from a time taken before a lock or a wait (the process may have been
  * frozen in between). */
 bool ftc__lighthouse_may_decide(const ftc_lighthouse *lh);
+
+/* ---- lighthouse_marks.c: the jobs' committed marks an etcd leader
+ * keeps in etcd, so that the next leader holds laggards as this one did. */
+
+/* A job's mark as stored: step -1 means the job was forgotten (its record
+ * is to be deleted). */
+typedef struct ftc__lighthouse_mark_rec {
+    char job[FTC_LIGHTHOUSE_JOB_MAX];
+    int64_t step;
+    bool finished;
+} ftc__lighthouse_mark_rec;
+
+/* From now on the jobs' marks are kept (ftc__lighthouse_marks_to_store),
+ * and every job of recs goes on from its stored mark: created now (or
+ * found, if a request created it first) with ftc__quorum_inherit_mark.
+ * After ftc__lighthouse_give_epochs. FTC_ECLOSED (no epoch left),
+ * FTC_EMSGSIZE (max_jobs), FTC_ENOMEM. */
+int ftc__lighthouse_inherit_marks(ftc_lighthouse *lh,
+                                  const ftc__lighthouse_mark_rec *recs,
+                                  size_t n);
+/* Up to cap marks that differ from what etcd holds: forgotten jobs first,
+ * then jobs whose mark changed. */
+size_t ftc__lighthouse_marks_to_store(ftc_lighthouse *lh,
+                                      ftc__lighthouse_mark_rec *out,
+                                      size_t cap);
+/* recs (from ftc__lighthouse_marks_to_store) are in etcd now. */
+void ftc__lighthouse_marks_stored(ftc_lighthouse *lh,
+                                  const ftc__lighthouse_mark_rec *recs,
+                                  size_t n);
+/* Unlinked job (lh->mu held): destroyed, and remembered as forgotten when
+ * marks are kept. */
+void ftc__lighthouse_job_forget(ftc_lighthouse *lh, ftc__lighthouse_job *job);
 
 /* ---- lighthouse_clock.c: the clock thread */
 

@@ -123,7 +123,7 @@ static void sweep(ftc_lighthouse *lh, int64_t now)
             lh->n_jobs--;
             FTC_LOG_INFO("lighthouse.job", "job %s deleted after %lld ms idle",
                          job->name, (long long)lh->job_idle_ms);
-            ftc__lighthouse_job_destroy(job);
+            ftc__lighthouse_job_forget(lh, job);
         } else {
             p = &job->next;
         }

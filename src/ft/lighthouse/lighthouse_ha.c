@@ -12,7 +12,12 @@
  * ends before etcd can expire the lease, so two leaders never decide at
  * once, whatever the network or the scheduler does (a frozen leader wakes
  * with its bound behind it). When the lease is gone or the bound passes it
- * stops its lighthouse and stands by again. */
+ * stops its lighthouse and stands by again.
+ *
+ * The leader also keeps each job's committed mark under PREFIX/jobs/<job>
+ * ({"step": S, "finished": F}, written with every renewal when changed,
+ * guarded by its key); a new leader reads them before it serves
+ * (lighthouse_marks.c). */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,15 +29,19 @@
 #include "base/base_int.h"
 #include "ft/lighthouse/etcd.h"
 #include "ft/lighthouse/lighthouse.h"
+#include "ft/lighthouse/lighthouse_json.h"
 
 /* Epochs reserved per election; a leader asks for more below a quarter. */
 #define HA_EPOCH_BLOCK 4096u
+/* Marks written in one transaction (etcd's default --max-txn-ops). */
+#define HA_MARKS_BATCH 128
 
 struct ftc_lighthouse_ha {
     ftc_lighthouse_opts lo; /* its strings below, owned */
     char *bind, *token, *tls_cert, *tls_key;
     ftc_lighthouse_ha_opts o;
-    char leader_key[300], epochs_key[300], name[FTC_HOST_MAX + 16];
+    char leader_key[300], epochs_key[300], jobs_prefix[300];
+    char name[FTC_HOST_MAX + 16];
     int64_t ttl_s;
     ftc__etcd *etcd;
     pthread_t thr;
@@ -148,6 +157,103 @@ static int reserve_epochs(ftc_lighthouse_ha *h, uint32_t *first)
     return rc;
 }
 
+/* ------------------------------------------------------ the jobs' marks */
+
+typedef struct stored_marks {
+    const ftc_lighthouse_ha *h;
+    ftc__lighthouse_mark_rec *recs;
+    size_t n;
+} stored_marks;
+
+/* One record of PREFIX/jobs/ into the list; one that is not a job's mark
+ * is left out with a warning (its job then starts as a new one). */
+static int note_mark(void *arg, const char *key, const ftc__etcd_kv *kv)
+{
+    stored_marks *sm = arg;
+    const char *name = key + strlen(sm->h->jobs_prefix);
+    json_error_t err;
+    json_t *j = json_loads(kv->value, 0, &err);
+    ftc__lighthouse_mark_rec rec = {.step = -1};
+    bool finished = false;
+    int rc =
+        ftc__lighthouse_job_name_ok(name) && json_is_object(j) ? 0 : FTC_EINVAL;
+    rc = rc != 0 ? rc
+                 : ftc__lhj_get_int(j, "step", true, 0, INT64_MAX, &rec.step);
+    rc = rc != 0 ? rc : ftc__lhj_get_bool(j, "finished", &finished);
+    json_decref(j);
+    if (rc != 0) {
+        FTC_LOG_WARN("lighthouse.marks",
+                     "%s holds '%.60s', not a job's mark: "
+                     "left out",
+                     key, kv->value);
+        return 0;
+    }
+    snprintf(rec.job, sizeof(rec.job), "%s", name);
+    rec.finished = finished;
+    sm->recs[sm->n++] = rec;
+    return 0;
+}
+
+/* Reads the marks the last leader stored and hands them to lh. */
+static int inherit_marks(ftc_lighthouse_ha *h, ftc_lighthouse *lh)
+{
+    size_t cap = h->lo.max_jobs;
+    stored_marks sm = {h, ftc__calloc(cap, sizeof(*sm.recs)), 0};
+    if (sm.recs == NULL) {
+        return ftc__seterr(FTC_ENOMEM, "lighthouse ha: %zu marks", cap);
+    }
+    bool more = false;
+    int rc = ftc__etcd_list(h->etcd, h->jobs_prefix, cap, step_deadline(h),
+                            note_mark, &sm, &more);
+    if (rc == 0 && more) {
+        FTC_LOG_WARN("lighthouse.marks",
+                     "etcd holds marks of more than max_jobs (%zu) jobs "
+                     "under %s: the others start as new jobs",
+                     cap, h->jobs_prefix);
+    }
+    rc = rc != 0 ? rc : ftc__lighthouse_inherit_marks(lh, sm.recs, sm.n);
+    ftc__free(sm.recs);
+    return rc;
+}
+
+/* Writes the marks that changed, guarded by our leader key: FTC_ESTALE
+ * when the key is no longer ours. */
+static int store_marks(ftc_lighthouse_ha *h)
+{
+    ftc__lighthouse_mark_rec *recs = ftc__calloc(HA_MARKS_BATCH, sizeof(*recs));
+    char(*keys)[FTC__ETCD_KEY_MAX] = ftc__calloc(HA_MARKS_BATCH, sizeof(*keys));
+    char(*values)[64] = ftc__calloc(HA_MARKS_BATCH, sizeof(*values));
+    ftc__etcd_op *ops = ftc__calloc(HA_MARKS_BATCH, sizeof(*ops));
+    int rc = recs && keys && values && ops
+                 ? 0
+                 : ftc__seterr(FTC_ENOMEM, "lighthouse ha: marks");
+    size_t n = rc == 0
+                   ? ftc__lighthouse_marks_to_store(h->lh, recs, HA_MARKS_BATCH)
+                   : 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "%s%s", h->jobs_prefix, recs[i].job);
+        snprintf(values[i], sizeof(values[i]),
+                 "{\"step\":%lld,\"finished\":%s}", (long long)recs[i].step,
+                 recs[i].finished ? "true" : "false");
+        ops[i] = (ftc__etcd_op){keys[i], recs[i].step >= 0 ? values[i] : NULL};
+    }
+    bool done = false;
+    if (n > 0) {
+        rc = ftc__etcd_write_guarded(h->etcd, h->leader_key, h->term, ops, n,
+                                     step_deadline(h), &done);
+    }
+    if (rc == 0 && n > 0 && !done) {
+        rc = ftc__seterr(FTC_ESTALE, "%s is not ours", h->leader_key);
+    } else if (rc == 0 && n > 0) {
+        ftc__lighthouse_marks_stored(h->lh, recs, n);
+    }
+    ftc__free(recs);
+    ftc__free(keys);
+    ftc__free(values);
+    ftc__free(ops);
+    return rc;
+}
+
 /* Renewed (or won) at sent_ms: quorums may form until the bound. */
 static void renewed(ftc_lighthouse_ha *h, int64_t sent_ms, int64_t ttl_s)
 {
@@ -170,12 +276,14 @@ static void step_down(ftc_lighthouse_ha *h, const char *why)
 }
 
 /* Starts serving as the leader of term h->term: the lighthouse is
- * created fenced (no job, no quorum past the lease) before it listens,
- * then gets its epochs. */
+ * created fenced before it listens (past its lease: every request is
+ * answered 503 and nothing is decided), gets its epochs and the jobs'
+ * stored marks, and only then its lease: no request can create a job, or
+ * join one, before the job has its mark. */
 static int start_serving(ftc_lighthouse_ha *h)
 {
     ftc_lighthouse *lh = NULL;
-    int rc = ftc__lighthouse_create_fenced(&h->lo, h->lease_until_ms, &lh);
+    int rc = ftc__lighthouse_create_fenced(&h->lo, 1, &lh);
     if (rc != 0) {
         /* Likely to fail again (the port in use, a TLS file): do not take
          * the seat again for a lease. */
@@ -189,6 +297,13 @@ static int start_serving(ftc_lighthouse_ha *h)
         return rc;
     }
     ftc__lighthouse_give_epochs(lh, first, HA_EPOCH_BLOCK);
+    rc = inherit_marks(h, lh);
+    if (rc != 0) {
+        /* Serving without them could let laggards commit steps again. */
+        ftc_lighthouse_destroy(lh);
+        return rc;
+    }
+    ftc__lighthouse_set_lease(lh, h->lease_until_ms);
     h->lh = lh;
     if (h->o.on_lead != NULL) {
         h->o.on_lead(lh, h->o.on_lead_arg);
@@ -248,6 +363,20 @@ static void stand_by(ftc_lighthouse_ha *h)
     give_up_lease(h);
 }
 
+/* Stores the marks that changed; steps down when the leader key is no
+ * longer ours. A failure to reach etcd is tried again at the next renewal
+ * (a lighthouse that cannot renew steps down anyway). */
+static void keep_marks(ftc_lighthouse_ha *h)
+{
+    int rc = store_marks(h);
+    if (rc == FTC_ESTALE) {
+        step_down(h, ftc_last_error());
+    } else if (rc != 0) {
+        FTC_LOG_WARN("lighthouse.marks", "%s: marks not stored: %s", h->name,
+                     ftc_last_error());
+    }
+}
+
 /* Renews the lease when due; steps down when it is gone or the bound is
  * reached without a renewal. */
 static void lead(ftc_lighthouse_ha *h)
@@ -269,7 +398,9 @@ static void lead(ftc_lighthouse_ha *h)
         step_down(h, "etcd let the lease expire");
     } else if (rc == 0) {
         renewed(h, now, ttl);
-        if (ftc__lighthouse_epochs_left(h->lh) < HA_EPOCH_BLOCK / 4) {
+        keep_marks(h);
+        if (h->lh != NULL &&
+            ftc__lighthouse_epochs_left(h->lh) < HA_EPOCH_BLOCK / 4) {
             uint32_t first;
             if (reserve_epochs(h, &first) == 0) {
                 ftc__lighthouse_give_epochs(h->lh, first, HA_EPOCH_BLOCK);
@@ -308,6 +439,10 @@ static void *ha_main(void *arg)
     } while (wait_until(h, h->lh == NULL
                                ? ftc__lighthouse_now_ms() + h->o.poll_ms
                                : h->renew_ms));
+    if (h->lh != NULL) {
+        /* The next leader starts from what this one committed. */
+        keep_marks(h);
+    }
     if (h->lh != NULL) {
         step_down(h, "stopping");
     }
@@ -377,6 +512,7 @@ static int keep_ha_opts(ftc_lighthouse_ha *h, const ftc_lighthouse_ha_opts *in)
     }
     snprintf(h->leader_key, sizeof(h->leader_key), "%s/leader", prefix);
     snprintf(h->epochs_key, sizeof(h->epochs_key), "%s/epochs", prefix);
+    snprintf(h->jobs_prefix, sizeof(h->jobs_prefix), "%s/jobs/", prefix);
     const char *name = h->o.name != NULL ? h->o.name : h->bind;
     if (name == NULL || strlen(name) >= sizeof(h->name) ||
         strlen(name) >= FTC__ETCD_VALUE_MAX) {

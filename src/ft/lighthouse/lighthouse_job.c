@@ -87,6 +87,7 @@ static ftc__lighthouse_job *job_new(ftc_lighthouse *lh, const char *name,
     ftc__lh_replicas_init(&job->reps, job->o.max_replicas);
     job->next_ms = INT64_MAX;
     job->active_ms = ftc__now_ms();
+    job->stored_step = -1;
     FTC_LOG_INFO("lighthouse.job", "job %s created, epoch %u", name,
                  job->epoch);
     return job;
@@ -205,7 +206,7 @@ int ftc__lighthouse_job_delete(ftc_lighthouse *lh, const char *name,
         *p = job->next;
         lh->n_jobs--;
         FTC_LOG_INFO("lighthouse.job", "job %s deleted by a request", name);
-        ftc__lighthouse_job_destroy(job);
+        ftc__lighthouse_job_forget(lh, job);
     }
     pthread_mutex_unlock(&lh->mu);
     return rc;

@@ -239,6 +239,9 @@ typedef struct ftc__quorum_state {
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
     ftc__quorum_mark mark;
+    /* The job goes on from a mark an earlier lighthouse stored (etcd):
+     * any replica may be back from that lighthouse's quorums. */
+    bool inherited;
     /* Sorted; at most max_replicas, the oldest dropped first. */
     ftc__quorum_dropped *dropped;
     size_t n_dropped, cap_dropped;
@@ -299,8 +302,17 @@ bool ftc__quorum_left_out_at(const ftc__quorum_state *s, const char *replica_id,
                              int64_t now_ms, int64_t *until_ms);
 
 /* Whether replica_id was a member of a formed quorum of this job: of the
- * last one, or of an earlier one that dropped it (and it did not leave). */
+ * last one, or of an earlier one that dropped it (and it did not leave).
+ * Always true in an inherited job: this lighthouse cannot tell. */
 bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id);
+
+/* The job goes on from the mark an earlier lighthouse (an etcd leader's
+ * predecessor) stored: the mark rises to step (heard at now_ms, so
+ * rollback_after_ms counts from here), finished as it was stored, and
+ * every replica counts as one that may be back from that lighthouse's
+ * quorums (ftc__quorum_was_member). */
+void ftc__quorum_inherit_mark(ftc__quorum_state *s, int64_t step, bool finished,
+                              int64_t now_ms);
 
 /* A replica that leaves (goodbye) reports the steps it committed: the
  * mark rises to step if that is higher, heard at now_ms; finished (its run

@@ -560,6 +560,15 @@ void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
     s->mark = (ftc__quorum_mark){step, now_ms, was || finished};
 }
 
+void ftc__quorum_inherit_mark(ftc__quorum_state *s, int64_t step, bool finished,
+                              int64_t now_ms)
+{
+    s->inherited = true;
+    if (step > s->mark.step || (step == s->mark.step && finished)) {
+        s->mark = (ftc__quorum_mark){step, now_ms, finished};
+    }
+}
+
 int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
                      int64_t now_ms, int64_t wall_ms,
                      ftc__quorum_tick_result *out)

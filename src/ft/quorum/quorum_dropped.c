@@ -14,6 +14,9 @@ _Static_assert(offsetof(ftc__quorum_dropped, replica_id) == 0,
 
 bool ftc__quorum_was_member(const ftc__quorum_state *s, const char *replica_id)
 {
+    if (s->inherited) {
+        return true;
+    }
     bool found;
     ftc__quorum_lower_bound(s->dropped, s->n_dropped, sizeof(*s->dropped),
                             replica_id, &found);

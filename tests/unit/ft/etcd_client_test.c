@@ -321,6 +321,85 @@ static void transactions_say_what_they_compare(void **state)
     fake_stop(&f);
 }
 
+typedef struct listed {
+    char keys[4][64], values[4][64];
+    int n;
+} listed;
+
+static int note_key(void *arg, const char *key, const ftc__etcd_kv *kv)
+{
+    listed *l = arg;
+    if (l->n == 4) {
+        return ftc__seterr(FTC_EMSGSIZE, "more than 4 keys");
+    }
+    snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", key);
+    snprintf(l->values[l->n++], sizeof(l->values[0]), "%s", kv->value);
+    return 0;
+}
+
+/* A list is a range from the prefix to the prefix with its last byte one
+ * higher, with a limit; keys and values come back decoded, each callback
+ * can stop the walk, and a key that is not base64 is refused. A guarded
+ * write compares only the guard and carries puts and deletes in order. */
+static void lists_and_guarded_writes(void **state)
+{
+    (void)state;
+    static fake f;
+    fake_start(&f);
+    ftc__etcd *e = client_of(&f, NULL);
+    /* "p/jobs/a" = "1", "p/jobs/b" = "2". */
+    fake_say(&f, 200,
+             "{\"kvs\":[{\"key\":\"cC9qb2JzL2E=\",\"value\":\"MQ==\"},"
+             "{\"key\":\"cC9qb2JzL2I=\",\"value\":\"Mg==\"}],\"more\":true}");
+    listed l = {.n = 0};
+    bool more = false;
+    TK_OK(ftc__etcd_list(e, "p/jobs/", 2, soon(), note_key, &l, &more));
+    assert_true(more);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.keys[1], "p/jobs/b");
+    assert_string_equal(l.values[1], "2");
+    json_error_t err;
+    json_t *sent = json_loads(f.last_body, 0, &err);
+    assert_non_null(sent);
+    /* base64 of "p/jobs/" and "p/jobs0". */
+    assert_string_equal(json_string_value(json_object_get(sent, "key")),
+                        "cC9qb2JzLw==");
+    assert_string_equal(json_string_value(json_object_get(sent, "range_end")),
+                        "cC9qb2JzMA==");
+    assert_string_equal(json_string_value(json_object_get(sent, "limit")), "2");
+    json_decref(sent);
+    l.n = 3;
+    TK_EXPECT(ftc__etcd_list(e, "p/jobs/", 2, soon(), note_key, &l, &more),
+              FTC_EMSGSIZE);
+    fake_say(&f, 200, "{\"kvs\":[{\"key\":\"!!\",\"value\":\"MQ==\"}]}");
+    TK_EXPECT(ftc__etcd_list(e, "p/jobs/", 2, soon(), note_key, &l, &more),
+              FTC_EPROTO);
+    TK_EXPECT(ftc__etcd_list(e, "", 2, soon(), note_key, &l, &more),
+              FTC_EINVAL);
+
+    fake_say(&f, 200, "{\"succeeded\":true}");
+    ftc__etcd_op ops[] = {{"p/jobs/a", "{\"step\":3}"}, {"p/jobs/b", NULL}};
+    bool done = false;
+    TK_OK(ftc__etcd_write_guarded(e, "p/leader", 31, ops, 2, soon(), &done));
+    assert_true(done);
+    sent = json_loads(f.last_body, 0, &err);
+    json_t *cmps = json_object_get(sent, "compare");
+    assert_int_equal(json_array_size(cmps), 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(cmps, 0), "create_revision")),
+                        "31");
+    json_t *writes = json_object_get(sent, "success");
+    assert_non_null(json_object_get(json_array_get(writes, 0), "request_put"));
+    assert_non_null(
+        json_object_get(json_array_get(writes, 1), "request_delete_range"));
+    json_decref(sent);
+    fake_say(&f, 200, "{\"succeeded\":false}");
+    TK_OK(ftc__etcd_write_guarded(e, "p/leader", 31, ops, 1, soon(), &done));
+    assert_false(done);
+    ftc__etcd_destroy(e);
+    fake_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +409,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(etcd_errors_carry_its_words),
         cmocka_unit_test(an_endpoint_that_cannot_serve_hands_over),
         cmocka_unit_test(transactions_say_what_they_compare),
+        cmocka_unit_test(lists_and_guarded_writes),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -384,6 +384,57 @@ static void forgotten_members_do_not_crowd_out_the_dropped(void **state)
     ftc__quorum_state_fini(&s);
 }
 
+/* A job an earlier lighthouse ran (its mark from etcd, after a failover):
+ * replicas this lighthouse never saw may be back from that one's quorums,
+ * so below the mark they wait as laggards do (here until
+ * rollback_after_ms from the inheritance), a replica at the mark forms at
+ * once and lets them heal, and a finished mark refuses joins below it. */
+static void an_inherited_mark_holds_unknown_replicas(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    assert_false(ftc__quorum_was_member(&s, "x"));
+    ftc__quorum_inherit_mark(&s, 40, false, QF_NOW);
+    assert_true(ftc__quorum_was_member(&s, "x"));
+    assert_int_equal(s.mark.step, 40);
+    qf_join(&s, &o, "x", 12, false, 0, QF_NOW + 1);
+    ftc__quorum_tick_result t = tick(&s, &o, QF_NOW + 1);
+    assert_false(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_BEHIND);
+    /* A holder comes: both form, the laggard heals from it. */
+    qf_join(&s, &o, "holder", 40, false, 0, QF_NOW + 2);
+    t = tick(&s, &o, QF_NOW + 2);
+    assert_true(t.met);
+    assert_int_equal(t.rolled_back_from, -1);
+    assert_int_equal(s.prev.n, 2);
+    ftc__quorum_state_fini(&s);
+
+    /* Nobody at the step within rollback_after_ms: the job goes on from
+     * the laggard's step, as a rollback (not newcomers: they may be
+     * back). */
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    ftc__quorum_inherit_mark(&s, 40, false, QF_NOW);
+    qf_join(&s, &o, "x", 12, false, 0, QF_NOW + WAIT_MS);
+    t = tick(&s, &o, QF_NOW + WAIT_MS);
+    assert_true(t.met);
+    assert_int_equal(t.rolled_back_from, 40);
+    assert_false(t.newcomers);
+    ftc__quorum_state_fini(&s);
+
+    /* Finished, as stored: a join below is refused at once; a lower
+     * inherited mark changes nothing. */
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    ftc__quorum_inherit_mark(&s, 40, true, QF_NOW);
+    ftc__quorum_inherit_mark(&s, 30, false, QF_NOW);
+    assert_int_equal(s.mark.step, 40);
+    assert_true(s.mark.finished);
+    ftc__quorum_member late = qf_member("late", 0);
+    TK_EXPECT(ftc__quorum_join(&s, &o, &late, QF_NOW + 1), FTC_EFINISHED);
+    ftc__quorum_state_fini(&s);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +449,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_rollback_on_purpose_is_not_held),
         cmocka_unit_test(a_waiting_newcomer_does_not_outrun_the_finish),
         cmocka_unit_test(forgotten_members_do_not_crowd_out_the_dropped),
+        cmocka_unit_test(an_inherited_mark_holds_unknown_replicas),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }
