@@ -77,8 +77,9 @@ int ftc__sock_reno_if_same_host(int fd)
 }
 
 #ifndef TCP_RTO_MAX_MS
-#define TCP_RTO_MAX_MS 44 /* linux/tcp.h of 6.14; older libc headers lack it   \
-                           */
+#define TCP_RTO_MAX_MS                                                         \
+    44 /* linux/tcp.h of 6.14; older libc headers lack it                      \
+        */
 #endif
 
 void ftc__sock_cap_rto(int fd)

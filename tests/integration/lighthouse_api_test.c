@@ -1210,7 +1210,7 @@ static int sockets_capped(int port, bool local, int want)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        int fd = atoi(e->d_name);
+        int fd = (int)strtol(e->d_name, NULL, 10);
         struct stat st;
         struct sockaddr_in a;
         socklen_t len = sizeof(a);
@@ -1248,7 +1248,7 @@ static void connections_retransmit_within_a_second(void **state)
     fixture f;
     ftc_lighthouse_opts o = rules_opts(1, 1);
     start(&f, &o);
-    int port = atoi(strrchr(f.addr, ':') + 1);
+    int port = (int)strtol(strrchr(f.addr, ':') + 1, NULL, 10);
     /* Kept alive in the client's pool after the call. */
     TK_OK(ftc_lighthouse_client_heartbeat(f.c, "r", tk_ms(5000), NULL));
     if (!kernel_has) {
