@@ -552,6 +552,7 @@ void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
 
 #ifdef FTC_TESTING
 void (*_Atomic ftc__manager_testing_before_abort)(void);
+void (*_Atomic ftc__manager_testing_before_watch)(void);
 #endif
 
 ftc_pg *ftc__manager_pg_borrow_locked(ftc_manager *m)

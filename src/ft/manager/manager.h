@@ -73,7 +73,8 @@ struct ftc_manager_work {
 
 /* Locks (each guards the fields listed under it below):
  *   mu       the round: phase, stop, round, qo, arrival, round_dl,
- *            round_start_ns, out, quorum_known, leader_joined, voted,
+ *            round_start_ns, out, quorum_known, watch_primed, watch_epoch,
+ *            watch_since, leader_joined, voted,
  *            replica_id, and state's list while registering; with cv.
  *   pg_mu    the process group slot: pg, pg_users, pg_quorum_id,
  *            pg_blamed_quorum_id, pg_members, pg_n, rdv_store, rdv_seq,
@@ -197,7 +198,12 @@ struct ftc_manager {
     ftc__deadline round_dl;
     int64_t round_start_ns;
     ftc__manager_outcome out;
-    bool quorum_known;  /* a round got its quorum: the watch starts then */
+    bool quorum_known; /* a round got its quorum: the watch starts then */
+    /* Where the job's events stood before the first round (the quorum
+     * thread asks once): the watch starts from there. 0, 0: unknown. */
+    bool watch_primed;
+    uint32_t watch_epoch;
+    uint64_t watch_since;
     bool leader_joined; /* the heartbeat thread starts then */
     bool voted;         /* the round in READY voted already */
 
@@ -363,6 +369,9 @@ ftc_pg *ftc__manager_pg_take_out_locked(ftc_manager *m);
 /* Called by ftc__manager_pg_abort_unlocked before each ftc_pg_abort
  * (NULL: none). Tests make aborts slow with it. */
 extern void (*_Atomic ftc__manager_testing_before_abort)(void);
+/* Called by the watch thread before its first call (NULL: none). Tests
+ * hold the watch back with it. */
+extern void (*_Atomic ftc__manager_testing_before_watch)(void);
 #endif
 
 /* Reports to the launcher (manager_report.c). open takes FTC_EVENT_FD's

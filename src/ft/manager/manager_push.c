@@ -216,18 +216,24 @@ void *ftc__manager_watch_main(void *arg)
 {
     ftc_manager *m = arg;
     /* Nothing to abort before the first quorum; the leader's watch is
-     * its presence, which must not start before its first join. A member
-     * lost between the quorum's answer and the watch's first call (a few
-     * milliseconds) is not seen: that build waits for its timeout. */
+     * its presence, which must not start before its first join. */
     pthread_mutex_lock(&m->mu);
     while (!m->stop && !m->quorum_known) {
         pthread_cond_wait(&m->cv, &m->mu);
     }
     char self[FTC__QUORUM_STR_MAX];
     memcpy(self, m->replica_id, sizeof(self));
+    /* From where the events stood before the first round (prime_watch):
+     * a loss the lighthouse reported since is not missed. */
+    uint32_t epoch = m->watch_epoch;
+    uint64_t since = m->watch_since;
     pthread_mutex_unlock(&m->mu);
-    uint32_t epoch = 0;
-    uint64_t since = 0;
+#ifdef FTC_TESTING
+    void (*hook)(void) = atomic_load(&ftc__manager_testing_before_watch);
+    if (hook != NULL) {
+        hook();
+    }
+#endif
     ftc__backoff bo;
     ftc__backoff_init(&bo, 100, 1000);
     bool go = true;

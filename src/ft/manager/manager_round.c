@@ -732,11 +732,37 @@ static void heal(round *r)
                  (unsigned long long)fr.bytes, ms, fr.refetched);
 }
 
+/* Once, before the first round: where the job's events stand (a watch
+ * that does not know the epoch is answered at once with it and the last
+ * event's number). The watch starts from there when the first quorum is
+ * known, so a member lost between that quorum's answer and the watch's
+ * first call still cancels the group's build. Not answered in a second:
+ * the watch starts from its own first call. */
+static void prime_watch(ftc_manager *m)
+{
+    ftc_lighthouse_watch_result w;
+    int rc = ftc_lighthouse_client_watch(m->lh, NULL, 0, 0, 1000, &w);
+    pthread_mutex_lock(&m->mu);
+    m->watch_primed = true;
+    if (rc == 0 && w.reset) {
+        m->watch_epoch = w.epoch;
+        m->watch_since = w.event_seq;
+    }
+    pthread_mutex_unlock(&m->mu);
+    ftc_lighthouse_watch_result_fini(&w);
+}
+
 /* Runs round r; its outcome (rc and message on failure) goes to r->out. */
 static void run_round(round *r)
 {
     ftc_manager *m = r->m;
     int rc;
+    pthread_mutex_lock(&m->mu);
+    bool primed = m->watch_primed;
+    pthread_mutex_unlock(&m->mu);
+    if (!primed) {
+        prime_watch(m);
+    }
     if (ftc__manager_alone(m)) {
         rc = lead(r);
     } else {

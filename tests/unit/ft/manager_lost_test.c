@@ -6,9 +6,12 @@
  * address until its connect timeout (10 minutes here, so the round's
  * 60 s wait times out instead and the test fails). The next round goes on
  * without the ghost. Real manager, embedded lighthouse and store. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ft/manager/manager.h"
 #include "lighthouse_kit.h"
 #include "manager_kit.h"
 #include "testkit.h"
@@ -53,15 +56,23 @@ static void round_with_a_ghost(mf_env *e, ftc_manager *m, const char *id)
     ftc_lighthouse_client_destroy(c);
 }
 
-static void a_member_lost_while_the_group_is_built(void **state)
+/* Manager id of a job that needs two replicas, with a connect timeout
+ * (10 minutes) that only a cancel ends early. */
+static ftc_manager *patient_manager(mf_env *e, const char *id)
 {
-    (void)state;
-    mf_env *e = mf_env_new();
-    ftc_manager_opts o = mf_opts(e, "live");
+    ftc_manager_opts o = mf_opts(e, id);
     o.connect_timeout_ms = 600000;
     ftc_manager *m;
     TK_OK(ftc_manager_create(&o, &m));
     TK_OK(ftc_lighthouse_configure_job(e->lh, "default:min_replicas=2"));
+    return m;
+}
+
+static void a_member_lost_while_the_group_is_built(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager *m = patient_manager(e, "live");
     /* The manager's first quorum (its watch starts with the answer), as
      * for a replica group that was just restarted; then a later one. */
     round_with_a_ghost(e, m, "ghost_a");
@@ -76,10 +87,61 @@ static void a_member_lost_while_the_group_is_built(void **state)
     mf_env_free(e);
 }
 
+/* The lighthouse at hook_addr and the ghost whose loss the hook waits
+ * for. */
+static const char *hook_addr, *hook_ghost;
+
+static bool lost_in_history(void)
+{
+    char *text = NULL;
+    bool lost = false;
+    if (lt_http(hook_addr, "GET", "/v1/jobs/default/status", NULL, NULL,
+                &text) == 200) {
+        json_t *j = json_loads(text, 0, NULL);
+        json_t *fs = json_object_get(json_object_get(j, "history"), "failures");
+        for (size_t i = 0; i < json_array_size(fs) && !lost; i++) {
+            const char *id = json_string_value(
+                json_object_get(json_array_get(fs, i), "replica_id"));
+            lost = id != NULL && strcmp(id, hook_ghost) == 0;
+        }
+        json_decref(j);
+    }
+    free(text);
+    return lost;
+}
+
+/* The watch thread's first call waits until the lighthouse has reported
+ * the ghost lost (at most 20 s; the test fails on its own otherwise). */
+static void hold_the_watch(void)
+{
+    for (int i = 0; i < 2000 && !lost_in_history(); i++) {
+        tk_pause_ms(10);
+    }
+}
+
+/* The ghost is lost before the manager's watch makes its first call (held
+ * back by a test hook): the watch starts from where the job's events stood
+ * before the first round, so it still sees the loss and cancels the build
+ * (without that it would start after the loss and miss it). */
+static void a_member_lost_before_the_watch_starts(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager *m = patient_manager(e, "late");
+    hook_addr = e->lh_addr;
+    hook_ghost = "ghost_c";
+    atomic_store(&ftc__manager_testing_before_watch, hold_the_watch);
+    round_with_a_ghost(e, m, "ghost_c");
+    atomic_store(&ftc__manager_testing_before_watch, NULL);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_member_lost_while_the_group_is_built),
+        cmocka_unit_test(a_member_lost_before_the_watch_starts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
