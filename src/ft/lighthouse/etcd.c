@@ -476,10 +476,14 @@ int ftc__etcd_list(ftc__etcd *e, const char *prefix, size_t limit,
         char key[FTC__ETCD_KEY_MAX];
         ftc__etcd_kv kv;
         rc = json_is_object(o) ? 0 : ftc__seterr(FTC_EPROTO, "etcd: bad kvs");
-        rc = rc != 0 ? rc
-                     : unb64(json_string_value(json_object_get(o, "key")), key,
-                             sizeof(key), "key");
-        rc = rc != 0 ? rc : read_kv(o, &kv);
+        if (rc == 0 && (unb64(json_string_value(json_object_get(o, "key")), key,
+                              sizeof(key), "key") != 0 ||
+                        read_kv(o, &kv) != 0)) {
+            /* One record nobody can read must not hide the others. */
+            FTC_LOG_WARN("etcd.list", "under %s: %s; left out", prefix,
+                         ftc_last_error());
+            continue;
+        }
         rc = rc != 0 ? rc : each(arg, key, &kv);
     }
     json_decref(a);

@@ -162,7 +162,7 @@ static int reserve_epochs(ftc_lighthouse_ha *h, uint32_t *first)
 typedef struct stored_marks {
     const ftc_lighthouse_ha *h;
     ftc__lighthouse_mark_rec *recs;
-    size_t n;
+    size_t n, cap;
 } stored_marks;
 
 /* One record of PREFIX/jobs/ into the list; one that is not a job's mark
@@ -190,7 +190,9 @@ static int note_mark(void *arg, const char *key, const ftc__etcd_kv *kv)
     }
     snprintf(rec.job, sizeof(rec.job), "%s", name);
     rec.finished = finished;
-    sm->recs[sm->n++] = rec;
+    if (sm->n < sm->cap) {
+        sm->recs[sm->n++] = rec;
+    }
     return 0;
 }
 
@@ -198,7 +200,7 @@ static int note_mark(void *arg, const char *key, const ftc__etcd_kv *kv)
 static int inherit_marks(ftc_lighthouse_ha *h, ftc_lighthouse *lh)
 {
     size_t cap = h->lo.max_jobs;
-    stored_marks sm = {h, ftc__calloc(cap, sizeof(*sm.recs)), 0};
+    stored_marks sm = {h, ftc__calloc(cap, sizeof(*sm.recs)), 0, cap};
     if (sm.recs == NULL) {
         return ftc__seterr(FTC_ENOMEM, "lighthouse ha: %zu marks", cap);
     }
@@ -299,7 +301,9 @@ static int start_serving(ftc_lighthouse_ha *h)
     ftc__lighthouse_give_epochs(lh, first, HA_EPOCH_BLOCK);
     rc = inherit_marks(h, lh);
     if (rc != 0) {
-        /* Serving without them could let laggards commit steps again. */
+        /* Serving without them could let laggards commit steps again.
+         * Not again before a lease's time: each try reserves epochs. */
+        h->retry_ms = ftc__lighthouse_now_ms() + h->ttl_s * 1000;
         ftc_lighthouse_destroy(lh);
         return rc;
     }
@@ -440,7 +444,9 @@ static void *ha_main(void *arg)
                                ? ftc__lighthouse_now_ms() + h->o.poll_ms
                                : h->renew_ms));
     if (h->lh != NULL) {
-        /* The next leader starts from what this one committed. */
+        /* The next leader starts from what this one committed: nothing
+         * is decided from here on, then the last marks are written. */
+        ftc__lighthouse_set_lease(h->lh, 1);
         keep_marks(h);
     }
     if (h->lh != NULL) {

@@ -4,6 +4,7 @@
  * knows no job's committed step: laggards left out by the old leader
  * could then form a quorum below it and commit those steps again, and a
  * finished job would train again. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ft/lighthouse/lighthouse.h"
@@ -77,6 +78,29 @@ size_t ftc__lighthouse_marks_to_store(ftc_lighthouse *lh,
     return n;
 }
 
+/* Under lh->mu: name's record is to be deleted. */
+static void forget_record(ftc_lighthouse *lh, const char *name)
+{
+    if (lh->n_forgotten == lh->cap_forgotten) {
+        size_t cap = lh->cap_forgotten > 0 ? lh->cap_forgotten * 2 : 8;
+        void *p = ftc__realloc(lh->forgotten, cap * sizeof(*lh->forgotten));
+        if (p != NULL) {
+            lh->forgotten = p;
+            lh->cap_forgotten = cap;
+        }
+    }
+    if (lh->n_forgotten < lh->cap_forgotten) {
+        snprintf(lh->forgotten[lh->n_forgotten++], FTC_LIGHTHOUSE_JOB_MAX, "%s",
+                 name);
+    } else {
+        /* Its record stays: the next leader brings the job back, and
+         * forgets it again after job_idle_ms. */
+        FTC_LOG_WARN("lighthouse.marks",
+                     "job %s's stored mark is not deleted: out of memory",
+                     name);
+    }
+}
+
 /* Under lh->mu: drops name from the forgotten list. */
 static void unforget(ftc_lighthouse *lh, const char *name)
 {
@@ -99,6 +123,10 @@ void ftc__lighthouse_marks_stored(ftc_lighthouse *lh,
          * forgotten: no delete is owed any more. */
         unforget(lh, recs[i].job);
         ftc__lighthouse_job *job = find_job(lh, recs[i].job);
+        if (recs[i].step >= 0 && job == NULL) {
+            /* Forgotten while its mark was written: delete it next. */
+            forget_record(lh, recs[i].job);
+        }
         if (recs[i].step < 0 || job == NULL) {
             continue;
         }
@@ -113,24 +141,7 @@ void ftc__lighthouse_marks_stored(ftc_lighthouse *lh,
 void ftc__lighthouse_job_forget(ftc_lighthouse *lh, ftc__lighthouse_job *job)
 {
     if (lh->keeps_marks && job->stored_step >= 0) {
-        if (lh->n_forgotten == lh->cap_forgotten) {
-            size_t cap = lh->cap_forgotten > 0 ? lh->cap_forgotten * 2 : 8;
-            void *p = ftc__realloc(lh->forgotten, cap * sizeof(*lh->forgotten));
-            if (p != NULL) {
-                lh->forgotten = p;
-                lh->cap_forgotten = cap;
-            }
-        }
-        if (lh->n_forgotten < lh->cap_forgotten) {
-            memcpy(lh->forgotten[lh->n_forgotten++], job->name,
-                   FTC_LIGHTHOUSE_JOB_MAX);
-        } else {
-            /* Its record stays: the next leader brings the job back, and
-             * forgets it again after job_idle_ms. */
-            FTC_LOG_WARN("lighthouse.marks",
-                         "job %s's stored mark is not deleted: out of memory",
-                         job->name);
-        }
+        forget_record(lh, job->name);
     }
     ftc__lighthouse_job_destroy(job);
 }

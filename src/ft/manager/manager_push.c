@@ -102,15 +102,19 @@ static void pushed_abort(ftc_manager *m, ftc_pg *pg, int64_t qid,
  * group being built for the reason why (the build then fails with it)
  * and waits until the build has returned, cancelling again every 20 ms
  * (a cancel that finds no store call in progress is dropped; the tcp
- * mesh watches the store's cancel too). Returns at once when no build
- * runs. */
+ * mesh watches the store's cancel too), for at most 2 s: a backend whose
+ * set-up does not watch the cancel (a vendor library's) ends at its own
+ * timeout, and the loss then aborts the group it installs (the lost
+ * ring), while this thread goes on with the events. Returns at once when
+ * no build runs. */
 static void cancel_build_locked(ftc_manager *m, const char *why)
 {
     uint64_t seq = m->rdv_seq;
     if (m->rdv_store != NULL) {
         snprintf(m->rdv_why, sizeof(m->rdv_why), "%s", why);
     }
-    while (m->rdv_store != NULL && m->rdv_seq == seq) {
+    for (int tries = 0;
+         tries < 100 && m->rdv_store != NULL && m->rdv_seq == seq; tries++) {
         ftc_store_client_cancel(m->rdv_store);
         ftc__deadline dl = ftc__deadline_in_ms(20);
         struct timespec ts = {dl.ns / 1000000000, dl.ns % 1000000000};

@@ -354,20 +354,33 @@ static int build_group(round *r, const char *prefix, ftc_pg **out)
     const ftc__quorum_result *res = &r->res;
     ftc_store_client_opts so;
     ftc_store_client_opts_init(&so);
-    so.connect_timeout_ms = m->o.connect_timeout_ms;
     so.timeout_ms = m->o.connect_timeout_ms;
     so.token = m->o.token;
     ftc_store_client *sc = NULL;
     ftc_pg_opts po = m->pg_opts;
     po.epoch = (uint64_t)res->quorum_id;
-    int rc = ftc_store_client_connect(res->store_address, &so, &sc);
-    if (rc != 0) {
+    /* In attempts of at most half a second, each after a look at the
+     * lost members: a primary that died (its store with it) is not
+     * waited for until the connect timeout. */
+    ftc__deadline dl = ftc__deadline_from_timeout(m->o.connect_timeout_ms,
+                                                  m->o.connect_timeout_ms);
+    char lost_id[FTC__QUORUM_STR_MAX];
+    const char *lost = NULL;
+    int rc;
+    do {
+        int64_t left = ftc__deadline_left_ms(dl);
+        so.connect_timeout_ms = left < 500 ? left : 500;
+        rc = ftc_store_client_connect(res->store_address, &so, &sc);
+        pthread_mutex_lock(&m->pg_mu);
+        lost = lost_member_locked(m, lost_id);
+        pthread_mutex_unlock(&m->pg_mu);
+    } while (rc == FTC_ETIMEDOUT && lost == NULL && !ftc__deadline_expired(dl));
+    if (rc != 0 && lost == NULL) {
         blame_store_owner(r);
         return rc;
     }
-    char lost_id[FTC__QUORUM_STR_MAX];
     pthread_mutex_lock(&m->pg_mu);
-    const char *lost = lost_member_locked(m, lost_id);
+    lost = lost_member_locked(m, lost_id);
     if (lost == NULL) {
         m->rdv_store = sc;
         m->rdv_seq++;
