@@ -422,6 +422,19 @@ FTC_API int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *client,
                                           bool finished, int64_t timeout_ms,
                                           ftc_lighthouse_ack *out);
 
+/* Asks whether replica_id, a member of quorum quorum_id, may commit a
+ * step in it; step: its step once that commit counts. 0: granted, and
+ * the job's committed step rises to step (no quorum of replicas below it
+ * forms while this replica is heard). FTC_ESTALE: refused, do not commit
+ * — the quorum is over, the replica is not in it, or the lighthouse
+ * reported it lost in it (the others may have aborted the step and will
+ * commit it again without it). The manager's group leader asks before
+ * each commit (docs/protocol.md, "commit"). */
+FTC_API int ftc_lighthouse_client_commit(ftc_lighthouse_client *client,
+                                         const char *replica_id,
+                                         int64_t quorum_id, int64_t step,
+                                         int64_t timeout_ms);
+
 /* The status JSON of job (NULL: the list of every job, GET /v1/jobs) as a
  * NUL-terminated text the caller releases with ftc_free. FTC_ENOENT if the
  * job does not exist. Formats: docs/protocol.md. */

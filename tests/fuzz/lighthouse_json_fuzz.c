@@ -145,6 +145,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         json_decref(sj);
     }
+    int64_t quorum_id, step;
+    if (ftc__lhj_commit_request(text, size, id, &quorum_id, &step) == 0 &&
+        (id[0] == '\0' || quorum_id < 0 || step < 1)) {
+        abort(); /* accepted what the parser promises to refuse */
+    }
     json_t *j;
     if (ftc__lhj_parse_object(text, size, &j) == 0) {
         ftc__quorum_opts o;

@@ -35,35 +35,54 @@ static void join_alone(ftc_lighthouse_client *c, const char *id, int64_t step)
     ftc_lighthouse_join_result_fini(&r);
 }
 
-static void a_laggard_waits_for_the_committed_step(void **state)
+/* A lighthouse on 127.0.0.1 whose quorums need 2 replicas, that never
+ * rolls back below the committed step; its address in addr. */
+static ftc_lighthouse *pair_lighthouse(int64_t heartbeat_timeout_ms,
+                                       char addr[128])
 {
-    (void)state;
     ftc_lighthouse_opts o;
     ftc_lighthouse_opts_init(&o);
     assert_int_equal(o.rollback_after_ms, 60000);
     o.bind = "127.0.0.1:0";
-    o.heartbeat_timeout_ms = 600000; /* nothing expires mid-test */
+    o.heartbeat_timeout_ms = heartbeat_timeout_ms;
     o.rollback_after_ms = INT64_MAX;
     o.min_replicas = 2;
     ftc_lighthouse *lh;
     TK_OK(ftc_lighthouse_create(&o, &lh));
+    TK_OK(ftc_lighthouse_address(lh, addr, 128));
+    return lh;
+}
+
+/* x and y join at step: they form a quorum of two, whose id is returned. */
+static int64_t join_pair(ftc_lighthouse_client *c, const char *x, const char *y,
+                         int64_t step)
+{
+    lt_join js[2];
+    const char *ids[] = {x, y};
+    for (int i = 0; i < 2; i++) {
+        ftc_lighthouse_member m = lt_member(ids[i], step);
+        lt_join_start(&js[i], c, &m, tk_ms(10000));
+    }
+    int64_t q = -1;
+    for (int i = 0; i < 2; i++) {
+        TK_OK(lt_join_wait(&js[i]));
+        assert_int_equal(js[i].result.quorum.n_members, 2);
+        q = js[i].result.quorum.quorum_id;
+        ftc_lighthouse_join_result_fini(&js[i].result);
+    }
+    return q;
+}
+
+static void a_laggard_waits_for_the_committed_step(void **state)
+{
+    (void)state;
     char addr[128];
-    TK_OK(ftc_lighthouse_address(lh, addr, sizeof(addr)));
+    ftc_lighthouse *lh = pair_lighthouse(600000, addr); /* nothing expires */
     ftc_lighthouse_client *c = lt_client(addr);
 
     /* a and c train together to step 7; then a commits step 8 without c
      * and leaves, saying so. */
-    lt_join js[2];
-    const char *ids[] = {"a", "c"};
-    for (int i = 0; i < 2; i++) {
-        ftc_lighthouse_member m = lt_member(ids[i], 7);
-        lt_join_start(&js[i], c, &m, tk_ms(10000));
-    }
-    for (int i = 0; i < 2; i++) {
-        TK_OK(lt_join_wait(&js[i]));
-        assert_int_equal(js[i].result.quorum.n_members, 2);
-        ftc_lighthouse_join_result_fini(&js[i].result);
-    }
+    join_pair(c, "a", "c", 7);
     assert_int_equal(lt_status_int(addr, "default", "committed_step"), 7);
     job_call(addr, "PUT", "default", "{\"min_replicas\": 1}", 200, "");
     TK_OK(ftc_lighthouse_client_goodbye(c, "a", 8, false, tk_ms(5000), NULL));
@@ -144,10 +163,100 @@ static void a_laggard_waits_for_the_committed_step(void **state)
     ftc_lighthouse_destroy(lh);
 }
 
+/* Waits (watching) until the lighthouse reported id lost. */
+static void wait_lost(ftc_lighthouse_client *c, const char *id)
+{
+    ftc_lighthouse_watch_result w;
+    TK_OK(ftc_lighthouse_client_watch(c, NULL, 0, 0, tk_ms(5000), &w));
+    uint32_t epoch = w.epoch;
+    uint64_t since = 0; /* every event the job kept, the loss included */
+    ftc_lighthouse_watch_result_fini(&w);
+    bool lost = false;
+    int64_t end = tk_now_ms() + tk_ms(20000);
+    while (!lost && tk_now_ms() < end) {
+        TK_OK(ftc_lighthouse_client_watch(c, NULL, epoch, since, tk_ms(5000),
+                                          &w));
+        for (size_t i = 0; i < w.n_events; i++) {
+            lost =
+                lost || (w.events[i].kind == FTC_LIGHTHOUSE_EVENT_MEMBER_LOST &&
+                         strcmp(w.events[i].replica_id, id) == 0);
+        }
+        since = w.event_seq;
+        ftc_lighthouse_watch_result_fini(&w);
+    }
+    assert_true(lost);
+}
+
+/* POST commit: a member of the current quorum is granted its commit and
+ * the job's committed step rises; a member the lighthouse reported lost
+ * in that quorum is refused even once its heartbeats are back (the
+ * others aborted the step on that report), as are a quorum that is over,
+ * a replica not in it, and malformed requests. */
+static void a_commit_needs_the_quorum_it_was_made_in(void **state)
+{
+    (void)state;
+    char addr[128];
+    ftc_lighthouse *lh = pair_lighthouse(tk_ms(300), addr);
+    ftc_lighthouse_client *c = lt_client(addr);
+    int64_t q = join_pair(c, "a", "b", 3);
+    TK_OK(ftc_lighthouse_client_heartbeat(c, "a", tk_ms(5000), NULL));
+    TK_OK(ftc_lighthouse_client_commit(c, "a", q, 4, tk_ms(5000)));
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 4);
+
+    /* b's heartbeats stop: reported lost, then refused, heartbeat or not. */
+    wait_lost(c, "b");
+    TK_OK(ftc_lighthouse_client_heartbeat(c, "b", tk_ms(5000), NULL));
+    TK_EXPECT(ftc_lighthouse_client_commit(c, "b", q, 4, tk_ms(5000)),
+              FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "409 superseded"));
+    assert_non_null(strstr(ftc_last_error(), "b was reported lost in quorum"));
+    TK_EXPECT(ftc_lighthouse_client_commit(c, "a", q + 1, 5, tk_ms(5000)),
+              FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "is over"));
+    TK_EXPECT(ftc_lighthouse_client_commit(c, "z", q, 5, tk_ms(5000)),
+              FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "z is not a member"));
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 4);
+
+    /* Malformed requests: 400, nothing changed; an unknown job: 404. */
+    static const char *const bad[] = {
+        "{}",
+        "{\"replica_id\": \"a\", \"quorum_id\": 1}",
+        "{\"replica_id\": \"\", \"quorum_id\": 1, \"step\": 5}",
+        "{\"replica_id\": \"a\", \"quorum_id\": -1, \"step\": 5}",
+        "{\"replica_id\": \"a\", \"quorum_id\": 1, \"step\": 0}",
+        "[1]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *out = NULL;
+        assert_int_equal(lt_http(addr, "POST", "/v1/jobs/default/commit",
+                                 bad[i], NULL, &out),
+                         400);
+        free(out);
+    }
+    char body[128];
+    snprintf(body, sizeof(body),
+             "{\"replica_id\": \"a\", \"quorum_id\": %lld, \"step\": 9}",
+             (long long)q);
+    assert_int_equal(
+        lt_http(addr, "POST", "/v1/jobs/nojob/commit", body, NULL, NULL), 404);
+    assert_int_equal(lt_status_int(addr, "default", "committed_step"), 4);
+    char *metrics = NULL;
+    assert_int_equal(lt_http(addr, "GET", "/metrics", NULL, NULL, &metrics),
+                     200);
+    assert_non_null(strstr(metrics, "ftc_lighthouse_commits_total{ftc_job="
+                                    "\"default\",verdict=\"granted\"} 1\n"));
+    assert_non_null(strstr(metrics, "ftc_lighthouse_commits_total{ftc_job="
+                                    "\"default\",verdict=\"refused\"} 3\n"));
+    free(metrics);
+    ftc_lighthouse_client_destroy(c);
+    ftc_lighthouse_destroy(lh);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_laggard_waits_for_the_committed_step),
+        cmocka_unit_test(a_commit_needs_the_quorum_it_was_made_in),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

@@ -30,6 +30,19 @@ void mf_env_free(mf_env *e)
     free(e);
 }
 
+ftc_manager *mf_pair_leader(const mf_env *e, ftc_store_client **conn,
+                            ftc_store_client **view)
+{
+    ftc_manager_opts o = mf_opts(e, "pair");
+    o.group_size = 2;
+    o.store_prefix = "pair/0";
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    TK_OK(ftc_store_client_connect(e->store_addr, NULL, conn));
+    TK_OK(ftc_store_client_prefix(*conn, "pair/0", view));
+    return m;
+}
+
 ftc_manager_opts mf_opts(const mf_env *e, const char *id)
 {
     ftc_manager_opts o;

@@ -17,5 +17,11 @@ void mf_env_free(mf_env *e);
 /* Defaults for replica id, the env's lighthouse and store, and 10 s
  * (scaled) quorum and call timeouts. */
 ftc_manager_opts mf_opts(const mf_env *e, const char *id);
+/* The leader (rank 0) of group "pair", two ranks under store prefix
+ * "pair/0"; in *conn a connection to the env's store and in *view its
+ * view with that prefix, through which a test writes rank 1's records by
+ * hand (close the view, then the connection). */
+ftc_manager *mf_pair_leader(const mf_env *e, ftc_store_client **conn,
+                            ftc_store_client **view);
 
 #endif

@@ -151,6 +151,8 @@ typedef struct ftc__lighthouse_job {
     uint64_t answers_total[4], bodies_total[4];
     uint64_t changes_total[4];
     uint64_t lost_total[4];
+    /* Commits asked for (POST commit), index 1 granted, 2 refused. */
+    uint64_t commits_total[4];
     uint64_t wait_buckets[FTC__LH_WAIT_BUCKETS];
     uint64_t wait_count;
     double wait_sum_s;
@@ -315,6 +317,15 @@ int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
                                 const char *replica_id, int64_t step,
                                 bool finished, int64_t now,
                                 ftc__lighthouse_resume *rs);
+/* A member of quorum quorum_id asks to commit a step in it (step: its
+ * step after the commit): granted (0) unless that quorum is over, the
+ * replica is not in it, or this lighthouse reported it lost in it (then
+ * FTC_ESTALE saying which; the others may have aborted the step and will
+ * commit it again without it). Lapsed heartbeats are reported first. A
+ * grant raises the job's committed step (ftc__quorum_commit). */
+int ftc__lighthouse_job_commit(ftc__lighthouse_job *job, const char *replica_id,
+                               int64_t quorum_id, int64_t step, int64_t now,
+                               ftc__lighthouse_resume *rs);
 /* FTC_ENOENT if the replica is not in the current quorum. */
 int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
                              ftc__lighthouse_resume *rs);

@@ -256,6 +256,23 @@ static json_t *add_leaving(json_t *req, const ftc__lhj_leaving *left)
     return req;
 }
 
+/* Posts req (taken) to action and decodes the acknowledgement. */
+static int ack_call(ftc_lighthouse_client *c, const char *action, json_t *req,
+                    int64_t timeout_ms, ftc_lighthouse_ack *out)
+{
+    ftc__lighthouse_client_reply reply;
+    ftc__lighthouse_client_reply_init(&reply, 1u << 20);
+    int rc = post(c, action, req,
+                  ftc__lighthouse_client_deadline(c, timeout_ms), &reply);
+    if (rc == 0) {
+        rc = reply.status == 200
+                 ? decode_ack(&reply, out)
+                 : ftc__lighthouse_client_status_error(c, &reply, action);
+    }
+    ftc__lighthouse_client_reply_fini(&reply);
+    return rc;
+}
+
 /* heartbeat (maybe with stats) and goodbye (with what the leaving replica
  * says, left): {"replica_id", "stats", "step", "finished"} -> {"epoch",
  * "event_seq"}. */
@@ -288,17 +305,7 @@ static int replica_call(ftc_lighthouse_client *c, const char *action,
     if (left != NULL) {
         req = add_leaving(req, left);
     }
-    ftc__lighthouse_client_reply reply;
-    ftc__lighthouse_client_reply_init(&reply, 1u << 20);
-    rc = post(c, action, req, ftc__lighthouse_client_deadline(c, timeout_ms),
-              &reply);
-    if (rc == 0) {
-        rc = reply.status == 200
-                 ? decode_ack(&reply, out)
-                 : ftc__lighthouse_client_status_error(c, &reply, action);
-    }
-    ftc__lighthouse_client_reply_fini(&reply);
-    return rc;
+    return ack_call(c, action, req, timeout_ms, out);
 }
 
 int ftc_lighthouse_client_heartbeat(ftc_lighthouse_client *c,
@@ -330,6 +337,31 @@ int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *c,
 {
     ftc__lhj_leaving left = {step, finished};
     return replica_call(c, "goodbye", replica_id, NULL, &left, timeout_ms, out);
+}
+
+int ftc_lighthouse_client_commit(ftc_lighthouse_client *c,
+                                 const char *replica_id, int64_t quorum_id,
+                                 int64_t step, int64_t timeout_ms)
+{
+    ftc__clearerr();
+    if (c == NULL) {
+        return ftc__seterr(FTC_EMISUSE, "lighthouse commit: NULL client");
+    }
+    int rc = ftc__timeout_check(timeout_ms, "ftc_lighthouse_client_commit");
+    rc = rc != 0 ? rc : check_id(replica_id);
+    if (rc == 0 && (quorum_id < 0 || step < 1)) {
+        rc = ftc__seterr(FTC_EINVAL,
+                         "ftc_lighthouse_client_commit: quorum_id %" PRId64
+                         " < 0 or step %" PRId64 " < 1",
+                         quorum_id, step);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    json_t *req =
+        json_pack("{s:s, s:I, s:I}", "replica_id", replica_id, "quorum_id",
+                  (json_int_t)quorum_id, "step", (json_int_t)step);
+    return ack_call(c, "commit", req, timeout_ms, NULL);
 }
 
 /* How long to ask the lighthouse to hold a long-poll: a little less than

@@ -845,6 +845,39 @@ int ftc__lighthouse_job_goodbye(ftc__lighthouse_job *job,
     return 0;
 }
 
+int ftc__lighthouse_job_commit(ftc__lighthouse_job *job, const char *replica_id,
+                               int64_t quorum_id, int64_t step, int64_t now,
+                               ftc__lighthouse_resume *rs)
+{
+    /* A lapse found now is reported (the others abort on it) before the
+     * answer, which then refuses; a quorum the tick forms ends this one. */
+    tick(job, now, rs);
+    long i = job->s.has_prev && job->s.prev.quorum_id == quorum_id
+                 ? ftc__quorum_find(&job->s.prev, replica_id)
+                 : -1;
+    bool lost =
+        i >= 0 && (((size_t)i < job->lost_n && job->lost[i]) ||
+                   !ftc__quorum_is_healthy(&job->s, &job->o, replica_id, now));
+    /* A leader whose lease ran out may have a successor forming quorums
+     * already (checked again here, under the job's lock). */
+    int rc =
+        !ftc__lighthouse_may_decide(job->lh)
+            ? ftc__seterr(FTC_ESTALE, "this lighthouse's lease ended")
+        : lost ? ftc__seterr(FTC_ESTALE,
+                             "%s was reported lost in quorum %u.%u: the "
+                             "others may commit this step without it",
+                             replica_id, ftc__quorum_id_epoch(quorum_id),
+                             ftc__quorum_id_counter(quorum_id))
+               : ftc__quorum_commit(&job->s, replica_id, quorum_id, step, now);
+    job->commits_total[rc == 0 ? 1 : 2]++;
+    if (rc == FTC_ESTALE) {
+        FTC_LOG_INFO("lighthouse.commit", "job %s: commit of %s refused: %s",
+                     job->name, replica_id, ftc_last_error());
+    }
+    job->active_ms = now;
+    return rc;
+}
+
 int ftc__lighthouse_job_kill(ftc__lighthouse_job *job, const char *replica_id,
                              ftc__lighthouse_resume *rs)
 {

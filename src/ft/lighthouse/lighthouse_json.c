@@ -402,6 +402,36 @@ int ftc__lhj_replica_request(const char *body, size_t len,
     return rc;
 }
 
+int ftc__lhj_commit_request(const char *body, size_t len,
+                            char id[FTC__QUORUM_STR_MAX], int64_t *quorum_id,
+                            int64_t *step)
+{
+    json_t *j;
+    int rc = ftc__lhj_parse_object(body, len, &j);
+    if (rc != 0) {
+        return rc;
+    }
+    char tmp[FTC__QUORUM_STR_MAX];
+    int64_t q = 0, s = 0;
+    rc = ftc__lhj_get_string(j, "replica_id", true, tmp, sizeof(tmp));
+    if (rc == 0 && tmp[0] == '\0') {
+        rc = ftc__seterr(FTC_EINVAL, "replica_id: must not be empty");
+    }
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(j, "quorum_id", true, 0, INT64_MAX, &q);
+    }
+    if (rc == 0) {
+        rc = ftc__lhj_get_int(j, "step", true, 1, INT64_MAX, &s);
+    }
+    if (rc == 0) {
+        memcpy(id, tmp, sizeof(tmp));
+        *quorum_id = q;
+        *step = s;
+    }
+    json_decref(j);
+    return rc;
+}
+
 int ftc__lhj_join_request(const char *body, size_t len, uint32_t max_data_bytes,
                           ftc__quorum_member *m, int64_t *timeout_ms,
                           int64_t *roster)

@@ -65,6 +65,12 @@ int ftc__lhj_replica_request(const char *body, size_t len,
                              ftc_lighthouse_replica_stats *stats,
                              bool *has_stats, ftc__lhj_leaving *leaving);
 
+/* {"replica_id": "...", "quorum_id": Q, "step": N} (commit): all three
+ * required, the replica_id non-empty, quorum_id >= 0 and step >= 1. */
+int ftc__lhj_commit_request(const char *body, size_t len,
+                            char id[FTC__QUORUM_STR_MAX], int64_t *quorum_id,
+                            int64_t *step);
+
 /* A replica's stats (lighthouse_json_replica.c): every count >= 0,
  * heal_seconds finite and >= 0, healing_from terminated; FTC_EINVAL. */
 int ftc__lhj_replica_stats_check(const ftc_lighthouse_replica_stats *st);

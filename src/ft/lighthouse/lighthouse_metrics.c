@@ -12,7 +12,7 @@
 typedef struct job_numbers {
     char name[FTC_LIGHTHOUSE_JOB_MAX];
     uint64_t counter, quorums, members, participants, healthy;
-    uint64_t changes[4], lost[4], answers[4], bodies[4];
+    uint64_t changes[4], lost[4], commits[4], answers[4], bodies[4];
     uint64_t buckets[FTC__LH_WAIT_BUCKETS], wait_count;
     double wait_sum;
     uint64_t max_step;
@@ -37,6 +37,7 @@ static void snapshot(ftc__lighthouse_job *job, int64_t now, job_numbers *n)
     }
     memcpy(n->changes, job->changes_total, sizeof(n->changes));
     memcpy(n->lost, job->lost_total, sizeof(n->lost));
+    memcpy(n->commits, job->commits_total, sizeof(n->commits));
     memcpy(n->answers, job->answers_total, sizeof(n->answers));
     memcpy(n->bodies, job->bodies_total, sizeof(n->bodies));
     memcpy(n->buckets, job->wait_buckets, sizeof(n->buckets));
@@ -242,6 +243,7 @@ static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
     static const char *const lost[4] = {"", "disconnect", "heartbeat",
                                         "goodbye"};
     static const char *const shapes[4] = {"", "full", "compact", NULL};
+    static const char *const verdicts[4] = {"", "granted", "refused", NULL};
 #define OFF(f) offsetof(job_numbers, f)
     static const family_def defs[] = {
         {"ftc_lighthouse_quorum_counter", "gauge",
@@ -260,6 +262,10 @@ static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
          "Replicas with a live heartbeat.", OFF(healthy), NULL, NULL},
         {"ftc_lighthouse_member_lost_total", "counter",
          "Replicas found dead or gone, by cause.", OFF(lost), lost, "cause"},
+        {"ftc_lighthouse_commits_total", "counter",
+         "Commits members asked for, granted or refused (a member the "
+         "lighthouse reported lost, a quorum over).",
+         OFF(commits), verdicts, "verdict"},
         {"ftc_lighthouse_max_step", "gauge",
          "Highest step in the current quorum.", OFF(max_step), NULL, NULL},
         {"ftc_lighthouse_join_answers_total", "counter",

@@ -19,6 +19,7 @@ typedef enum route_id {
     R_QUORUM,
     R_WATCH,
     R_GOODBYE,
+    R_COMMIT,
     R_STATUS,
     R_KILL,
 } route_id;
@@ -36,7 +37,7 @@ static const struct {
 } actions[] = {
     {"heartbeat", R_HEARTBEAT, "POST"}, {"quorum", R_QUORUM, "POST"},
     {"watch", R_WATCH, "GET"},          {"goodbye", R_GOODBYE, "POST"},
-    {"status", R_STATUS, "GET"},
+    {"commit", R_COMMIT, "POST"},       {"status", R_STATUS, "GET"},
 };
 
 /* Copies at most cap - 1 bytes of s (truncation shows as a full buffer). */
@@ -100,6 +101,7 @@ static bool is_write(route_id id, const char *method)
     case R_QUORUM:
     case R_WATCH:
     case R_GOODBYE:
+    case R_COMMIT:
     case R_KILL:
         return true;
     case R_JOB:
@@ -247,6 +249,30 @@ static enum MHD_Result do_replica(ftc__lighthouse_req *r, const route *rt,
     if (rc == 0 && has_stats) {
         ftc__lighthouse_job_report(job, id, &stats);
     }
+    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
+                  &rs);
+}
+
+/* A member asks to commit a step of its quorum: an acknowledgement, or
+ * 409 when the quorum is over for it. */
+static enum MHD_Result do_commit(ftc__lighthouse_req *r, const route *rt)
+{
+    char id[FTC__QUORUM_STR_MAX];
+    int64_t quorum_id, step;
+    size_t len;
+    const char *text = body(r, &len);
+    int rc = ftc__lhj_commit_request(text, len, id, &quorum_id, &step);
+    if (rc != 0) {
+        return ftc__lighthouse_queue_ftc_error(r, rc);
+    }
+    ftc__lighthouse_job *job;
+    rc = ftc__lighthouse_job_get(r->lh, rt->job, false, &job);
+    if (rc != 0) {
+        return job_error(r, rc, "too_many_jobs");
+    }
+    ftc__lighthouse_resume rs = {NULL};
+    rc = ftc__lighthouse_job_commit(job, id, quorum_id, step, ftc__now_ms(),
+                                    &rs);
     return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
                   &rs);
 }
@@ -459,6 +485,8 @@ enum MHD_Result ftc__lighthouse_route(ftc__lighthouse_req *r,
         return do_watch(r, &rt);
     case R_GOODBYE:
         return do_replica(r, &rt, true);
+    case R_COMMIT:
+        return do_commit(r, &rt);
     case R_KILL:
         return do_kill(r, &rt);
     case R_JOB:

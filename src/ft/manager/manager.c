@@ -443,24 +443,25 @@ int64_t ftc__manager_left_ms(ftc__deadline dl)
 }
 
 int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
-                        int64_t timeout_ms, ftc_store_value *vals)
+                        size_t from, int64_t timeout_ms, ftc_store_value *vals)
 {
     size_t n = (size_t)m->o.group_size;
+    size_t count = from < n ? n - from : 0;
     char(*keys)[64] = ftc__calloc(n, 64);
     const char **kp = ftc__calloc(n, sizeof(*kp));
     int rc = 0;
     if (keys == NULL || kp == NULL) {
         FTC__FAIL(FTC_ENOMEM, "keys");
     }
-    for (size_t g = 0; g < n; g++) {
+    for (size_t g = from; g < n; g++) {
         ftc__manager_key(keys[g], 64, k, what, (int)g);
         kp[g] = keys[g];
     }
     ftc__deadline dl = ftc__deadline_in_ms(timeout_ms);
-    FTC__CHECK(ftc_store_client_wait(m->store, kp, n, timeout_ms));
-    FTC__CHECK(ftc_store_client_multi_get(m->store, kp, n, vals,
-                                          ftc__manager_left_ms(dl)));
-    for (size_t g = 0; g < n; g++) {
+    FTC__CHECK(ftc_store_client_wait(m->store, kp + from, count, timeout_ms));
+    FTC__CHECK(ftc_store_client_multi_get(
+        m->store, kp + from, count, vals + from, ftc__manager_left_ms(dl)));
+    for (size_t g = from; g < n; g++) {
         FTC__CHECK_ADDERR(
             ftc__manager_unseal(m, keys[g], vals[g].data, &vals[g].len),
             "group rank %zu's record", g);

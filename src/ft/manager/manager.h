@@ -305,11 +305,12 @@ void ftc__manager_latch_for(ftc_manager *m, int64_t quorum_id, int code,
  * "ftc/r/<k>/<what>/<g>" (docs/protocol.md, "Manager group keys"). */
 void ftc__manager_key(char *buf, size_t cap, int64_t k, const char *what,
                       int g);
-/* Waits until every rank's "ftc/r/<k>/<what>/<g>" exists and fetches them
- * (vals: group_size entries, release with ftc_store_values_free), each
- * unsealed (its len the record's text; FTC_EAUTH naming the rank). */
+/* Waits until the "ftc/r/<k>/<what>/<g>" of every rank g >= from exists
+ * and fetches them into vals[g] (vals: group_size entries, those below
+ * from left alone; release with ftc_store_values_free), each unsealed
+ * (its len the record's text; FTC_EAUTH naming the rank). */
 int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
-                        int64_t timeout_ms, ftc_store_value *vals);
+                        size_t from, int64_t timeout_ms, ftc_store_value *vals);
 /* Writes a group record under key, sealed with the job's token when there
  * is one (docs/protocol.md "Signed records"). */
 int ftc__manager_put(ftc_manager *m, const char *key, const char *text,

@@ -70,7 +70,7 @@ static int collect_arrivals(round *r, ftc__manager_arrival *a)
         return ftc__seterr(FTC_ENOMEM, "arrivals");
     }
     int rc =
-        ftc__manager_gather(m, r->k, "a", ftc__manager_left_ms(r->dl), vals);
+        ftc__manager_gather(m, r->k, "a", 0, ftc__manager_left_ms(r->dl), vals);
     if (rc == FTC_ETIMEDOUT) {
         rc = ftc__seterr(FTC_ETIMEDOUT,
                          "not every rank of the group reached the quorum in "

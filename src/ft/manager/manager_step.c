@@ -387,32 +387,71 @@ static void flush_works(ftc_manager *m, ftc__deadline dl)
 
 /* ----------------------------------------------------------------- vote */
 
-/* Writes this rank's vote and reads every rank's; decides. */
-static int vote(ftc_manager *m, const ftc__manager_vote *mine, ftc__deadline dl,
-                bool *commit, int64_t *at_min)
+static int put_vote(ftc_manager *m, const ftc__manager_vote *v,
+                    ftc__deadline dl)
 {
-    if (ftc__manager_alone(m)) {
-        return ftc__manager_decide(mine, 1, commit, at_min);
-    }
-    size_t n = (size_t)m->o.group_size;
     char key[64], *text = NULL;
     size_t len;
     ftc__manager_key(key, sizeof(key), m->round, "v", m->o.group_rank);
-    int rc = ftc__manager_vote_encode(mine, &text, &len);
+    int rc = ftc__manager_vote_encode(v, &text, &len);
     rc = rc != 0
              ? rc
              : ftc__manager_put(m, key, text, len, ftc__manager_left_ms(dl));
     ftc__free(text);
+    return rc;
+}
+
+/* Whether the lighthouse still counts this replica group in the step's
+ * quorum, so that its commit cannot repeat one of a quorum formed without
+ * it: a group cut off in the middle of a step can complete the step's
+ * collectives late (data retransmitted once its link is back) after the
+ * others aborted on its loss and committed that step again without it. */
+static bool granted(ftc_manager *m, int64_t at, ftc__deadline dl)
+{
+    int64_t qid = atomic_load(&m->quorum_id);
+    int rc = ftc_lighthouse_client_commit(m->lh, m->replica_id, qid, at + 1,
+                                          ftc__manager_left_ms(dl));
+    if (rc != 0) {
+        ftc__manager_latch(
+            m, rc, "the lighthouse did not grant step %" PRId64 "'s commit: %s",
+            at, ftc_last_error());
+    }
+    return rc == 0;
+}
+
+/* Writes this rank's vote and reads every rank's; decides. The leader
+ * votes yes only with the lighthouse's grant, asked once every other rank
+ * voted yes (so that a grant is a commit): it reads the others' votes
+ * first and writes its own last. */
+static int vote(ftc_manager *m, ftc__manager_vote *mine, ftc__deadline dl,
+                bool *commit, int64_t *at_min)
+{
+    if (ftc__manager_alone(m)) {
+        mine->ok = mine->ok && granted(m, mine->at, dl);
+        return ftc__manager_decide(mine, 1, commit, at_min);
+    }
+    size_t n = (size_t)m->o.group_size;
+    bool last = m->o.group_rank == 0 && mine->ok;
     ftc_store_value *vals = ftc__calloc(n, sizeof(*vals));
     ftc__manager_vote *votes = ftc__calloc(n, sizeof(*votes));
-    if (rc == 0 && (vals == NULL || votes == NULL)) {
-        rc = ftc__seterr(FTC_ENOMEM, "votes");
-    }
+    int rc = vals == NULL || votes == NULL ? ftc__seterr(FTC_ENOMEM, "votes")
+             : last                        ? 0
+                                           : put_vote(m, mine, dl);
+    size_t from = last ? 1 : 0;
     rc = rc != 0 ? rc
-                 : ftc__manager_gather(m, m->round, "v",
+                 : ftc__manager_gather(m, m->round, "v", from,
                                        ftc__manager_left_ms(dl), vals);
-    for (size_t g = 0; rc == 0 && g < n; g++) {
+    for (size_t g = from; rc == 0 && g < n; g++) {
         rc = ftc__manager_vote_decode(vals[g].data, vals[g].len, &votes[g]);
+    }
+    if (rc == 0 && last) {
+        bool all = true;
+        for (size_t g = 1; g < n; g++) {
+            all = all && votes[g].ok && votes[g].step == mine->step;
+        }
+        mine->ok = all && granted(m, mine->at, dl);
+        votes[0] = *mine;
+        rc = put_vote(m, mine, dl);
     }
     rc = rc != 0 ? rc : ftc__manager_decide(votes, n, commit, at_min);
     if (vals != NULL) {
@@ -497,6 +536,8 @@ int ftc_manager_should_commit(ftc_manager *m, int *commit, int64_t timeout_ms)
     rc = settle(m, vrc, yes, at_min);
     ftc__manager_trace_vote(m, vote_t0, vrc, yes);
     if (rc == 0 && !yes) {
+        /* (The leader's refused grant latched since.) */
+        err = ftc_manager_errored(m, why, sizeof(why));
         FTC_LOG_INFO("manager.commit",
                      "%s rank %d: step %" PRId64 " not committed%s%s",
                      m->base_id, m->o.group_rank, m->step0,

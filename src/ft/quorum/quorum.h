@@ -321,6 +321,18 @@ void ftc__quorum_inherit_mark(ftc__quorum_state *s, int64_t step, bool finished,
 void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
                            int64_t now_ms);
 
+/* A member of the last quorum asks to commit a step in it; step: the
+ * steps it will have committed then (its step after the commit). Granted
+ * (0) only while quorum_id is the last quorum's and replica_id one of its
+ * members that did not leave since: the member's step in it and the mark
+ * rise to step (heard at now_ms), so no quorum of replicas below it forms
+ * while this one is heard (ftc__quorum_compute's `behind`). Asked again,
+ * it is granted again (a retried call). FTC_ESTALE when the quorum is
+ * over or replica_id is not in it, FTC_EINVAL for step < 1; the state is
+ * unchanged then. The shell refuses members it reported lost itself. */
+int ftc__quorum_commit(ftc__quorum_state *s, const char *replica_id,
+                       int64_t quorum_id, int64_t step, int64_t now_ms);
+
 /* Whether replica_id's heartbeat is younger than o->heartbeat_timeout_ms
  * at now_ms. A heartbeat can only change a decision when this was false
  * before it, so a shell may skip the tick otherwise. */

@@ -560,6 +560,39 @@ void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
     s->mark = (ftc__quorum_mark){step, now_ms, was || finished};
 }
 
+int ftc__quorum_commit(ftc__quorum_state *s, const char *replica_id,
+                       int64_t quorum_id, int64_t step, int64_t now_ms)
+{
+    if (step < 1) {
+        return ftc__seterr(FTC_EINVAL, "commit: step %lld < 1",
+                           (long long)step);
+    }
+    if (!s->has_prev) {
+        return ftc__seterr(FTC_ESTALE,
+                           "quorum %u.%u is over (the job has "
+                           "none now)",
+                           ftc__quorum_id_epoch(quorum_id),
+                           ftc__quorum_id_counter(quorum_id));
+    }
+    if (s->prev.quorum_id != quorum_id) {
+        return ftc__seterr(
+            FTC_ESTALE, "quorum %u.%u is over (the job's is %u.%u)",
+            ftc__quorum_id_epoch(quorum_id), ftc__quorum_id_counter(quorum_id),
+            ftc__quorum_id_epoch(s->prev.quorum_id),
+            ftc__quorum_id_counter(s->prev.quorum_id));
+    }
+    long i = ftc__quorum_find(&s->prev, replica_id);
+    if (i < 0 || (s->prev_gone != NULL && s->prev_gone[i])) {
+        return ftc__seterr(FTC_ESTALE, "%s is not a member of quorum %u.%u",
+                           replica_id, ftc__quorum_id_epoch(quorum_id),
+                           ftc__quorum_id_counter(quorum_id));
+    }
+    ftc__quorum_member *m = &s->prev.members[i];
+    m->step = step > m->step ? step : m->step;
+    ftc__quorum_note_step(s, step, false, now_ms);
+    return 0;
+}
+
 void ftc__quorum_inherit_mark(ftc__quorum_state *s, int64_t step, bool finished,
                               int64_t now_ms)
 {

@@ -291,14 +291,8 @@ static void group_step_mismatch(void **state)
 {
     (void)state;
     mf_env *e = mf_env_new();
-    ftc_manager_opts o = mf_opts(e, "pair");
-    o.group_size = 2;
-    o.store_prefix = "pair/0";
-    ftc_manager *m;
-    TK_OK(ftc_manager_create(&o, &m));
     ftc_store_client *c, *v;
-    TK_OK(ftc_store_client_connect(e->store_addr, NULL, &c));
-    TK_OK(ftc_store_client_prefix(c, "pair/0", &v));
+    ftc_manager *m = mf_pair_leader(e, &c, &v);
     const char *arrival = "{\"step\":5,\"commit_failures\":0,"
                           "\"shrink_only\":false,\"heal\":\"127.0.0.1:1\"}";
     TK_OK(

@@ -5,7 +5,9 @@
  * the build at once; without that the live replica waits for the ghost's
  * address until its connect timeout (10 minutes here, so the round's
  * 60 s wait times out instead and the test fails). The next round goes on
- * without the ghost. Real manager, embedded lighthouse and store. */
+ * without the ghost. And the other side: a replica group the lighthouse
+ * reported lost does not commit the step even when its own collectives
+ * completed. Real manager, embedded lighthouse and store. */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -119,6 +121,7 @@ static const char *hook_addr, *hook_ghost;
 
 static bool lost_in_history(void)
 {
+    size_t n = strlen(hook_ghost);
     char *text = NULL;
     bool lost = false;
     if (lt_http(hook_addr, "GET", "/v1/jobs/default/status", NULL, NULL,
@@ -128,7 +131,9 @@ static bool lost_in_history(void)
         for (size_t i = 0; i < json_array_size(fs) && !lost; i++) {
             const char *id = json_string_value(
                 json_object_get(json_array_get(fs, i), "replica_id"));
-            lost = id != NULL && strcmp(id, hook_ghost) == 0;
+            /* The id, or a manager's id from its base (base:suffix). */
+            lost = id != NULL && strncmp(id, hook_ghost, n) == 0 &&
+                   (id[n] == '\0' || id[n] == ':');
         }
         json_decref(j);
     }
@@ -182,12 +187,113 @@ static void a_primary_lost_with_its_store(void **state)
     mf_env_free(e);
 }
 
+static atomic_bool watch_released;
+
+/* The watch thread's first call waits until the test releases it (at
+ * most 20 s). */
+static void hold_the_watch_until_released(void)
+{
+    for (int i = 0; i < 2000 && !atomic_load(&watch_released); i++) {
+        tk_pause_ms(10);
+    }
+}
+
+/* A replica group whose heartbeats stopped (cut off from the lighthouse,
+ * say) is reported lost, and the others abort the step on that report;
+ * its own watch has not told it yet (held back by the test hook), and
+ * nothing failed in its step. It must not commit: the lighthouse refuses
+ * the leader's commit, since the others will commit that step again in a
+ * quorum without it. Without the grant it commits (commit == 1). */
+static void a_replica_reported_lost_does_not_commit(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_manager_opts o = mf_opts(e, "cut");
+    o.heartbeat_interval_ms = 600000; /* one heartbeat, then silence */
+    ftc_manager *m;
+    TK_OK(ftc_manager_create(&o, &m));
+    hook_addr = e->lh_addr;
+    hook_ghost = "cut";
+    atomic_store(&watch_released, false);
+    atomic_store(&ftc__manager_testing_before_watch,
+                 hold_the_watch_until_released);
+    TK_OK(ftc_manager_start_quorum(m, NULL));
+    TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+    TK_WAIT_UNTIL(lost_in_history(), 20000);
+    int commit = 1;
+    TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+    assert_int_equal(commit, 0);
+    char why[512];
+    assert_int_equal(ftc_manager_errored(m, why, sizeof(why)), FTC_ESTALE);
+    assert_non_null(strstr(why, "did not grant step 0's commit"));
+    assert_non_null(strstr(why, "was reported lost in quorum"));
+    assert_int_equal(ftc_manager_current_step(m), 0);
+    assert_int_equal(lt_status_int(e->lh_addr, "default", "committed_step"), 0);
+    atomic_store(&watch_released, true);
+    atomic_store(&ftc__manager_testing_before_watch, NULL);
+
+    /* Heartbeating again, it commits the step in the next quorum. */
+    ftc_manager_destroy(m);
+    o.heartbeat_interval_ms = 100;
+    TK_OK(ftc_manager_create(&o, &m));
+    one_step(m);
+    assert_int_equal(lt_status_int(e->lh_addr, "default", "committed_step"), 1);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
+/* Writes rank 1's record `what` of round k into the group's store. */
+static void put_rank1(ftc_store_client *v, int64_t k, const char *what,
+                      const char *text)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "ftc/r/%lld/%s/1", (long long)k, what);
+    TK_OK(ftc_store_client_set(v, key, text, strlen(text), tk_ms(5000)));
+}
+
+/* The leader asks for the grant only once every rank voted yes, so that
+ * a grant is a commit (a grant raises the job's committed step, which
+ * holds back the quorums of replicas below it): with rank 1 (its records
+ * written by hand) voting no, the lighthouse's step stays; voting yes, it
+ * rises with the commit. */
+static void the_grant_waits_for_every_rank(void **state)
+{
+    (void)state;
+    mf_env *e = mf_env_new();
+    ftc_store_client *c, *v;
+    ftc_manager *m = mf_pair_leader(e, &c, &v);
+    for (int k = 1; k <= 2; k++) {
+        char text[128];
+        snprintf(text, sizeof(text),
+                 "{\"step\":%d,\"commit_failures\":%d,\"shrink_only\":"
+                 "false,\"heal\":\"127.0.0.1:1\"}",
+                 k - 1 - (k == 2), k == 2);
+        put_rank1(v, k, "a", text);
+        TK_OK(ftc_manager_start_quorum(m, NULL));
+        TK_OK(ftc_manager_wait_quorum(m, FTC_TIMEOUT_DEFAULT));
+        snprintf(text, sizeof(text), "{\"step\":0,\"at\":0,\"ok\":%s}",
+                 k == 1 ? "false" : "true");
+        put_rank1(v, k, "v", text);
+        int commit = -1;
+        TK_OK(ftc_manager_should_commit(m, &commit, FTC_TIMEOUT_DEFAULT));
+        assert_int_equal(commit, k == 2);
+        assert_int_equal(lt_status_int(e->lh_addr, "default", "committed_step"),
+                         k - 1);
+    }
+    ftc_store_client_close(v);
+    ftc_store_client_close(c);
+    ftc_manager_destroy(m);
+    mf_env_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_member_lost_while_the_group_is_built),
         cmocka_unit_test(a_member_lost_before_the_watch_starts),
         cmocka_unit_test(a_primary_lost_with_its_store),
+        cmocka_unit_test(a_replica_reported_lost_does_not_commit),
+        cmocka_unit_test(the_grant_waits_for_every_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

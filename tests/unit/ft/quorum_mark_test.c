@@ -243,6 +243,61 @@ static void a_goodbye_raises_the_mark(void **state)
     ftc__quorum_state_fini(&s);
 }
 
+/* A member granted a commit holds the step after it: the others, whose
+ * commit of that step failed, wait for it while it heartbeats and heal
+ * from it when it joins; a commit of a quorum that is over, of a replica
+ * not in it or gone from it, is refused and changes nothing. */
+static void a_granted_commit_raises_the_mark(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 7, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 7, false, 0, QF_NOW);
+    qf_join(&s, &o, "c", 7, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    int64_t q = s.prev.quorum_id;
+    assert_int_equal(s.mark.step, 7);
+
+    assert_int_equal(ftc__quorum_commit(&s, "a", q + 1, 8, QF_NOW + 1),
+                     FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "is over"));
+    assert_int_equal(ftc__quorum_commit(&s, "x", q, 8, QF_NOW + 1), FTC_ESTALE);
+    assert_non_null(strstr(ftc_last_error(), "x is not a member"));
+    assert_int_equal(ftc__quorum_commit(&s, "a", q, 0, QF_NOW + 1), FTC_EINVAL);
+    TK_OK(ftc__quorum_forget(&s, "c"));
+    assert_int_equal(ftc__quorum_commit(&s, "c", q, 8, QF_NOW + 1), FTC_ESTALE);
+    assert_int_equal(s.mark.step, 7); /* nothing granted so far */
+
+    TK_OK(ftc__quorum_commit(&s, "a", q, 8, QF_NOW + 2));
+    TK_OK(ftc__quorum_commit(&s, "a", q, 8, QF_NOW + 3)); /* asked again */
+    assert_int_equal(s.mark.step, 8);
+    assert_int_equal(s.mark.heard_ms, QF_NOW + 3);
+    assert_int_equal(s.prev.members[ftc__quorum_find(&s.prev, "a")].step, 8);
+
+    /* b's commit failed: alone at 7, it waits for a, counted from a's
+     * last heartbeat (cut off: expired, so b forms alone but for it). */
+    int64_t later = QF_NOW + WAIT_MS;
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "a", later - 10000));
+    qf_join(&s, &o, "b", 7, false, 0, later);
+    ftc__quorum_decision d;
+    TK_OK(ftc__quorum_compute(later, &s, &o, &d));
+    assert_false(d.met);
+    assert_int_equal(d.verdict, FTC__QUORUM_BEHIND);
+    assert_int_equal(d.mark_step, 8);
+    ftc__quorum_decision_fini(&d);
+    /* a comes back and joins at the step it committed: b heals from it. */
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "a", later + 1));
+    qf_join(&s, &o, "a", 8, false, 0, later + 1);
+    ftc__quorum_tick_result t = tick(&s, &o, later + 1);
+    assert_true(t.met);
+    assert_int_equal(t.rolled_back_from, -1);
+    assert_int_equal(s.prev.n, 2);
+    assert_int_equal(s.mark.step, 8);
+    ftc__quorum_state_fini(&s);
+}
+
 /* 0 is torchft's rule (the core's default): laggards form at once, and the
  * tick still reports the step given up; INT64_MAX waits for good. */
 static void the_two_ends_of_the_option(void **state)
@@ -442,6 +497,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_member_at_the_step_lets_laggards_heal),
         cmocka_unit_test(a_live_holder_keeps_the_mark),
         cmocka_unit_test(a_goodbye_raises_the_mark),
+        cmocka_unit_test(a_granted_commit_raises_the_mark),
         cmocka_unit_test(the_two_ends_of_the_option),
         cmocka_unit_test(newcomers_start_at_once),
         cmocka_unit_test(the_dropped_table_is_bounded),
