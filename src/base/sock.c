@@ -76,6 +76,20 @@ int ftc__sock_reno_if_same_host(int fd)
                       (socklen_t)strlen(reno)) == 0;
 }
 
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS                                                         \
+    44 /* linux/tcp.h of 6.14; older libc headers lack it                      \
+        */
+#endif
+
+void ftc__sock_cap_rto(int fd)
+{
+    /* The kernel's least maximum. Older kernels refuse the option
+     * (ENOPROTOOPT): the default backoff stays, nothing else changes. */
+    int ms = 1000;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &ms, sizeof(ms));
+}
+
 int ftc__sock_set_keepalive(int fd, int idle_s, int intvl_s, int count)
 {
     int one = 1;

@@ -40,6 +40,13 @@ bool ftc__sock_same_host(int fd);
  * when fd is same-host. Returns 1 if it did, 0 if not (another host, or
  * refused: the default stays). */
 int ftc__sock_reno_if_same_host(int fd);
+/* Caps TCP's retransmission timeout at 1 s (TCP_RTO_MAX_MS, Linux 6.14 and
+ * later; nothing on older kernels): bytes sent into a network partition
+ * then arrive within about a second of its end, where the exponential
+ * backoff waits up to two minutes (3 s after a 3 s partition). For the
+ * control plane's connections, whose messages are small and late ones
+ * cost a step each. */
+void ftc__sock_cap_rto(int fd);
 /* Requests kernel buffer sizes (either may be 0 to leave as is). */
 void ftc__sock_set_bufsizes(int fd, int sndbuf, int rcvbuf);
 

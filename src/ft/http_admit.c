@@ -244,6 +244,16 @@ void ftc__http_admit_notify(void *cls, struct MHD_Connection *c,
                             enum MHD_ConnectionNotificationCode code)
 {
     ftc__http_admit *a = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* Every connection of these servers (lighthouse, heal) carries the
+         * control plane: an answer sent into a partition arrives within a
+         * second of its end. */
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fd != NULL) {
+            ftc__sock_cap_rto(fd->connect_fd);
+        }
+    }
     pthread_mutex_lock(&a->mu);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *info =

@@ -66,7 +66,8 @@ void ftc__http_admit_counts(ftc__http_admit *a, uint64_t *refused,
 /* libmicrohttpd's accept policy (cls: the ftc__http_admit). */
 enum MHD_Result ftc__http_admit_accept(void *cls, const struct sockaddr *addr,
                                        socklen_t len);
-/* MHD_OPTION_NOTIFY_CONNECTION: counts strangers' connections open. */
+/* MHD_OPTION_NOTIFY_CONNECTION: counts strangers' connections open, and
+ * caps each connection's retransmission timeout (ftc__sock_cap_rto). */
 void ftc__http_admit_notify(void *cls, struct MHD_Connection *c,
                             void **socket_context,
                             enum MHD_ConnectionNotificationCode code);

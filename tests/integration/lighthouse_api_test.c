@@ -1,9 +1,16 @@
 /* The lighthouse over real HTTP on loopback, in one process: torchft's
  * lighthouse scenarios through the C client, jobs, long-polls, watches,
  * auth, limits, hostile requests, status, metrics and the dashboard. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lighthouse_kit.h"
@@ -1191,6 +1198,69 @@ static void status_follows_a_failure(void **state)
     stop(&f);
 }
 
+/* TCP_RTO_MAX_MS of Linux 6.14 (older libc headers lack it). */
+#define RTO_MAX_MS_OPT 44
+
+/* Of this process's TCP sockets with an end on port (local: the server's
+ * side, else the client's), how many have TCP_RTO_MAX_MS at want. */
+static int sockets_capped(int port, bool local, int want)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = (int)strtol(e->d_name, NULL, 10);
+        struct stat st;
+        struct sockaddr_in a;
+        socklen_t len = sizeof(a);
+        int v = 0;
+        socklen_t vlen = sizeof(v);
+        if (e->d_name[0] == '.' || fstat(fd, &st) != 0 ||
+            !S_ISSOCK(st.st_mode) ||
+            (local ? getsockname(fd, (struct sockaddr *)&a, &len)
+                   : getpeername(fd, (struct sockaddr *)&a, &len)) != 0 ||
+            a.sin_family != AF_INET || ntohs(a.sin_port) != port) {
+            continue;
+        }
+        if (getsockopt(fd, IPPROTO_TCP, RTO_MAX_MS_OPT, &v, &vlen) == 0 &&
+            v == want) {
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Both ends of a lighthouse connection cap TCP's retransmission timeout
+ * at 1 s, so an answer sent into a partition arrives within a second of
+ * its end (not after the exponential backoff: 3 s after a 3 s partition,
+ * measured with `ftc bench ft --what partition`). */
+static void connections_retransmit_within_a_second(void **state)
+{
+    (void)state;
+    int probe = socket(AF_INET, SOCK_STREAM, 0);
+    int v = 0;
+    socklen_t vlen = sizeof(v);
+    bool kernel_has =
+        getsockopt(probe, IPPROTO_TCP, RTO_MAX_MS_OPT, &v, &vlen) == 0;
+    close(probe);
+    fixture f;
+    ftc_lighthouse_opts o = rules_opts(1, 1);
+    start(&f, &o);
+    int port = (int)strtol(strrchr(f.addr, ':') + 1, NULL, 10);
+    /* Kept alive in the client's pool after the call. */
+    TK_OK(ftc_lighthouse_client_heartbeat(f.c, "r", tk_ms(5000), NULL));
+    if (!kernel_has) {
+        printf("this kernel has no TCP_RTO_MAX_MS (before 6.14): the "
+               "default backoff stays\n");
+    } else {
+        assert_true(sockets_capped(port, true, 1000) >= 1);
+        assert_true(sockets_capped(port, false, 1000) >= 1);
+    }
+    stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1212,6 +1282,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(flood_leaves_room_for_members),
         cmocka_unit_test(status_metrics_and_page),
         cmocka_unit_test(status_follows_a_failure),
+        cmocka_unit_test(connections_retransmit_within_a_second),
     };
     return tk_main(argc, argv, NULL, 0, tests);
 }

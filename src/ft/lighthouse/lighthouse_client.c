@@ -387,6 +387,17 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return ftc__buf_append(&r->body, p, size * n) == 0 ? size * n : 0;
 }
 
+/* CURLOPT_SOCKOPTFUNCTION: a join, a heartbeat or a watch sent into a
+ * partition reaches the lighthouse within a second of its end. */
+static int cap_rto(void *user, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)user;
+    if (purpose == CURLSOCKTYPE_IPCXN) {
+        ftc__sock_cap_rto(fd);
+    }
+    return CURL_SOCKOPT_OK;
+}
+
 static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
                         const char *method, const char *url, const char *body,
                         size_t len, ftc__deadline dl,
@@ -398,6 +409,7 @@ static void set_request(ftc_lighthouse_client *c, lhc_conn *k,
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, cap_rto);
     ftc__http_tls_curl(e, c->tls_ca);
     k->error[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, k->error);
