@@ -428,8 +428,10 @@ FTC_API int ftc_lighthouse_client_goodbye(ftc_lighthouse_client *client,
  * forms while this replica is heard). FTC_ESTALE: refused, do not commit
  * — the quorum is over, the replica is not in it, or the lighthouse
  * reported it lost in it (the others may have aborted the step and will
- * commit it again without it). The manager's group leader asks before
- * each commit (docs/protocol.md, "commit"). */
+ * commit it again without it). Any other error (the lighthouse
+ * unreachable, or one that is not leading: FTC_EPEER) is no grant
+ * either. The manager's group leader asks before each commit
+ * (docs/protocol.md, "commit"). */
 FTC_API int ftc_lighthouse_client_commit(ftc_lighthouse_client *client,
                                          const char *replica_id,
                                          int64_t quorum_id, int64_t step,

@@ -49,6 +49,8 @@ void qf_set_prev(ftc__quorum_state *s, int64_t quorum_id,
     ftc__quorum_fini(&s->prev);
     ftc__free(s->prev_gone); /* as if none of the new prev left */
     s->prev_gone = NULL;
+    ftc__free(s->prev_granted); /* nor was granted anything */
+    s->prev_granted = NULL;
     qf_quorum(&s->prev, quorum_id, ids, steps, n);
     /* The state keeps its previous quorum sorted, as a tick makes it. */
     qsort(s->prev.members, n, sizeof(*s->prev.members), by_id);

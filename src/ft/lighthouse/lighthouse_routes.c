@@ -219,6 +219,18 @@ static const char *body(ftc__lighthouse_req *r, size_t *len)
 
 /* ------------------------------------------------------------ handlers */
 
+/* The acknowledgement of a call that succeeded (*rc 0), or NULL; no
+ * memory for it fails the call (*rc FTC_ENOMEM), which else would get
+ * no answer at all. */
+static ftc__lighthouse_blob *ack_of(ftc__lighthouse_job *job, int *rc)
+{
+    ftc__lighthouse_blob *ack = *rc == 0 ? ftc__lighthouse_job_ack(job) : NULL;
+    if (*rc == 0 && ack == NULL) {
+        *rc = ftc__seterr(FTC_ENOMEM, "the acknowledgement");
+    }
+    return ack;
+}
+
 /* heartbeat (creates the job; may carry the replica's stats) and goodbye
  * (does not; may carry the steps it committed): a replica_id in, an
  * acknowledgement out. */
@@ -249,8 +261,8 @@ static enum MHD_Result do_replica(ftc__lighthouse_req *r, const route *rt,
     if (rc == 0 && has_stats) {
         ftc__lighthouse_job_report(job, id, &stats);
     }
-    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
-                  &rs);
+    ftc__lighthouse_blob *ack = ack_of(job, &rc);
+    return finish(r, job, rc, ack, &rs);
 }
 
 /* A member asks to commit a step of its quorum: an acknowledgement, or
@@ -273,8 +285,8 @@ static enum MHD_Result do_commit(ftc__lighthouse_req *r, const route *rt)
     ftc__lighthouse_resume rs = {NULL};
     rc = ftc__lighthouse_job_commit(job, id, quorum_id, step, ftc__now_ms(),
                                     &rs);
-    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
-                  &rs);
+    ftc__lighthouse_blob *ack = ack_of(job, &rc);
+    return finish(r, job, rc, ack, &rs);
 }
 
 static enum MHD_Result do_quorum(ftc__lighthouse_req *r, const route *rt)
@@ -361,8 +373,8 @@ static enum MHD_Result do_kill(ftc__lighthouse_req *r, const route *rt)
     }
     ftc__lighthouse_resume rs = {NULL};
     rc = ftc__lighthouse_job_kill(job, rt->replica_id, &rs);
-    return finish(r, job, rc, rc == 0 ? ftc__lighthouse_job_ack(job) : NULL,
-                  &rs);
+    ftc__lighthouse_blob *ack = ack_of(job, &rc);
+    return finish(r, job, rc, ack, &rs);
 }
 
 static enum MHD_Result do_configure(ftc__lighthouse_req *r, const route *rt)

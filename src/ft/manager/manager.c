@@ -442,6 +442,14 @@ int64_t ftc__manager_left_ms(ftc__deadline dl)
     return ms == INT64_MAX ? FTC_TIMEOUT_INFINITE : ms;
 }
 
+ftc__deadline ftc__manager_leader_grace(ftc__deadline dl)
+{
+    if (!ftc__deadline_is_never(dl)) {
+        dl.ns += (int64_t)5000 * 1000000;
+    }
+    return dl;
+}
+
 int ftc__manager_gather(ftc_manager *m, int64_t k, const char *what,
                         size_t from, int64_t timeout_ms, ftc_store_value *vals)
 {

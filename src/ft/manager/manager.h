@@ -328,6 +328,10 @@ static inline bool ftc__manager_alone(const ftc_manager *m)
 }
 /* Milliseconds left of dl as a timeout argument (never: infinite). */
 int64_t ftc__manager_left_ms(ftc__deadline dl);
+/* dl plus the time the other ranks of the group still wait for a record
+ * the leader writes at dl at the latest (its answer to the round, its
+ * vote): 5 s. */
+ftc__deadline ftc__manager_leader_grace(ftc__deadline dl);
 
 /* Where each registered buffer receives a healed state (dest: state.n
  * pointers): its memory when heal_in_place and it is borrowed, else

@@ -79,15 +79,39 @@ void *ftc__manager_heartbeat_main(void *arg)
     return NULL;
 }
 
+/* Whether a collective of this step is still running. */
+static bool collective_running(ftc_manager *m)
+{
+    bool running = false;
+    pthread_mutex_lock(&m->work_mu);
+    for (ftc_manager_work *w = m->works; w != NULL && !running; w = w->next) {
+        int done = 1;
+        running =
+            w->work != NULL && ftc_work_test(w->work, &done) == 0 && !done;
+    }
+    pthread_mutex_unlock(&m->work_mu);
+    return running;
+}
+
 /* Aborts pg (borrowed from the slot, given back here), the group of
- * quorum qid, for the reason why. */
+ * quorum qid, for the reason why. The step fails if a collective of it
+ * was running (the abort fails it: the reason is latched for it), not for
+ * collectives that completed before: their results are whole, and the
+ * lighthouse's grant decides whether this group may still commit the
+ * step (a group that lost a member just after the step's collectives
+ * would otherwise fail a step that member committed, and then wait for
+ * it below the job's committed step). A collective issued later fails on
+ * the aborted group. */
 static void pushed_abort(ftc_manager *m, ftc_pg *pg, int64_t qid,
                          const char *why)
 {
+    bool running = collective_running(m);
     ftc__manager_pg_abort_unlocked(pg);
     ftc__manager_pg_give_back(m);
-    ftc__manager_latch_for(m, qid, FTC_EPEER,
-                           "%s: the step's collectives were aborted", why);
+    if (running) {
+        ftc__manager_latch_for(m, qid, FTC_EPEER,
+                               "%s: the step's collectives were aborted", why);
+    }
     /* Between steps the error is cleared by the next start_quorum, yet the
      * group is broken: make the next quorum get a new id. */
     pthread_mutex_lock(&m->mu);

@@ -10,9 +10,6 @@
 #include "ft/lighthouse/lighthouse_client.h"
 #include "ft/manager/manager.h"
 
-/* How long after the round's deadline the other ranks still wait for the
- * leader's answer (which may be the leader's own timeout). */
-#define FTC__MGR_ANSWER_GRACE_MS 5000
 /* Once every healer released a lent state, how long answers still
  * sending from it (their last bytes are received) may take before they
  * are cut. */
@@ -280,10 +277,7 @@ static int read_answer(round *r)
 {
     char key[64];
     ftc__manager_key(key, sizeof(key), r->k, "q", -1);
-    ftc__deadline dl = r->dl;
-    if (!ftc__deadline_is_never(dl)) {
-        dl.ns += (int64_t)FTC__MGR_ANSWER_GRACE_MS * 1000000;
-    }
+    ftc__deadline dl = ftc__manager_leader_grace(r->dl);
     void *v = NULL;
     size_t len = 0;
     int rc = ftc_store_client_get(r->m->store, key, &v, &len,

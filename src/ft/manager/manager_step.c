@@ -438,20 +438,32 @@ static int vote(ftc_manager *m, ftc__manager_vote *mine, ftc__deadline dl,
              : last                        ? 0
                                            : put_vote(m, mine, dl);
     size_t from = last ? 1 : 0;
+    /* The leader writes its vote by dl (then it gave up): the others wait
+     * for it a little longer, so that they never decide without a vote
+     * the leader committed on. */
+    ftc__deadline read_dl = last ? dl : ftc__manager_leader_grace(dl);
     rc = rc != 0 ? rc
                  : ftc__manager_gather(m, m->round, "v", from,
-                                       ftc__manager_left_ms(dl), vals);
+                                       ftc__manager_left_ms(read_dl), vals);
     for (size_t g = from; rc == 0 && g < n; g++) {
         rc = ftc__manager_vote_decode(vals[g].data, vals[g].len, &votes[g]);
     }
-    if (rc == 0 && last) {
-        bool all = true;
-        for (size_t g = 1; g < n; g++) {
-            all = all && votes[g].ok && votes[g].step == mine->step;
+    if (last) {
+        /* (No vote of the others read: a no, so that they need not wait.) */
+        bool all = rc == 0;
+        for (size_t g = 1; all && g < n; g++) {
+            all = votes[g].ok && votes[g].step == mine->step;
         }
         mine->ok = all && granted(m, mine->at, dl);
-        votes[0] = *mine;
-        rc = put_vote(m, mine, dl);
+        if (votes != NULL) {
+            votes[0] = *mine;
+        }
+        /* A grant that came at dl is still written (a second more; the
+         * others wait 5). */
+        ftc__deadline put_dl = dl;
+        put_dl.ns += ftc__deadline_is_never(dl) ? 0 : 1000000000;
+        int put = put_vote(m, mine, put_dl);
+        rc = rc != 0 ? rc : put;
     }
     rc = rc != 0 ? rc : ftc__manager_decide(votes, n, commit, at_min);
     if (vals != NULL) {

@@ -236,6 +236,12 @@ typedef struct ftc__quorum_state {
      * dropped connection): no longer a member, never dropped. NULL when
      * prev was set from outside (tests): none. */
     bool *prev_gone;
+    /* prev_granted[i]: the step prev's member i was granted a commit of
+     * in prev (ftc__quorum_commit; 0: none). Apart from its step there:
+     * a grant may end without the commit (an answer lost), and that
+     * member asking below it then is no rollback on purpose. NULL with
+     * prev_gone. */
+    int64_t *prev_granted;
     uint32_t epoch;   /* high half of every quorum id of this state */
     uint32_t counter; /* low half; 0 until the first quorum */
     ftc__quorum_mark mark;
@@ -324,9 +330,10 @@ void ftc__quorum_note_step(ftc__quorum_state *s, int64_t step, bool finished,
 /* A member of the last quorum asks to commit a step in it; step: the
  * steps it will have committed then (its step after the commit). Granted
  * (0) only while quorum_id is the last quorum's and replica_id one of its
- * members that did not leave since: the member's step in it and the mark
- * rise to step (heard at now_ms), so no quorum of replicas below it forms
- * while this one is heard (ftc__quorum_compute's `behind`). Asked again,
+ * members that did not leave since: the mark rises to step (heard at
+ * now_ms) and the member counts as one that has it (prev_granted), so no
+ * quorum of replicas below it forms while it is heard, unless it asks to
+ * join below it (ftc__quorum_compute's `behind`). Asked again,
  * it is granted again (a retried call). FTC_ESTALE when the quorum is
  * over or replica_id is not in it, FTC_EINVAL for step < 1; the state is
  * unchanged then. The shell refuses members it reported lost itself. */

@@ -178,17 +178,20 @@ static const ftc__quorum_member *participant(const ftc__quorum_state *s,
 }
 
 /* The last time a replica at the mark was heard: the mark's own stamp, or
- * a heartbeat of a member of the last quorum that had the step and still
- * has it (its heartbeat is the manager's, alive through a long local phase
- * of DiLoCo; one that now asks to join below the step has it no more). */
+ * a heartbeat of a member of the last quorum that had the step (or was
+ * granted a commit of it) and still has it (its heartbeat is the
+ * manager's, alive through a long local phase of DiLoCo; one that now
+ * asks to join below the step has it no more). */
 static int64_t mark_heard_ms(const ftc__quorum_state *s)
 {
     int64_t heard = s->mark.heard_ms;
     for (size_t i = 0; i < s->prev.n; i++) {
         const ftc__quorum_member *m = &s->prev.members[i];
         const ftc__quorum_member *now = participant(s, m->replica_id);
-        if (m->step < s->mark.step ||
-            (now != NULL && now->step < s->mark.step)) {
+        int64_t had = s->prev_granted != NULL && s->prev_granted[i] > m->step
+                          ? s->prev_granted[i]
+                          : m->step;
+        if (had < s->mark.step || (now != NULL && now->step < s->mark.step)) {
             continue;
         }
         bool found;
@@ -587,8 +590,9 @@ int ftc__quorum_commit(ftc__quorum_state *s, const char *replica_id,
                            replica_id, ftc__quorum_id_epoch(quorum_id),
                            ftc__quorum_id_counter(quorum_id));
     }
-    ftc__quorum_member *m = &s->prev.members[i];
-    m->step = step > m->step ? step : m->step;
+    if (s->prev_granted != NULL && step > s->prev_granted[i]) {
+        s->prev_granted[i] = step;
+    }
     ftc__quorum_note_step(s, step, false, now_ms);
     return 0;
 }
@@ -634,9 +638,11 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     ftc__quorum_init(&q);
     q.members = ftc__calloc(d.n_members, sizeof(*q.members));
     bool *gone = ftc__calloc(d.n_members, sizeof(*gone));
-    if (q.members == NULL || gone == NULL) {
+    int64_t *granted = ftc__calloc(d.n_members, sizeof(*granted));
+    if (q.members == NULL || gone == NULL || granted == NULL) {
         ftc__free(q.members);
         ftc__free(gone);
+        ftc__free(granted);
         ftc__quorum_decision_fini(&d);
         return ftc__seterr(FTC_ENOMEM, "quorum tick: %zu members", d.n_members);
     }
@@ -657,8 +663,10 @@ int ftc__quorum_tick(ftc__quorum_state *s, const ftc__quorum_opts *o,
     q.created_wall_ms = wall_ms;
     ftc__quorum_fini(&s->prev);
     ftc__free(s->prev_gone);
+    ftc__free(s->prev_granted);
     s->prev = q;
     s->prev_gone = gone;
+    s->prev_granted = granted;
     s->has_prev = true;
     /* The participants left out may form the next quorum at once. */
     out->next_ms = now_ms;

@@ -63,6 +63,7 @@ void ftc__quorum_state_fini(ftc__quorum_state *s)
     ftc__free(s->dropped);
     ftc__free(s->excluded);
     ftc__free(s->prev_gone);
+    ftc__free(s->prev_granted);
     ftc__quorum_fini(&s->prev);
     memset(s, 0, sizeof(*s));
 }

@@ -274,7 +274,9 @@ static void a_granted_commit_raises_the_mark(void **state)
     TK_OK(ftc__quorum_commit(&s, "a", q, 8, QF_NOW + 3)); /* asked again */
     assert_int_equal(s.mark.step, 8);
     assert_int_equal(s.mark.heard_ms, QF_NOW + 3);
-    assert_int_equal(s.prev.members[ftc__quorum_find(&s.prev, "a")].step, 8);
+    long a = ftc__quorum_find(&s.prev, "a");
+    assert_int_equal(s.prev_granted[a], 8);
+    assert_int_equal(s.prev.members[a].step, 7); /* what it joined with */
 
     /* b's commit failed: alone at 7, it waits for a, counted from a's
      * last heartbeat (cut off: expired, so b forms alone but for it). */
@@ -295,6 +297,40 @@ static void a_granted_commit_raises_the_mark(void **state)
     assert_int_equal(t.rolled_back_from, -1);
     assert_int_equal(s.prev.n, 2);
     assert_int_equal(s.mark.step, 8);
+    ftc__quorum_state_fini(&s);
+}
+
+/* A grant need not end in a commit (its answer lost, the group's vote
+ * failed after it): b asks to join below its grant, with c, at step 7.
+ * That is no rollback on purpose while a, granted too, has step 8 and is
+ * heard: they wait for a (before the grants were kept apart from the
+ * members' steps, they formed at once and committed 8 again). */
+static void a_grant_without_its_commit_is_no_rollback(void **state)
+{
+    (void)state;
+    ftc__quorum_opts o = mark_opts(WAIT_MS);
+    ftc__quorum_state s;
+    TK_OK(ftc__quorum_state_init(&s, 0));
+    qf_join(&s, &o, "a", 7, false, 0, QF_NOW);
+    qf_join(&s, &o, "b", 7, false, 0, QF_NOW);
+    qf_join(&s, &o, "c", 7, false, 0, QF_NOW);
+    assert_true(tick(&s, &o, QF_NOW).met);
+    int64_t q = s.prev.quorum_id;
+    TK_OK(ftc__quorum_commit(&s, "a", q, 8, QF_NOW + 1));
+    TK_OK(ftc__quorum_commit(&s, "b", q, 8, QF_NOW + 1));
+    int64_t later = QF_NOW + WAIT_MS;
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "a", later - 10000)); /* cut off */
+    qf_join(&s, &o, "b", 7, false, 0, later);
+    qf_join(&s, &o, "c", 7, false, 0, later);
+    ftc__quorum_tick_result t = tick(&s, &o, later);
+    assert_false(t.met);
+    assert_int_equal(t.verdict, FTC__QUORUM_BEHIND);
+    /* Nobody that has step 8 heard for WAIT_MS: they roll back. */
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "b", later - 10000 + WAIT_MS));
+    TK_OK(ftc__quorum_heartbeat(&s, &o, "c", later - 10000 + WAIT_MS));
+    t = tick(&s, &o, later - 10000 + WAIT_MS);
+    assert_true(t.met);
+    assert_int_equal(t.rolled_back_from, 8);
     ftc__quorum_state_fini(&s);
 }
 
@@ -498,6 +534,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_live_holder_keeps_the_mark),
         cmocka_unit_test(a_goodbye_raises_the_mark),
         cmocka_unit_test(a_granted_commit_raises_the_mark),
+        cmocka_unit_test(a_grant_without_its_commit_is_no_rollback),
         cmocka_unit_test(the_two_ends_of_the_option),
         cmocka_unit_test(newcomers_start_at_once),
         cmocka_unit_test(the_dropped_table_is_bounded),
