@@ -25,6 +25,17 @@ static ftc__quorum_tick_result tick(ftc__quorum_state *s,
     return t;
 }
 
+/* a, b and c form a quorum at step. */
+static void three_at(ftc__quorum_state *s, const ftc__quorum_opts *o,
+                     int64_t step)
+{
+    TK_OK(ftc__quorum_state_init(s, 0));
+    qf_join(s, o, "a", step, false, 0, QF_NOW);
+    qf_join(s, o, "b", step, false, 0, QF_NOW);
+    qf_join(s, o, "c", step, false, 0, QF_NOW);
+    assert_true(tick(s, o, QF_NOW).met);
+}
+
 /* a, b and c train together to step 4; a and b go on to step 10 without
  * c (frozen: the quorum drops it), then go away (forgotten, as a goodbye
  * or a dropped connection does). */
@@ -220,11 +231,7 @@ static void a_goodbye_raises_the_mark(void **state)
     (void)state;
     ftc__quorum_opts o = mark_opts(WAIT_MS);
     ftc__quorum_state s;
-    TK_OK(ftc__quorum_state_init(&s, 0));
-    qf_join(&s, &o, "a", 99, false, 0, QF_NOW);
-    qf_join(&s, &o, "b", 99, false, 0, QF_NOW);
-    qf_join(&s, &o, "c", 99, false, 0, QF_NOW);
-    assert_true(tick(&s, &o, QF_NOW).met);
+    three_at(&s, &o, 99);
     ftc__quorum_note_step(&s, 100, false, QF_NOW + 10);
     ftc__quorum_note_step(&s, -1, true, QF_NOW + 20); /* not known: no change */
     ftc__quorum_note_step(&s, 50, true, QF_NOW + 30); /* lower: no change */
@@ -252,11 +259,7 @@ static void a_granted_commit_raises_the_mark(void **state)
     (void)state;
     ftc__quorum_opts o = mark_opts(WAIT_MS);
     ftc__quorum_state s;
-    TK_OK(ftc__quorum_state_init(&s, 0));
-    qf_join(&s, &o, "a", 7, false, 0, QF_NOW);
-    qf_join(&s, &o, "b", 7, false, 0, QF_NOW);
-    qf_join(&s, &o, "c", 7, false, 0, QF_NOW);
-    assert_true(tick(&s, &o, QF_NOW).met);
+    three_at(&s, &o, 7);
     int64_t q = s.prev.quorum_id;
     assert_int_equal(s.mark.step, 7);
 
@@ -310,11 +313,7 @@ static void a_grant_without_its_commit_is_no_rollback(void **state)
     (void)state;
     ftc__quorum_opts o = mark_opts(WAIT_MS);
     ftc__quorum_state s;
-    TK_OK(ftc__quorum_state_init(&s, 0));
-    qf_join(&s, &o, "a", 7, false, 0, QF_NOW);
-    qf_join(&s, &o, "b", 7, false, 0, QF_NOW);
-    qf_join(&s, &o, "c", 7, false, 0, QF_NOW);
-    assert_true(tick(&s, &o, QF_NOW).met);
+    three_at(&s, &o, 7);
     int64_t q = s.prev.quorum_id;
     TK_OK(ftc__quorum_commit(&s, "a", q, 8, QF_NOW + 1));
     TK_OK(ftc__quorum_commit(&s, "b", q, 8, QF_NOW + 1));
