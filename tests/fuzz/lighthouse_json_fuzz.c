@@ -52,22 +52,55 @@ static void round_trip(const ftc__quorum_member *m)
 
 /* A compact answer applied to a roster of four (version 9): what applies
  * must encode and apply again to the same members. */
-static void compact_round_trip(const json_t *j)
+/* The roster {a, b, c, d} with empty addresses (n 0: out of memory). */
+static void four(ftc__quorum *q)
 {
     static const char *const ids[] = {"a", "b", "c", "d"};
-    ftc__quorum q;
-    ftc__quorum_init(&q);
-    q.members = ftc__calloc(4, sizeof(*q.members));
-    if (q.members == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < 4; i++) {
-        if (ftc__quorum_member_set(&q.members[i], ids[i], "", "") != 0) {
+    ftc__quorum_init(q);
+    q->members = ftc__calloc(4, sizeof(*q->members));
+    for (size_t i = 0; q->members != NULL && i < 4; i++) {
+        if (ftc__quorum_member_set(&q->members[i], ids[i], "", "") != 0) {
             abort();
         }
-        q.n = i + 1;
+        q->n = i + 1;
     }
-    if (ftc__lhj_compact_apply(j, 9, &q) == 0) {
+}
+
+/* A delta applied to {a, b, c, d} (roster 8) gives a sorted roster of
+ * distinct ids; the delta from {a, b, c, d} to it gives it again. */
+static void delta_round_trip(const json_t *j)
+{
+    ftc__quorum base, q;
+    four(&base);
+    if (base.n == 4 && ftc__lhj_delta_apply(j, &base, 8, &q) == 0) {
+        for (size_t i = 1; i < q.n; i++) {
+            if (strcmp(q.members[i - 1].replica_id, q.members[i].replica_id) >=
+                0) {
+                abort();
+            }
+        }
+        json_t *d = ftc__lhj_delta_json(&base, 8, &q, 9);
+        ftc__quorum again;
+        if (d != NULL && ftc__lhj_delta_apply(d, &base, 8, &again) == 0) {
+            if (again.n != q.n || again.quorum_id != q.quorum_id) {
+                abort();
+            }
+            for (size_t i = 0; i < q.n; i++) {
+                same_member(&q.members[i], &again.members[i]);
+            }
+            ftc__quorum_fini(&again);
+        }
+        json_decref(d);
+        ftc__quorum_fini(&q);
+    }
+    ftc__quorum_fini(&base);
+}
+
+static void compact_round_trip(const json_t *j)
+{
+    ftc__quorum q;
+    four(&q);
+    if (q.n == 4 && ftc__lhj_compact_apply(j, 9, &q) == 0) {
         ftc__quorum again;
         json_t *c = ftc__lhj_compact_json(&q, 9);
         if (c != NULL && ftc__quorum_copy(&again, &q) == 0) {
@@ -163,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ftc__quorum_fini(&q);
         }
         compact_round_trip(j);
+        delta_round_trip(j);
         json_decref(j);
     }
     manager_records(text, size);

@@ -1,10 +1,11 @@
 /* Compact quorum answers on one lighthouse with old and new clients: an
  * old client (no "roster" in its join) always gets the whole quorum; a new
  * one gets the whole quorum with a roster version once, then only what
- * changes from round to round, and the whole quorum again when the roster
- * changes; the C client, which speaks the new shape, hands its caller the
- * same quorum every raw client reconstructs. A client that asks for the
- * whole list every round costs one shared body per round. */
+ * changes from round to round, and when the roster changes only the
+ * members that left and came (a delta from the roster it holds); the C
+ * client, which speaks the new shapes, hands its caller the same quorum
+ * every raw client reconstructs. A client that asks for the whole list
+ * every round costs one shared body per round. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,28 +178,47 @@ static void old_and_new_clients(void **state)
     }
 
     /* Round 4: c comes back with another address (same replica_id): the
-     * roster changed, so its stale version gets the whole quorum and a new
-     * version. */
+     * roster changed, and c (as a, the C client) holds the one before, so
+     * it gets a delta: c's old entry removed, its new one added, nothing
+     * about a or b; applied to what it holds, the new roster. */
     r = one_round(addr, cli, 13, "addr_c_2", v1);
     assert_null(json_object_get(r.c_answer, "compact"));
-    int64_t v2 = roster_of(r.c_answer);
+    assert_null(json_object_get(r.c_answer, "quorum"));
+    const json_t *delta = json_object_get(r.c_answer, "delta");
+    assert_non_null(delta);
+    assert_int_equal(json_array_size(json_object_get(delta, "removed")), 1);
+    assert_int_equal(json_array_size(json_object_get(delta, "added")), 1);
+    int64_t v2 = roster_of(delta);
     assert_true(v2 != v1);
+    ftc__quorum next;
+    TK_OK(ftc__lhj_delta_apply(delta, &held, v1, &next));
+    assert_string_equal(next.members[2].address, "addr_c_2");
+    expect_same_quorum(&next, &r.a.quorum);
+    json_decref(r.c_answer);
+    ftc_lighthouse_join_result_fini(&r.a);
     ftc__quorum_fini(&held);
-    TK_OK(ftc__lhj_quorum(json_object_get(r.c_answer, "quorum"), 16, &held));
-    assert_string_equal(held.members[2].address, "addr_c_2");
+    held = next;
+
+    /* Round 5: the new roster held, compact answers again. */
+    r = one_round(addr, cli, 14, "addr_c_2", v2);
+    const json_t *compact = json_object_get(r.c_answer, "compact");
+    assert_non_null(compact);
+    TK_OK(ftc__lhj_compact_apply(compact, v2, &held));
     expect_same_quorum(&held, &r.a.quorum);
     json_decref(r.c_answer);
     ftc_lighthouse_join_result_fini(&r.a);
     ftc__quorum_fini(&held);
 
-    /* b asked for the whole list every round (4 full answers, and 4 more
-     * in rounds 1 and 4), yet each round built one full body: asking in a
-     * loop costs the lighthouse bytes, not work, and the others still got
-     * the compact one. */
-    expect_metric(addr, "ftc_lighthouse_join_answers_total", "full", 8);
-    expect_metric(addr, "ftc_lighthouse_join_answers_total", "compact", 4);
-    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "full", 4);
-    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "compact", 2);
+    /* b asked for the whole list every round (5 full answers, and 2 more
+     * in round 1), yet each round built one full body: asking in a loop
+     * costs the lighthouse bytes, not work, and the others still got the
+     * compact or delta one. */
+    expect_metric(addr, "ftc_lighthouse_join_answers_total", "full", 7);
+    expect_metric(addr, "ftc_lighthouse_join_answers_total", "compact", 6);
+    expect_metric(addr, "ftc_lighthouse_join_answers_total", "delta", 2);
+    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "full", 5);
+    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "compact", 3);
+    expect_metric(addr, "ftc_lighthouse_join_bodies_total", "delta", 1);
 
     ftc_lighthouse_client_destroy(cli);
     ftc_lighthouse_destroy(lh);

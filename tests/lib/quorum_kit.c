@@ -120,10 +120,8 @@ static void expect_same_results(const ftc__quorum_result *a,
     }
 }
 
-void qf_check_compact(const ftc__quorum *q)
+json_t *qf_through_text(json_t *j)
 {
-    const int64_t roster = ((int64_t)7 << 32) | 3;
-    json_t *j = ftc__lhj_compact_json(q, roster);
     assert_non_null(j);
     char *text;
     size_t len;
@@ -131,6 +129,13 @@ void qf_check_compact(const ftc__quorum *q)
     json_decref(j);
     TK_OK(ftc__lhj_parse_object(text, len, &j));
     ftc__free(text);
+    return j;
+}
+
+void qf_check_compact(const ftc__quorum *q)
+{
+    const int64_t roster = ((int64_t)7 << 32) | 3;
+    json_t *j = qf_through_text(ftc__lhj_compact_json(q, roster));
     /* The roster as a client kept it from an earlier round. */
     ftc__quorum held;
     TK_OK(ftc__quorum_copy(&held, q));

@@ -35,5 +35,8 @@ void qf_quorum(ftc__quorum *q, int64_t quorum_id, const char *const *ids,
  * every member comes back equal and every member's results at group ranks
  * 0-2, with and without init_sync, equal those of q itself. */
 void qf_check_compact(const ftc__quorum *q);
+/* j (taken; NULL fails the test) dumped to text and parsed again: what a
+ * client gets on the wire. */
+struct json_t *qf_through_text(struct json_t *j);
 
 #endif

@@ -94,7 +94,7 @@ typedef struct ftc__lighthouse_resume {
 
 void ftc__lighthouse_resume_all(ftc__lighthouse_resume *rs);
 
-enum { FTC__LH_FULL = 1, FTC__LH_COMPACT = 2 };
+enum { FTC__LH_FULL = 1, FTC__LH_COMPACT = 2, FTC__LH_DELTA = 3 };
 
 /* Join wait histogram bounds, in seconds (Prometheus le). */
 #define FTC__LH_WAIT_BUCKETS 12
@@ -133,10 +133,13 @@ typedef struct ftc__lighthouse_job {
     uint64_t seq;
     /* The roster of the last quorum (ftc__quorum_same_roster) and its
      * version, (epoch << 32) | roster_seq: a join that holds it gets a
-     * compact answer. */
+     * compact answer. The one before (old_version 0: none): a join that
+     * holds that one gets a delta answer. */
     ftc__quorum roster;
     bool roster_kept; /* roster holds the copy (not lost to ENOMEM) */
     uint32_t roster_seq;
+    ftc__quorum old_roster;
+    int64_t old_version;
     /* lost[i]: member i of s.prev was reported lost (one event each). */
     bool *lost;
     size_t lost_n;
@@ -146,8 +149,8 @@ typedef struct ftc__lighthouse_job {
     /* Metrics. Indexes: ftc__quorum_id_change, ftc_lighthouse_lost_cause. */
     uint64_t quorums_total;
     /* Quorum answers sent and answer bodies built, by shape (index
-     * FTC__LH_FULL, FTC__LH_COMPACT; 0 unused): bodies are built at most
-     * once per shape and quorum, however many members get them. */
+     * FTC__LH_FULL, FTC__LH_COMPACT, FTC__LH_DELTA; 0 unused): bodies are built
+     * at most once per shape and quorum, however many members get them. */
     uint64_t answers_total[4], bodies_total[4];
     uint64_t changes_total[4];
     uint64_t lost_total[4];

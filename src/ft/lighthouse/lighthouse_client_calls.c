@@ -388,6 +388,44 @@ void ftc_lighthouse_join_result_fini(ftc_lighthouse_join_result *r)
     }
 }
 
+/* Keeps q (taken) as the roster of version, in place of the oldest;
+ * dropped if that version is held already (threads sharing the client
+ * each got it: storing it twice would evict the base another thread's
+ * delta answer still needs). */
+static void keep_locked(ftc__lighthouse_roster *ro, ftc__quorum *q,
+                        int64_t version)
+{
+    for (unsigned i = 0; version > 0 && i < FTC__LH_ROSTERS; i++) {
+        if (ro->version[i] == version) {
+            ftc__quorum_fini(q);
+            return;
+        }
+    }
+    unsigned slot = (ro->newest + 1) % FTC__LH_ROSTERS;
+    ftc__quorum_fini(&ro->q[slot]);
+    ro->q[slot] = *q;
+    ro->version[slot] = version;
+    ro->newest = slot;
+}
+
+/* The slot that holds roster version, or FTC__LH_ROSTERS with the error
+ * set. */
+static unsigned find_locked(const ftc__lighthouse_roster *ro, int64_t version,
+                            const char *shape)
+{
+    unsigned slot = 0;
+    while (slot < FTC__LH_ROSTERS && ro->version[slot] != version) {
+        slot++;
+    }
+    if (slot == FTC__LH_ROSTERS) {
+        ftc__seterr(FTC_ESTALE,
+                    "%s answer for roster %" PRId64
+                    ", which this client no longer holds",
+                    shape, version);
+    }
+    return slot;
+}
+
 /* A full answer's quorum, kept as the roster of compact answers to come
  * when it carries a version (an older lighthouse sends none). */
 static int from_full(ftc__lighthouse_roster *ro, const json_t *j,
@@ -408,11 +446,7 @@ static int from_full(ftc__lighthouse_roster *ro, const json_t *j,
         return rc;
     }
     pthread_mutex_lock(&ro->mu);
-    unsigned slot = (ro->newest + 1) % FTC__LH_ROSTERS;
-    ftc__quorum_fini(&ro->q[slot]);
-    ro->q[slot] = q;
-    ro->version[slot] = version;
-    ro->newest = slot;
+    keep_locked(ro, &q, version);
     pthread_mutex_unlock(&ro->mu);
     return 0;
 }
@@ -428,21 +462,49 @@ static int from_compact(ftc__lighthouse_roster *ro, const json_t *compact,
         return rc;
     }
     pthread_mutex_lock(&ro->mu);
-    unsigned slot = 0;
-    while (slot < FTC__LH_ROSTERS && ro->version[slot] != version) {
-        slot++;
-    }
+    unsigned slot = find_locked(ro, version, "compact");
     if (slot == FTC__LH_ROSTERS) {
-        rc = ftc__seterr(FTC_ESTALE,
-                         "compact answer for roster %" PRId64
-                         ", which this client no longer holds",
-                         version);
+        rc = FTC_ESTALE;
     } else {
         rc = ftc__lhj_compact_apply(compact, version, &ro->q[slot]);
         if (rc == 0) {
             rc = quorum_from_core(&ro->q[slot], out);
         }
         if (rc != 0) {
+            ro->version[slot] = 0;
+        }
+    }
+    pthread_mutex_unlock(&ro->mu);
+    return rc;
+}
+
+/* A delta answer applied to the roster it starts from (its base): the
+ * new roster is kept beside it. On failure the base is dropped, so a
+ * later join asks for a full answer. */
+static int from_delta(ftc__lighthouse_roster *ro, const json_t *delta,
+                      ftc_lighthouse_quorum *out)
+{
+    int64_t base = 0, version = 0;
+    int rc = ftc__lhj_get_int(delta, "base", true, 1, INT64_MAX, &base);
+    rc = rc != 0
+             ? rc
+             : ftc__lhj_get_int(delta, "roster", true, 1, INT64_MAX, &version);
+    if (rc != 0) {
+        return rc;
+    }
+    pthread_mutex_lock(&ro->mu);
+    unsigned slot = find_locked(ro, base, "delta");
+    ftc__quorum q;
+    ftc__quorum_init(&q);
+    rc = slot == FTC__LH_ROSTERS
+             ? FTC_ESTALE
+             : ftc__lhj_delta_apply(delta, &ro->q[slot], base, &q);
+    rc = rc != 0 ? rc : quorum_from_core(&q, out);
+    if (rc == 0) {
+        keep_locked(ro, &q, version);
+    } else {
+        ftc__quorum_fini(&q);
+        if (slot < FTC__LH_ROSTERS) {
             ro->version[slot] = 0;
         }
     }
@@ -495,7 +557,9 @@ static int decode_join(ftc_lighthouse_client *c,
     if (rc == 0 && !timed_out) {
         ftc__lighthouse_roster *ro = ftc__lighthouse_client_roster(c);
         const json_t *compact = json_object_get(j, "compact");
+        const json_t *delta = json_object_get(j, "delta");
         rc = compact != NULL ? from_compact(ro, compact, &out->quorum)
+             : delta != NULL ? from_delta(ro, delta, &out->quorum)
                              : from_full(ro, j, &out->quorum);
     } else if (rc == 0) {
         rc = decode_left_out(j, out);

@@ -101,6 +101,7 @@ void ftc__lighthouse_job_destroy(ftc__lighthouse_job *job)
     ftc__free(job->ring);
     ftc__free(job->lost);
     ftc__quorum_fini(&job->roster);
+    ftc__quorum_fini(&job->old_roster);
     ftc__lh_replicas_fini(&job->reps);
     ftc__quorum_state_fini(&job->s);
     pthread_mutex_destroy(&job->mu);
@@ -501,33 +502,63 @@ static void observe_wait(ftc__lighthouse_job *job, int64_t ms)
     job->wait_sum_s += s;
 }
 
-/* The version of q's roster: the last one's if q lists the same, else a
- * new one (a copy of q is kept to compare the next quorum with). 0 if no
- * copy could be kept: nobody can hold it, so every answer is full. The
- * sequence wraps after 2^32 - 1 rosters, far beyond any job's changes. */
-static int64_t current_roster(ftc__lighthouse_job *job, const ftc__quorum *q)
+static int64_t roster_version(const ftc__lighthouse_job *job)
 {
-    if (!job->roster_kept || !ftc__quorum_same_roster(&job->roster, q)) {
-        ftc__quorum_fini(&job->roster);
-        job->roster_seq =
-            job->roster_seq == UINT32_MAX ? 1 : job->roster_seq + 1;
-        job->roster_kept = ftc__quorum_copy(&job->roster, q) == 0;
-    }
     return job->roster_kept
                ? (int64_t)((uint64_t)job->epoch << 32 | job->roster_seq)
                : 0;
 }
 
-/* A join's answer: the whole quorum with its roster version, or (compact)
- * only what changes from round to round (docs/protocol.md). */
+/* The version of q's roster: the last one's if q lists the same, else a
+ * new one (a copy of q is kept to compare the next quorum with; the last
+ * one becomes the old roster, base of delta answers). 0 if no copy could
+ * be kept: nobody can hold it, so every answer is full. The sequence
+ * wraps after 2^32 - 1 rosters, far beyond any job's changes. */
+static int64_t current_roster(ftc__lighthouse_job *job, const ftc__quorum *q)
+{
+    if (!job->roster_kept || !ftc__quorum_same_roster(&job->roster, q)) {
+        ftc__quorum_fini(&job->old_roster);
+        job->old_version = roster_version(job);
+        job->old_roster = job->roster; /* moved */
+        ftc__quorum_init(&job->roster);
+        job->roster_seq =
+            job->roster_seq == UINT32_MAX ? 1 : job->roster_seq + 1;
+        job->roster_kept = ftc__quorum_copy(&job->roster, q) == 0;
+    }
+    return roster_version(job);
+}
+
+/* The shape of the answer to a join holding roster `held` (protocol.md):
+ * compact when it holds q's roster, delta when it holds the one before,
+ * else the whole quorum. */
+static int answer_shape(const ftc__lighthouse_job *job, int64_t roster,
+                        int64_t held)
+{
+    if (roster > 0 && held == roster) {
+        return FTC__LH_COMPACT;
+    }
+    return roster > 0 && job->old_version > 0 && held == job->old_version
+               ? FTC__LH_DELTA
+               : FTC__LH_FULL;
+}
+
+/* A join's answer in its shape: the whole quorum with its roster version,
+ * only what changes from round to round (compact), or that and the
+ * members who left and came since the roster the join holds (delta). */
 static ftc__lighthouse_blob *join_answer(const ftc__lighthouse_job *job,
                                          const ftc__quorum *q, int64_t roster,
-                                         bool compact, const char *reason)
+                                         int shape, const char *reason)
 {
-    if (compact) {
+    if (shape == FTC__LH_COMPACT) {
         return json_blob(json_pack(
             "{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "compact",
             ftc__lhj_compact_json(q, roster), "reason", reason));
+    }
+    if (shape == FTC__LH_DELTA) {
+        return json_blob(json_pack(
+            "{s:I, s:o, s:s}", "epoch", (json_int_t)job->epoch, "delta",
+            ftc__lhj_delta_json(&job->old_roster, job->old_version, q, roster),
+            "reason", reason));
     }
     return json_blob(json_pack("{s:I, s:o, s:I, s:s}", "epoch",
                                (json_int_t)job->epoch, "quorum",
@@ -618,27 +649,27 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
                      ftc__quorum_id_counter(q->quorum_id), q->n, t->reason);
     }
     int64_t roster = current_roster(job, q);
-    /* Built once for every member, and only if some member needs it. */
-    ftc__lighthouse_blob *full = NULL, *compact = NULL;
+    /* Built once for every member, and only if some member needs it;
+     * indexed by shape. */
+    ftc__lighthouse_blob *bodies[4] = {NULL};
     ftc__lighthouse_req *r = job->joins;
     while (r != NULL) {
         ftc__lighthouse_req *next = r->next;
         if (ftc__quorum_find(q, r->replica_id) >= 0) {
-            bool small = roster > 0 && r->roster == roster;
-            ftc__lighthouse_blob **b = small ? &compact : &full;
-            int shape = small ? FTC__LH_COMPACT : FTC__LH_FULL;
-            if (*b == NULL) {
-                *b = join_answer(job, q, roster, small, t->reason);
+            int shape = answer_shape(job, roster, r->roster);
+            if (bodies[shape] == NULL) {
+                bodies[shape] = join_answer(job, q, roster, shape, t->reason);
                 job->bodies_total[shape]++;
             }
             job->answers_total[shape]++;
             observe_wait(job, now - r->start_ms);
-            answer(job, r, 200, ftc__lighthouse_blob_ref(*b), rs);
+            answer(job, r, 200, ftc__lighthouse_blob_ref(bodies[shape]), rs);
         }
         r = next;
     }
-    ftc__lighthouse_blob_unref(full);
-    ftc__lighthouse_blob_unref(compact);
+    for (int shape = 1; shape < 4; shape++) {
+        ftc__lighthouse_blob_unref(bodies[shape]);
+    }
 }
 
 /* Members of the current quorum whose heartbeat expired are lost. Skipped

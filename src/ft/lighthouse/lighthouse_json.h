@@ -101,6 +101,23 @@ json_t *ftc__lhj_compact_json(const ftc__quorum *q, int64_t roster);
  * rank out of range or order), FTC_ENOMEM; q is unchanged on any error. */
 int ftc__lhj_compact_apply(const json_t *obj, int64_t roster, ftc__quorum *q);
 
+/* A delta answer (lighthouse_json_delta.c), for a client holding the
+ * roster base under version base_roster while q's is roster: the compact
+ * answer of q plus {"base": base_roster, "removed": [ranks in base of the
+ * members gone, ascending], "added": [{"rank": rank in q, "member": {...}},
+ * ascending]}; a member whose entry changed is removed and added. NULL on
+ * FTC_ENOMEM. */
+json_t *ftc__lhj_delta_json(const ftc__quorum *base, int64_t base_roster,
+                            const ftc__quorum *q, int64_t roster);
+/* The reverse: the new roster built from base (held under base_roster)
+ * into out, with the answer's ids and steps as ftc__lhj_compact_apply
+ * sets them. FTC_ESTALE (a delta from another roster), FTC_EINVAL
+ * (malformed: sizes that do not add up, ranks out of range or order,
+ * members out of replica_id order or repeated, a bad member), FTC_ENOMEM;
+ * out is empty on any error. */
+int ftc__lhj_delta_apply(const json_t *obj, const ftc__quorum *base,
+                         int64_t base_roster, ftc__quorum *out);
+
 /* Applies the options present in obj (min_replicas, join_timeout_ms,
  * heartbeat_timeout_ms, strict_shrink_only, max_replicas, max_data_bytes;
  * others ignored) to *o, checked as a whole: on any error *o is

@@ -242,7 +242,7 @@ static int job_metrics(ftc__buf *b, const job_numbers *v, size_t n)
                                            "commit_failures"};
     static const char *const lost[4] = {"", "disconnect", "heartbeat",
                                         "goodbye"};
-    static const char *const shapes[4] = {"", "full", "compact", NULL};
+    static const char *const shapes[4] = {"", "full", "compact", "delta"};
     static const char *const verdicts[4] = {"", "granted", "refused", NULL};
 #define OFF(f) offsetof(job_numbers, f)
     static const family_def defs[] = {

@@ -165,6 +165,10 @@ bool ftc__quorum_members_changed(const ftc__quorum_member *a, size_t na,
  * of a later quorum with the same roster (the lighthouse's compact
  * answers, docs/protocol.md). */
 bool ftc__quorum_same_roster(const ftc__quorum *a, const ftc__quorum *b);
+/* The same for one member: its roster entry (id, addresses, world_size,
+ * data) is the same. */
+bool ftc__quorum_same_entry(const ftc__quorum_member *x,
+                            const ftc__quorum_member *y);
 
 typedef struct ftc__quorum_participant {
     ftc__quorum_member member; /* owned */

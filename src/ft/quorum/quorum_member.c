@@ -240,19 +240,23 @@ bool ftc__quorum_members_changed(const ftc__quorum_member *a, size_t na,
     return false;
 }
 
+bool ftc__quorum_same_entry(const ftc__quorum_member *x,
+                            const ftc__quorum_member *y)
+{
+    return strcmp(x->replica_id, y->replica_id) == 0 &&
+           strcmp(x->address, y->address) == 0 &&
+           strcmp(x->store_address, y->store_address) == 0 &&
+           x->world_size == y->world_size && x->data_len == y->data_len &&
+           (x->data_len == 0 || memcmp(x->data, y->data, x->data_len) == 0);
+}
+
 bool ftc__quorum_same_roster(const ftc__quorum *a, const ftc__quorum *b)
 {
     if (a->n != b->n) {
         return false;
     }
     for (size_t i = 0; i < a->n; i++) {
-        const ftc__quorum_member *x = &a->members[i];
-        const ftc__quorum_member *y = &b->members[i];
-        if (strcmp(x->replica_id, y->replica_id) != 0 ||
-            strcmp(x->address, y->address) != 0 ||
-            strcmp(x->store_address, y->store_address) != 0 ||
-            x->world_size != y->world_size || x->data_len != y->data_len ||
-            (x->data_len > 0 && memcmp(x->data, y->data, x->data_len) != 0)) {
+        if (!ftc__quorum_same_entry(&a->members[i], &b->members[i])) {
             return false;
         }
     }

@@ -45,20 +45,12 @@ static void assert_member_equal(const ftc__quorum_member *a,
 /* Encodes m, dumps it to text, parses and decodes it again. */
 static void member_round_trip(const ftc__quorum_member *m)
 {
-    json_t *j = ftc__lhj_member_json(m);
-    assert_non_null(j);
-    char *text;
-    size_t len;
-    TK_OK(ftc__lhj_dump(j, &text, &len));
-    json_decref(j);
-    json_t *back;
-    TK_OK(ftc__lhj_parse_object(text, len, &back));
+    json_t *back = qf_through_text(ftc__lhj_member_json(m));
     ftc__quorum_member got;
     TK_OK(ftc__lhj_member(back, 65536, &got));
     assert_member_equal(m, &got);
     ftc__quorum_member_fini(&got);
     json_decref(back);
-    ftc__free(text);
 }
 
 static void member_round_trips(void **state)

@@ -187,8 +187,10 @@ static int scan_full(group *gr, const ftc__buf *b, int64_t *qid, size_t *n,
 }
 
 /* What a leader checks of an answer: a full quorum is parsed whole and
- * its roster version kept; a compact one must be for the roster held.
- * *max_step is the quorum's: a member behind it heals to it. */
+ * its roster version kept; a compact one must be for the roster held, a
+ * delta one start from it (its new version is kept; the simulated leaders
+ * keep no member lists, so only the counts are checked). *max_step is the
+ * quorum's: a member behind it heals to it. */
 static int read_answer(group *gr, const ftc__buf *b, int64_t *qid, size_t *n,
                        int64_t *max_step)
 {
@@ -198,10 +200,19 @@ static int read_answer(group *gr, const ftc__buf *b, int64_t *qid, size_t *n,
     if (rc != 0) {
         return rc;
     }
-    const json_t *compact = json_object_get(j, "compact");
+    const json_t *delta = json_object_get(j, "delta");
+    const json_t *compact =
+        delta != NULL ? delta : json_object_get(j, "compact");
     if (compact != NULL) {
-        int64_t v = 0, members = 0;
+        int64_t v = 0, members = 0, base = gr->roster;
         rc = ftc__lhj_get_int(compact, "roster", true, 1, INT64_MAX, &v);
+        if (rc == 0 && delta != NULL) {
+            rc = ftc__lhj_get_int(delta, "base", true, 1, INT64_MAX, &base);
+            size_t gone = json_array_size(json_object_get(delta, "removed"));
+            size_t came = json_array_size(json_object_get(delta, "added"));
+            gr->roster = base == gr->roster ? v : gr->roster;
+            gr->roster_n = gr->roster_n - gone + came;
+        }
         rc = rc != 0
                  ? rc
                  : ftc__lhj_get_int(compact, "n", true, 0, INT64_MAX, &members);
@@ -318,9 +329,10 @@ static int on_join(sim *s, int g, long status)
     }
     int64_t qid = 0, max_step = 0;
     size_t n = 0;
-    bool full =
-        memmem(ftc__buf_begin(&gr->join.answer),
-               ftc__buf_size(&gr->join.answer), "\"compact\":", 10) == NULL;
+    const void *text = ftc__buf_begin(&gr->join.answer);
+    size_t len = ftc__buf_size(&gr->join.answer);
+    bool full = memmem(text, len, "\"compact\":", 10) == NULL &&
+                memmem(text, len, "\"delta\":", 8) == NULL;
     int rc = g != 0 && full
                  ? scan_full(gr, &gr->join.answer, &qid, &n, &max_step)
                  : read_answer(gr, &gr->join.answer, &qid, &n, &max_step);
