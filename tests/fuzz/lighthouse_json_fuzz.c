@@ -79,10 +79,16 @@ static void delta_round_trip(const json_t *j)
                 abort();
             }
         }
+        int64_t n = -1;
+        if (ftc__lhj_get_int(j, "n", true, 0, INT64_MAX, &n) != 0 ||
+            (size_t)n != q.n) {
+            abort();
+        }
         json_t *d = ftc__lhj_delta_json(&base, 8, &q, 9);
         ftc__quorum again;
-        if (d != NULL && ftc__lhj_delta_apply(d, &base, 8, &again) == 0) {
-            if (again.n != q.n || again.quorum_id != q.quorum_id) {
+        if (d != NULL) {
+            if (ftc__lhj_delta_apply(d, &base, 8, &again) != 0 ||
+                again.n != q.n || again.quorum_id != q.quorum_id) {
                 abort();
             }
             for (size_t i = 0; i < q.n; i++) {

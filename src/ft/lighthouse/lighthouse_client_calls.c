@@ -479,8 +479,9 @@ static int from_compact(ftc__lighthouse_roster *ro, const json_t *compact,
 }
 
 /* A delta answer applied to the roster it starts from (its base): the
- * new roster is kept beside it. On failure the base is dropped, so a
- * later join asks for a full answer. */
+ * new roster is kept beside it. A malformed delta drops the base, so a
+ * later join asks for a full answer (not a failure of this client's: no
+ * memory). */
 static int from_delta(ftc__lighthouse_roster *ro, const json_t *delta,
                       ftc_lighthouse_quorum *out)
 {
@@ -504,7 +505,7 @@ static int from_delta(ftc__lighthouse_roster *ro, const json_t *delta,
         keep_locked(ro, &q, version);
     } else {
         ftc__quorum_fini(&q);
-        if (slot < FTC__LH_ROSTERS) {
+        if (slot < FTC__LH_ROSTERS && rc == FTC_EINVAL) {
             ro->version[slot] = 0;
         }
     }

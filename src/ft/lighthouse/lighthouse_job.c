@@ -659,7 +659,17 @@ static void formed(ftc__lighthouse_job *job, const ftc__quorum_tick_result *t,
             int shape = answer_shape(job, roster, r->roster);
             if (bodies[shape] == NULL) {
                 bodies[shape] = join_answer(job, q, roster, shape, t->reason);
-                job->bodies_total[shape]++;
+                job->bodies_total[shape] += bodies[shape] != NULL;
+            }
+            if (bodies[shape] == NULL && shape == FTC__LH_DELTA) {
+                /* No memory for the delta: the whole list, as for a
+                 * client that holds nothing. */
+                shape = FTC__LH_FULL;
+                if (bodies[shape] == NULL) {
+                    bodies[shape] =
+                        join_answer(job, q, roster, shape, t->reason);
+                    job->bodies_total[shape] += bodies[shape] != NULL;
+                }
             }
             job->answers_total[shape]++;
             observe_wait(job, now - r->start_ms);

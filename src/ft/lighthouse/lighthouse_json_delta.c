@@ -1,7 +1,7 @@
 /* The lighthouse's delta answers: after a change of membership, a client
  * that holds the roster before it (its base) gets the members that left
  * and the members that came, not the whole list again, plus the compact
- * answer's per-round part (docs/protocol.md, "Delta answers"). A change
+ * answer's per-round part (docs/protocol.md, "Compact answers"). A change
  * of one group in a job of n then costs each member O(1) instead of O(n).
  * Pure and fuzzed, like lighthouse_json_compact.c. */
 #include <inttypes.h>
@@ -146,6 +146,7 @@ static int rebuild(const json_t *obj, const ftc__quorum *base, size_t n,
             const json_t *o = json_array_get(added, a++);
             rc = ftc__lhj_member(json_object_get(o, "member"),
                                  FTC__QUORUM_MAX_DATA_CEIL, m);
+            out->n += rc == 0; /* built: freed with out from here on */
             rc = rc != 0 ? rc : added_at(added, a, n, at, &at);
         } else {
             while (rc == 0 && gone == (int64_t)b) {
@@ -157,8 +158,8 @@ static int rebuild(const json_t *obj, const ftc__quorum *base, size_t n,
                     FTC_EINVAL, "delta quorum: no member left for rank %zu", k);
             }
             rc = rc != 0 ? rc : ftc__quorum_member_copy(m, &base->members[b++]);
+            out->n += rc == 0;
         }
-        out->n += rc == 0;
         if (rc == 0 && k > 0 &&
             strcmp(out->members[k - 1].replica_id, m->replica_id) >= 0) {
             rc = ftc__seterr(FTC_EINVAL,
@@ -191,6 +192,11 @@ int ftc__lhj_delta_apply(const json_t *obj, const ftc__quorum *base,
     rc = rc != 0 ? rc
                  : ftc__lhj_get_int(obj, "n", true, 0,
                                     FTC__QUORUM_MAX_REPLICAS_CEIL, &n);
+    if (rc == 0 && roster == from) {
+        rc = ftc__seterr(FTC_EINVAL,
+                         "delta quorum: roster %" PRId64 " is its own base",
+                         roster);
+    }
     if (rc == 0 && from != base_roster) {
         rc = ftc__seterr(FTC_ESTALE,
                          "delta quorum from roster %" PRId64

@@ -152,6 +152,16 @@ static void malformed_deltas_are_refused(void **state)
          FTC_EINVAL},
         {HEAD "\"base\": 7, \"n\": 2, \"removed\": [], \"added\": []}, ",
          FTC_EINVAL},
+        /* Its own base. */
+        {HEAD "\"base\": 8, \"n\": 2, \"removed\": [], \"added\": []}",
+         FTC_EINVAL},
+        /* A member with data built, then a rank out of order: nothing
+         * may leak (ASan). */
+        {HEAD "\"base\": 7, \"n\": 4, \"removed\": [], \"added\": "
+              "[{\"rank\": 1, \"member\": {\"replica_id\": \"a5\", "
+              "\"data\": {\"x\": [1, 2]}}}, "
+              "{\"rank\": 0, \"member\": {\"replica_id\": \"a0\"}}]}",
+         FTC_EINVAL},
     };
 #undef HEAD
     ftc__quorum held;

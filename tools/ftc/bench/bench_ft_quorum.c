@@ -208,9 +208,17 @@ static int read_answer(group *gr, const ftc__buf *b, int64_t *qid, size_t *n,
         rc = ftc__lhj_get_int(compact, "roster", true, 1, INT64_MAX, &v);
         if (rc == 0 && delta != NULL) {
             rc = ftc__lhj_get_int(delta, "base", true, 1, INT64_MAX, &base);
+        }
+        if (rc == 0 && delta != NULL && base != gr->roster) {
+            rc = ftc__seterr(FTC_EPROTO,
+                             "delta answer from roster %" PRId64
+                             ", held %" PRId64,
+                             base, gr->roster);
+        }
+        if (rc == 0 && delta != NULL) {
             size_t gone = json_array_size(json_object_get(delta, "removed"));
             size_t came = json_array_size(json_object_get(delta, "added"));
-            gr->roster = base == gr->roster ? v : gr->roster;
+            gr->roster = v;
             gr->roster_n = gr->roster_n - gone + came;
         }
         rc = rc != 0
