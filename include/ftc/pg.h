@@ -122,6 +122,12 @@ typedef enum ftc_pg_algo {
     FTC_ALGO_DIRECT = 3,  /* allgather(v), reduce_scatter: all pairs */
     FTC_ALGO_TREE = 4,    /* broadcast, reduce: binomial tree */
     FTC_ALGO_CHAIN = 5,   /* broadcast, reduce: pipelined chain */
+    /* allreduce, allgather(v), broadcast: within each host, then across
+     * hosts (one rank per host per link). What AUTO picks for large
+     * messages when the group spans two or more hosts of two or more ranks
+     * each, the same number on every host; elsewhere it runs as AUTO's
+     * large algorithm (ring, chain). */
+    FTC_ALGO_HIER = 6,
 } ftc_pg_algo;
 
 /* spin_us value: choose by the host (ftc_pg_opts_init's default). */

@@ -219,6 +219,12 @@ typedef struct ftc__pg_env {
     const char *baby_hang_ms;   /* FTC_PG_BABY_HANG_MS */
 } ftc__pg_env;
 void ftc__pg_env_read(ftc__pg_env *out);
+
+/* This host's identity as FTC_PG_HOST_ID names it (tests make several
+ * "hosts" of one machine with it): at most FTC__PG_HOST_ID_MAX - 1 bytes,
+ * control characters and '|' replaced by '_'; "" when unset. */
+#define FTC__PG_HOST_ID_MAX 32
+void ftc__pg_host_id(char out[FTC__PG_HOST_ID_MAX]);
 /* FTC_PG_<NAME>_BACKEND for backend name (upper-cased), NULL when unset. */
 const char *ftc__pg_backend_path_env(const char *name);
 

@@ -13,7 +13,7 @@
 #include "store/client/endpoint.h"
 
 #define KEY_MAX 512
-#define TEXT_MAX (FTC_HOST_MAX + 40)
+#define TEXT_MAX (FTC_HOST_MAX + 40 + FTC__PG_HOST_ID_MAX)
 #define VALUE_MAX (TEXT_MAX + FTC__AUTH_SEAL_EXTRA)
 
 static const char seal_label[] = "ftc pg rendezvous v1";
@@ -52,10 +52,11 @@ static int unseal(const ftc_store_value *v, int rank, const uint8_t *key,
                                  rank, args->prefix);
 }
 
-/* Parses "host:port|nonce" (len bytes of v); the address is copied into
- * addr. */
+/* Parses "host:port|nonce|host-id" (len bytes of v; "|host-id" may be
+ * absent): the address is copied into addr, the host identity into
+ * host_id. */
 static int parse(const ftc_store_value *v, size_t len, int rank, char *addr,
-                 size_t cap, uint64_t *nonce)
+                 size_t cap, char host_id[FTC__PG_HOST_ID_MAX], uint64_t *nonce)
 {
     char text[VALUE_MAX + 1];
     if (len == 0 || len > TEXT_MAX) {
@@ -64,17 +65,21 @@ static int parse(const ftc_store_value *v, size_t len, int rank, char *addr,
     }
     memcpy(text, v->data, len);
     text[len] = '\0';
-    char *bar = strrchr(text, '|');
+    char *bar = strchr(text, '|');
     char *end = NULL;
     if (bar != NULL) {
         *bar = '\0';
         *nonce = strtoull(bar + 1, &end, 16);
     }
-    if (bar == NULL || end == bar + 1 || *end != '\0' || strlen(text) >= cap) {
+    bool ok = bar != NULL && end != bar + 1 && strlen(text) < cap &&
+              (*end == '\0' ||
+               (*end == '|' && strlen(end + 1) < FTC__PG_HOST_ID_MAX));
+    if (!ok) {
         return ftc__seterr(FTC_EPROTO, "rank %d published '%.*s'", rank,
                            (int)len, (const char *)v->data);
     }
     memcpy(addr, text, strlen(text) + 1);
+    snprintf(host_id, FTC__PG_HOST_ID_MAX, "%s", *end == '|' ? end + 1 : "");
     return 0;
 }
 
@@ -139,19 +144,25 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     char(*addrs)[FTC_HOST_MAX + 16] =
         ftc__calloc((size_t)size, FTC_HOST_MAX + 16);
     const char **ap = ftc__calloc((size_t)size, sizeof(*ap));
+    char(*hosts)[FTC__PG_HOST_ID_MAX] =
+        ftc__calloc((size_t)size, FTC__PG_HOST_ID_MAX);
+    const char **hp = ftc__calloc((size_t)size, sizeof(*hp));
     ftc_store_value *vals = ftc__calloc((size_t)size, sizeof(*vals));
-    if (!keys || !kp || !addrs || !ap || !vals) {
+    if (!keys || !kp || !addrs || !ap || !hosts || !hp || !vals) {
         rc = ftc__seterr(FTC_ENOMEM, "create: out of memory");
     }
     for (int i = 0; rc == 0 && i < size; i++) {
         key_of(keys[i], prefix, i);
         kp[i] = keys[i];
         ap[i] = addrs[i];
+        hp[i] = hosts[i];
     }
     if (rc == 0) {
         char value[VALUE_MAX + 1], ctx[KEY_MAX + 64];
-        int n = snprintf(value, TEXT_MAX + 1, "%s|%016llx", l.addr,
-                         (unsigned long long)ftc__rand_u64());
+        char host_id[FTC__PG_HOST_ID_MAX];
+        ftc__pg_host_id(host_id);
+        int n = snprintf(value, TEXT_MAX + 1, "%s|%016llx|%s", l.addr,
+                         (unsigned long long)ftc__rand_u64(), host_id);
         if (key != NULL) {
             seal_context(ctx, sizeof(ctx), args, rank);
             ftc__auth_seal(key, seal_label, ctx, value, (size_t)n, value + n);
@@ -171,15 +182,15 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     for (int i = 0; rc == 0 && i < size; i++) {
         size_t len;
         rc = unseal(&vals[i], i, key, args, &len);
-        rc = rc != 0
-                 ? rc
-                 : parse(&vals[i], len, i, addrs[i], FTC_HOST_MAX + 16, &nonce);
+        rc = rc != 0 ? rc
+                     : parse(&vals[i], len, i, addrs[i], FTC_HOST_MAX + 16,
+                             hosts[i], &nonce);
     }
     if (rc == 0) {
         /* A cancel of the store client (another thread's
          * ftc_store_client_cancel) ends the mesh's waits too. */
         ftc__event cancel = {ftc__store_client_cancel_fd(store)};
-        rc = ftc__tcp_build(args->group, &l, ap, args->group_id,
+        rc = ftc__tcp_build(args->group, &l, ap, hp, args->group_id,
                             args->deadline_ns, &cancel, args->rendezvous, impl);
     } else {
         ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
@@ -193,6 +204,8 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     ftc__free(kp);
     ftc__free(addrs);
     ftc__free(ap);
+    ftc__free(hosts);
+    ftc__free(hp);
     ftc__auth_wipe(key_buf, sizeof(key_buf));
     return rc;
 }

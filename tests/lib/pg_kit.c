@@ -26,7 +26,7 @@ static void *member_main(void *p)
 {
     member *m = p;
     ftc_pg *pg = NULL;
-    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, m->n,
+    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, NULL, m->rank, m->n,
                                       0x7e57, NULL, m->opts);
     if (m->rc == 0) {
         m->rc = m->fn(pg, m->arg);

@@ -11,29 +11,33 @@ static const struct {
     uint32_t allowed; /* 1 << FTC_ALGO_* */
     int small, large;
 } choice[FTC__COLL_END] = {
-    [FTC__ALLREDUCE] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_RDOUBLE,
+    [FTC__ALLREDUCE] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_RDOUBLE |
+                            1 << FTC_ALGO_HIER,
                         FTC_ALGO_RDOUBLE, FTC_ALGO_RING},
-    [FTC__ALLGATHER] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_DIRECT,
+    [FTC__ALLGATHER] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_DIRECT |
+                            1 << FTC_ALGO_HIER,
                         FTC_ALGO_DIRECT, FTC_ALGO_RING},
-    [FTC__ALLGATHERV] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_DIRECT,
+    [FTC__ALLGATHERV] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_DIRECT |
+                             1 << FTC_ALGO_HIER,
                          FTC_ALGO_DIRECT, FTC_ALGO_RING},
     [FTC__REDUCE_SCATTER] = {1 << FTC_ALGO_RING | 1 << FTC_ALGO_DIRECT,
                              FTC_ALGO_DIRECT, FTC_ALGO_RING},
-    [FTC__BROADCAST] = {1 << FTC_ALGO_TREE | 1 << FTC_ALGO_CHAIN, FTC_ALGO_TREE,
-                        FTC_ALGO_CHAIN},
+    [FTC__BROADCAST] = {1 << FTC_ALGO_TREE | 1 << FTC_ALGO_CHAIN |
+                            1 << FTC_ALGO_HIER,
+                        FTC_ALGO_TREE, FTC_ALGO_CHAIN},
     [FTC__REDUCE] = {1 << FTC_ALGO_TREE | 1 << FTC_ALGO_CHAIN, FTC_ALGO_TREE,
                      FTC_ALGO_CHAIN},
 };
 
-static const char *const algo_names[] = {"auto",   "ring", "rdouble",
-                                         "direct", "tree", "chain"};
+static const char *const algo_names[] = {"auto", "ring",  "rdouble", "direct",
+                                         "tree", "chain", "hier"};
 
 int ftc__sched_validate(int coll, int algo)
 {
     if (algo == FTC_ALGO_AUTO) {
         return 0;
     }
-    if (algo < 0 || algo > FTC_ALGO_CHAIN) {
+    if (algo < 0 || algo > FTC_ALGO_HIER) {
         return ftc__seterr(FTC_EINVAL, "unknown algorithm %d", algo);
     }
     if (coll <= 0 || coll >= FTC__COLL_END ||
@@ -88,7 +92,8 @@ int ftc__sched_build(const ftc__sched_group *sg, ftc__plan *p, ftc__op *op)
                         .size = sg->size,
                         .streams = sg->streams,
                         .E = op->elem,
-                        .scratch = sg->scratch};
+                        .scratch = sg->scratch,
+                        .hosts = sg->hosts};
     x.seg = sg->segment_bytes / op->elem;
     x.seg = x.seg == 0 ? 1 : x.seg;
 
@@ -117,25 +122,37 @@ int ftc__sched_build(const ftc__sched_group *sg, ftc__plan *p, ftc__op *op)
         algo = decisive_bytes(&x, cnt) <= sg->small_bytes
                    ? choice[op->coll].small
                    : choice[op->coll].large;
+        if (algo == choice[op->coll].large &&
+            (choice[op->coll].allowed & (1u << FTC_ALGO_HIER))) {
+            algo = FTC_ALGO_HIER;
+        }
+    }
+    bool two_level = x.hosts != NULL && x.hosts->nhost > 0;
+    if (algo == FTC_ALGO_HIER && !two_level) {
+        algo = choice[op->coll].large;
     }
     int rc;
     switch (op->coll) {
     case FTC__ALLREDUCE:
-        rc = algo == FTC_ALGO_RING ? ftc__build_allreduce_ring(&x)
-                                   : ftc__build_allreduce_rdouble(&x);
+        rc = algo == FTC_ALGO_HIER   ? ftc__build_allreduce_hier(&x)
+             : algo == FTC_ALGO_RING ? ftc__build_allreduce_ring(&x)
+                                     : ftc__build_allreduce_rdouble(&x);
         break;
     case FTC__ALLGATHER:
     case FTC__ALLGATHERV:
-        rc = algo == FTC_ALGO_RING ? ftc__build_allgather_ring(&x, cnt, off)
-                                   : ftc__build_allgather_direct(&x, cnt, off);
+        rc = algo == FTC_ALGO_HIER ? ftc__build_allgather_hier(&x, cnt, off)
+             : algo == FTC_ALGO_RING
+                 ? ftc__build_allgather_ring(&x, cnt, off)
+                 : ftc__build_allgather_direct(&x, cnt, off);
         break;
     case FTC__REDUCE_SCATTER:
         rc = algo == FTC_ALGO_RING ? ftc__build_reduce_scatter_ring(&x)
                                    : ftc__build_reduce_scatter_direct(&x);
         break;
     case FTC__BROADCAST:
-        rc = algo == FTC_ALGO_CHAIN ? ftc__build_bcast_chain(&x)
-                                    : ftc__build_bcast_tree(&x);
+        rc = algo == FTC_ALGO_HIER    ? ftc__build_bcast_hier(&x)
+             : algo == FTC_ALGO_CHAIN ? ftc__build_bcast_chain(&x)
+                                      : ftc__build_bcast_tree(&x);
         break;
     case FTC__REDUCE:
         rc = algo == FTC_ALGO_CHAIN ? ftc__build_reduce_chain(&x)

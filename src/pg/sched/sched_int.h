@@ -14,6 +14,7 @@ typedef struct ftc__sched_ctx {
     size_t E;    /* bytes per element */
     size_t seg;  /* elements per pipeline segment */
     ftc__scratch *scratch;
+    const ftc__sched_hosts *hosts; /* a two-level layout, or NULL */
 } ftc__sched_ctx;
 
 static inline int ftc__mod(int a, int n)
@@ -88,5 +89,12 @@ int ftc__build_scatter(ftc__sched_ctx *x);
 int ftc__build_alltoallv(ftc__sched_ctx *x, const size_t *scnt,
                          const size_t *rcnt);
 int ftc__build_barrier(ftc__sched_ctx *x);
+/* Broadcast down the chain prev -> this rank -> next (-1: none). */
+int ftc__build_bcast_chain_links(ftc__sched_ctx *x, int prev, int next);
+/* Hierarchical plans (sched_hier.c); x->hosts is a two-level layout. */
+int ftc__build_allreduce_hier(ftc__sched_ctx *x);
+int ftc__build_allgather_hier(ftc__sched_ctx *x, const size_t *cnt,
+                              const size_t *off);
+int ftc__build_bcast_hier(ftc__sched_ctx *x);
 
 #endif

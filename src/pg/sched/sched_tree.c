@@ -47,27 +47,34 @@ int ftc__build_bcast_tree(ftc__sched_ctx *x)
     return x->p->error;
 }
 
-/* Chain broadcast root -> root+1 -> ...: every link carries the buffer
- * once, and segments pipeline down the chain. */
-int ftc__build_bcast_chain(ftc__sched_ctx *x)
+int ftc__build_bcast_chain_links(ftc__sched_ctx *x, int prev, int next)
 {
     ftc__op *op = x->op;
-    int vr = ftc__mod(x->rank - op->root, x->size);
     size_t c = op->count, E = x->E;
     for (size_t j = 0; j < ftc__nseg(x, c); j++) {
         size_t o = j * x->seg * E, len = ftc__seg_len(x, c, j) * E;
         ftc__dep dep = FTC__NO_DEP;
-        if (vr != 0) {
-            int ch = ftc__seg_chan(x, real_rank(x, vr - 1), j);
+        if (prev >= 0) {
+            int ch = ftc__seg_chan(x, prev, j);
             dep = ftc__after_recv(
                 ch, ftc__plan_recv(x->p, ch, op->out + o, len, FTC__NO_DEP));
         }
-        if (vr + 1 < x->size) {
-            ftc__plan_send(x->p, ftc__seg_chan(x, real_rank(x, vr + 1), j),
-                           op->out + o, len, dep);
+        if (next >= 0) {
+            ftc__plan_send(x->p, ftc__seg_chan(x, next, j), op->out + o, len,
+                           dep);
         }
     }
     return x->p->error;
+}
+
+/* Chain broadcast root -> root+1 -> ...: every link carries the buffer
+ * once, and segments pipeline down the chain. */
+int ftc__build_bcast_chain(ftc__sched_ctx *x)
+{
+    int vr = ftc__mod(x->rank - x->op->root, x->size);
+    return ftc__build_bcast_chain_links(x, vr != 0 ? real_rank(x, vr - 1) : -1,
+                                        vr + 1 < x->size ? real_rank(x, vr + 1)
+                                                         : -1);
 }
 
 /* Where a non-root rank accumulates: scratch, since in is read-only and

@@ -365,7 +365,8 @@ static bool start_next(ftc__tcp *g)
                            .streams = g->streams,
                            .segment_bytes = g->pg->opts.segment_bytes,
                            .small_bytes = g->pg->opts.small_bytes,
-                           .scratch = &g->scratch};
+                           .scratch = &g->scratch,
+                           .hosts = &g->hosts};
     int rc = ftc__sched_build(&sg, &g->plan, op);
     if (rc != 0) {
         ftc__tcp_fail(g, rc, "%s #%llu: %s", ftc__coll_name(op->coll),

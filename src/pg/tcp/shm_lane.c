@@ -21,7 +21,7 @@
 #define MAGIC "FTCSHM1"
 #define MEMFD_NAME "ftc-pg-lane"
 /* Bytes of a host identity (FTC_PG_HOST_ID), NUL-padded. */
-#define HOST_ID 32
+#define HOST_ID FTC__PG_HOST_ID_MAX
 /* pid, fd, ring bytes, nonce, the offerer's host identity */
 #define OFFER_BODY (4 + 4 + 8 + FTC__SHM_NONCE + HOST_ID)
 #define REASON_MAX 256
@@ -235,16 +235,11 @@ static int recv_frame(ftc__tcp *g, ftc__chan *c, int kind, ftc__pgw_hdr *h,
     return 0;
 }
 
-/* This host's identity as FTC_PG_HOST_ID gives it (tests make several
- * "hosts" of one machine with it), NUL-padded; all zeros when unset. */
+/* This host's identity (ftc__pg_host_id), NUL-padded. */
 static void host_id(uint8_t out[HOST_ID])
 {
-    ftc__pg_env env;
-    ftc__pg_env_read(&env);
     memset(out, 0, HOST_ID);
-    if (env.host_id != NULL) {
-        snprintf((char *)out, HOST_ID, "%s", env.host_id);
-    }
+    ftc__pg_host_id((char *)out);
 }
 
 /* Whether this rank would carry channel c over shared memory, and if not,

@@ -154,6 +154,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->pong);
     ftc__free(g->blame);
     ftc__scratch_free(&g->scratch);
+    ftc__sched_hosts_free(&g->hosts);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->user_cv);
     pthread_cond_destroy(&g->pt_cv);
@@ -266,15 +267,18 @@ static void report_blame(const ftc__tcp *g, ftc_pg_backend_rendezvous *rv)
 }
 
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
-                   uint64_t group_id, int64_t deadline_ns,
-                   const ftc__event *cancel, ftc_pg_backend_rendezvous *rv,
-                   void **impl)
+                   const char *const *host_ids, uint64_t group_id,
+                   int64_t deadline_ns, const ftc__event *cancel,
+                   ftc_pg_backend_rendezvous *rv, void **impl)
 {
     *impl = NULL;
     int rc = ftc__tcp_check_congestion(&pg->opts);
     ftc__tcp *g = NULL;
     if (rc == 0) {
         rc = alloc_group(&g, pg, group_id);
+    }
+    if (rc == 0) {
+        rc = ftc__tcp_hosts(g, addrs, host_ids);
     }
     if (rc == 0) {
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, pg->rank, pg->size);
@@ -310,7 +314,8 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
 }
 
 int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
-                              const char *const *addrs, int rank, int size,
+                              const char *const *addrs,
+                              const char *const *host_ids, int rank, int size,
                               uint64_t group_id, const int *parent_ranks,
                               const ftc_pg_opts *opts)
 {
@@ -326,7 +331,7 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &ftc__tcp_backend;
         ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__tcp_build(pg, l, addrs, group_id, dl.ns, NULL, NULL,
+        rc = ftc__tcp_build(pg, l, addrs, host_ids, group_id, dl.ns, NULL, NULL,
                             &pg->impl);
     } else {
         ftc__pg_listener_close(l);

@@ -168,7 +168,8 @@ typedef struct ftc__tcp {
     ftc__op *sends;  /* p2p sends not yet written */
     ftc__unexp *unexp, **unexp_tail;
     size_t unexp_bytes;
-    ftc__scratch scratch; /* the schedules' intermediate results */
+    ftc__scratch scratch;   /* the schedules' intermediate results */
+    ftc__sched_hosts hosts; /* how the ranks sit on hosts (hosts.c) */
     bool probing;
     int64_t probe_start_ns;
     uint64_t probe_nonce;
@@ -310,6 +311,11 @@ bool ftc__shm_arm(ftc__tcp *g);
 int ftc__chan_tune(ftc__tcp *g, ftc__chan *c);
 /* FTC_EINVAL if the congestion control named in o cannot be used. */
 int ftc__tcp_check_congestion(const ftc_pg_opts *o);
+
+/* g->hosts from every rank's address and host identity (host_ids NULL,
+ * or an entry NULL: none). hosts.c. */
+int ftc__tcp_hosts(ftc__tcp *g, const char *const *addrs,
+                   const char *const *host_ids);
 
 /* ---- p2p.c (driver only) */
 /* Queues a send on its side channel or posts a receive. */

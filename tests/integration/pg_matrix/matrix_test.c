@@ -1,6 +1,7 @@
 /* Every collective x every dtype x every op x every algorithm, between
  * real processes on loopback, for one group size (argument), with counts
- * 0, 1, odd, not divisible by the group size, and a few thousand; plus a
+ * 0, 1, odd, not divisible by the group size, and a few thousand (and
+ * the hierarchical algorithms where the ranks sit on several hosts); plus a
  * 64 MiB subset (f32 sum allreduce, allgather, reduce_scatter and
  * broadcast). Each
  * result is compared bit for bit with a locally computed reference. */
@@ -35,9 +36,20 @@ static const variant variants[] = {
     {PGT_SCATTER, FTC_ALGO_AUTO, false},
     {PGT_BARRIER, FTC_ALGO_AUTO, false},
     {PGT_SENDRECV, FTC_ALGO_AUTO, false},
+    /* Only where the ranks sit on several hosts (hier_variants). */
+    {PGT_ALLREDUCE, FTC_ALGO_HIER, true},
+    {PGT_BROADCAST, FTC_ALGO_HIER, false},
+    {PGT_ALLGATHER, FTC_ALGO_HIER, false},
+    {PGT_ALLGATHERV, FTC_ALGO_HIER, false},
 };
 
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+enum { hier_variants = 4 };
+
+/* With PG_MATRIX_HOSTS=h, the ranks are h "hosts" (FTC_PG_HOST_ID) of
+ * n/h ranks: contiguous ranks, or with PG_MATRIX_INTERLEAVE rank % h. */
+static int hosts;
+static bool interleave;
 
 /* AVG of an integer dtype must be refused at once, starting nothing. */
 static int avg_refused(ftc_pg *pg, int dtype)
@@ -59,7 +71,8 @@ static int run_matrix(ftc_pg *pg)
     int n = ftc_pg_size(pg);
     size_t counts[] = {0, 1, 7, (size_t)n * 5 + 3, 3001};
     int seed = 0;
-    for (size_t v = 0; v < NVARIANTS; v++) {
+    size_t nvariants = hosts > 1 ? NVARIANTS : NVARIANTS - hier_variants;
+    for (size_t v = 0; v < nvariants; v++) {
         for (int dt = 0; dt < FTC_DTYPE_COUNT; dt++) {
             int nops = variants[v].reducing ? FTC_OP_COUNT : 1;
             for (int op = 0; op < nops; op++) {
@@ -115,12 +128,10 @@ static int run_large(ftc_pg *pg)
     return 0;
 }
 
-/* With PG_MATRIX_HOSTS=h, the ranks are h "hosts" of n/h contiguous ranks
- * (FTC_PG_HOST_ID): lanes join the ranks of a host, TCP the hosts. The
- * group is checked to be mixed so, and so are the two groups of a 2-D
- * mesh over it: shard (one host's ranks, all lanes) and replicate (one
- * rank per host, all TCP). */
-static int hosts;
+/* Lanes join the ranks of a host, TCP the hosts. The group is checked to
+ * be mixed so, and, where hosts are contiguous, so are the two groups of a
+ * 2-D mesh over it: shard (one host's ranks, all lanes) and replicate
+ * (one rank per host, all TCP). */
 
 static int check_lanes(ftc_pg *pg, int want, const char *what)
 {
@@ -177,7 +188,8 @@ static int member(int argc, char **argv)
     }
     if (hosts > 1) {
         char id[16];
-        snprintf(id, sizeof(id), "host%d", rank / (n / hosts));
+        snprintf(id, sizeof(id), "host%d",
+                 interleave ? rank % hosts : rank / (n / hosts));
         setenv("FTC_PG_HOST_ID", id, 1);
     }
     ftc_pg *pg = NULL;
@@ -187,7 +199,8 @@ static int member(int argc, char **argv)
         return 1;
     }
     if (hosts > 1) {
-        rc = check_lanes(pg, n / hosts - 1, "the group") || run_mesh(pg);
+        rc = check_lanes(pg, n / hosts - 1, "the group") ||
+             (!interleave && run_mesh(pg));
     }
     rc = rc ? rc : large ? run_large(pg) : run_matrix(pg);
     ftc_pg_destroy(pg);
@@ -238,6 +251,7 @@ int main(int argc, char **argv)
     group_size = env != NULL ? (int)strtol(env, NULL, 10) : 2;
     env = getenv("PG_MATRIX_HOSTS");
     hosts = env != NULL ? (int)strtol(env, NULL, 10) : 1;
+    interleave = getenv("PG_MATRIX_INTERLEAVE") != NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matrix),
     };

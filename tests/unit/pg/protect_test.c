@@ -240,8 +240,8 @@ static void *member_main(void *p)
     o.protect = m->protect;
     o.transport = FTC_PG_TRANSPORT_TCP; /* the relay sees the data */
     ftc_pg *pg = NULL;
-    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 42,
-                                      NULL, &o);
+    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, NULL, m->rank, 2,
+                                      42, NULL, &o);
     float *x = malloc(N * sizeof(float));
     if (m->rc == 0 && x != NULL && m->p2p) {
         for (int i = 0; i < m->p2p; i++) {
@@ -525,7 +525,7 @@ static void protection_needs_a_token(void **state)
         const char *addrs[1] = {l.addr};
         ftc_pg *pg = NULL;
         assert_int_equal(
-            ftc__pg_create_from_peers(&pg, &l, addrs, 0, 1, 43, NULL, &o),
+            ftc__pg_create_from_peers(&pg, &l, addrs, NULL, 0, 1, 43, NULL, &o),
             FTC_EINVAL);
         assert_null(pg);
         assert_non_null(strstr(ftc_last_error(), "needs a token"));

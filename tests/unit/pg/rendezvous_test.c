@@ -1,5 +1,5 @@
 /* ftc_pg_create through a store: threads meet under a prefix; a missing
- * rank times out naming its key; a malformed address is refused; bad
+ * rank times out naming its key; a malformed record is refused; bad
  * arguments start nothing; a group rebuilt under a new prefix works; with
  * a token, records that are not sealed for their place are refused; idle
  * strangers connected to a rank do not keep the group from forming; a
@@ -108,6 +108,22 @@ static void a_malformed_address_is_refused(void **state)
     member_main(&m);
     assert_int_equal(m.rc, FTC_EPROTO);
     assert_non_null(strstr(m.msg, "rank 1 published 'garbage'"));
+    /* A host identity longer than FTC_PG_HOST_ID allows, and a nonce
+     * followed by something other than one. */
+    static const char *const bad[] = {
+        "127.0.0.1:9|0123456789abcdef|0123456789abcdef0123456789abcdef",
+        "127.0.0.1:9|0123456789abcdefx"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char prefix[32], key[64];
+        snprintf(prefix, sizeof(prefix), "job/bad%zu", i);
+        snprintf(key, sizeof(key), "%s/pg/rank/1", prefix);
+        TK_OK(ftc_store_client_set(c, key, bad[i], strlen(bad[i]), 5000));
+        member b = {
+            .rank = 0, .n = 2, .prefix = prefix, .connect_ms = tk_ms(5000)};
+        member_main(&b);
+        assert_int_equal(b.rc, FTC_EPROTO);
+        assert_non_null(strstr(b.msg, "rank 1 published '127.0.0.1:9|"));
+    }
     ftc_pg *pg = (ftc_pg *)&m;
     TK_EXPECT(ftc_pg_create(NULL, "p", 0, 1, NULL, &pg), FTC_EINVAL);
     assert_null(pg);

@@ -106,8 +106,8 @@ static void *hs_main(void *p)
     o.epoch = h->epoch;
     o.token = h->token;
     ftc_pg *pg = NULL;
-    h->rc = ftc__pg_create_from_peers(&pg, &h->l, h->addrs, h->rank, 2, h->id,
-                                      NULL, &o);
+    h->rc = ftc__pg_create_from_peers(&pg, &h->l, h->addrs, NULL, h->rank, 2,
+                                      h->id, NULL, &o);
     if (h->rc == 0) {
         ftc_work *w;
         h->rc = ftc_pg_barrier(pg, NULL, &w);

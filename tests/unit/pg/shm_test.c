@@ -190,8 +190,8 @@ static void *create_main(void *p)
 {
     creator *m = p;
     ftc_pg *pg = NULL;
-    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, m->rank, 2, 7, NULL,
-                                      &m->o);
+    m->rc = ftc__pg_create_from_peers(&pg, &m->l, m->addrs, NULL, m->rank, 2, 7,
+                                      NULL, &m->o);
     snprintf(m->msg, sizeof(m->msg), "%s", ftc_last_error());
     m->lanes = pg != NULL ? pgt_lanes(pg) : -1;
     ftc_pg_destroy(pg);

@@ -145,7 +145,8 @@ static int create_alone(const char *cc)
     ftc_pg_opts_init(&o);
     o.tcp_congestion = cc;
     ftc_pg *pg = NULL;
-    int rc = ftc__pg_create_from_peers(&pg, &l, addrs, 0, 1, 0x7e57, NULL, &o);
+    int rc =
+        ftc__pg_create_from_peers(&pg, &l, addrs, NULL, 0, 1, 0x7e57, NULL, &o);
     assert_null(pg);
     return rc;
 }

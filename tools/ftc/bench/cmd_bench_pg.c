@@ -24,7 +24,7 @@
 #define MAX_BACKENDS 8
 
 static const char *const algo_names[] = {"auto", "ring",  "rdouble", "direct",
-                                         "tree", "chain", NULL};
+                                         "tree", "chain", "hier",    NULL};
 
 typedef struct cfg {
     int ranks;
@@ -42,6 +42,7 @@ typedef struct cfg {
     int rebuilds;
     int spin_us;
     int algo;
+    int hosts;
     int streams;
     size_t segment;
     const char *store; /* worker: store address */
@@ -91,6 +92,11 @@ static const ftc__cli_option options[] = {
      .default_text = "-2 = auto"},
     {"algo", FTC__CLI_ENUM, FTC__CLI_FIELD(cfg, algo), .names = algo_names,
      .metavar = "NAME", .help = "the algorithm; auto: by size"},
+    {"hosts", FTC__CLI_INT, FTC__CLI_FIELD(cfg, hosts), .min = 1,
+     .max = MAX_RANKS, .metavar = "H",
+     .help = "rank r acts as if on host r % H (FTC_PG_HOST_ID): shared "
+             "memory within a host, TCP between, hierarchical collectives "
+             "where every host has the same number of ranks"},
     {"streams", FTC__CLI_INT, FTC__CLI_FIELD(cfg, streams), .min = 1, .max = 8,
      .metavar = "K", .help = "connections per peer"},
     {"segment", FTC__CLI_SIZE, FTC__CLI_FIELD(cfg, segment), .min = 1,
@@ -257,12 +263,22 @@ static int create_backend(const cfg *c, ftc_store_client *store, int b,
     o.spin_us = c->spin_us;
     o.streams = c->streams;
     o.segment_bytes = c->segment;
+    bool hier = c->algo == FTC_ALGO_HIER;
     o.allreduce_algo =
-        c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_RDOUBLE ? c->algo : 0;
+        c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_RDOUBLE || hier
+            ? c->algo
+            : 0;
     o.allgather_algo =
-        c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_DIRECT ? c->algo : 0;
+        c->algo == FTC_ALGO_RING || c->algo == FTC_ALGO_DIRECT || hier ? c->algo
+                                                                       : 0;
     o.broadcast_algo =
-        c->algo == FTC_ALGO_TREE || c->algo == FTC_ALGO_CHAIN ? c->algo : 0;
+        c->algo == FTC_ALGO_TREE || c->algo == FTC_ALGO_CHAIN || hier ? c->algo
+                                                                      : 0;
+    if (c->hosts > 1) {
+        char id[32];
+        snprintf(id, sizeof(id), "bench-host-%d", c->rank % c->hosts);
+        setenv("FTC_PG_HOST_ID", id, 1);
+    }
     char key[320], why[512] = "ok";
     int rc = ftc_pg_create(store, prefix, c->rank, c->ranks, &o, pg);
     if (rc != 0) {
@@ -533,6 +549,7 @@ int bench_pg_main(int argc, char **argv)
              .spin_us = defaults.spin_us,
              .streams = defaults.streams,
              .segment = defaults.segment_bytes,
+             .hosts = 1,
              .rank = -1};
     int rc = ftc__cli_parse(&command, &c, argc, argv, NULL);
     if (rc != FTC__CLI_PARSED) {
