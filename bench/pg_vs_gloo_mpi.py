@@ -18,8 +18,13 @@ Systems:
   mpi-tcp     Open MPI ob1/tcp over lo, anchors/mpi_allreduce.c (if mpicc)
   mpi-vader   Open MPI shared memory (vader)
 
+With --load 0,2 every repetition also runs each system while two busy
+processes (a shell loop each, normal priority) compete for the cores, and
+the report adds ftc's ratio to Gloo loaded against quiet (issue 16: no
+worse by more than 25%).
+
 usage: bench/pg_vs_gloo_mpi.py [--ranks 2,4] [--reps 3] [--systems ...]
-                           [--out FILE.jsonl]
+                           [--load 0,2] [--out FILE.jsonl]
 Needs /usr/bin/python3 (Debian's torch), g++ and libgloo-dev; Open MPI
 (openmpi-bin, libopenmpi-dev) is optional.
 """
@@ -145,6 +150,23 @@ def run_mpi(exe, n):
     return rows
 
 
+class Busy:
+    """k busy processes while the block runs: a reproducible load."""
+
+    def __init__(self, k):
+        self.k, self.procs = k, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"])
+                      for _ in range(self.k)]
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
 def median(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -162,8 +184,12 @@ def main():
     ap.add_argument("--ftc", default=os.path.join(ROOT, "build", "tools",
                                                   "ftc", "ftc"))
     ap.add_argument("--out", default=None, help="append raw rows (JSONL)")
+    ap.add_argument("--load", default="0",
+                    help="busy processes during each run, a list: every "
+                    "repetition runs every level")
     a = ap.parse_args()
     ranks = [int(x) for x in a.ranks.split(",")]
+    loads = [int(x) for x in a.load.split(",")]
     systems = a.systems.split(",")
     tmp = tempfile.mkdtemp(prefix="pgvsgloo-bin-")
     bins = build(tmp)
@@ -181,19 +207,64 @@ def main():
     for rep in range(a.reps):
         for n in ranks:
             k = rep % len(active)
-            for s in active[k:] + active[:k]:  # rotate the order
-                print("# rep %d/%d  N=%d  %s" % (rep + 1, a.reps, n, s),
-                      flush=True)
-                got = norm(s, n, runners[s](n))
-                for g in got:
-                    g["rep"] = rep
-                rows += got
+            for load in loads[rep % len(loads):] + loads[:rep % len(loads)]:
+                for s in active[k:] + active[:k]:  # rotate the order
+                    print("# rep %d/%d  N=%d  load %d  %s" %
+                          (rep + 1, a.reps, n, load, s), flush=True)
+                    with Busy(load):
+                        got = norm(s, n, runners[s](n))
+                    for g in got:
+                        g["rep"], g["load"] = rep, load
+                    rows += got
     shutil.rmtree(tmp, ignore_errors=True)
     if a.out:
         with open(a.out, "a") as fh:
             for r in rows:
                 fh.write(json.dumps(r) + "\n")
-    report(rows, ranks)
+    for load in loads:
+        if len(loads) > 1:
+            print("\n=== %d busy processes" % load)
+        report([r for r in rows if r["load"] == load], ranks)
+    if len(loads) > 1:
+        report_load(rows, ranks, loads)
+
+
+def report_load(rows, ranks, loads):
+    """ftc's busbw over Gloo's (the better of raw and PyTorch's) per
+    repetition, loaded against quiet: issue 16 wants loaded / quiet >=
+    0.75 for large allreduces."""
+    def ratio(n, size, load, system):
+        vals = []
+        for rep in sorted({r["rep"] for r in rows}):
+            def bus(s):
+                v = [r["busbw"] for r in rows if r["system"] == s and
+                     r["N"] == n and r["op"] == "allreduce" and
+                     r["size"] == size and r["load"] == load and
+                     r["rep"] == rep and r["busbw"]]
+                return v[0] if v else None
+            g = [b for b in (bus("gloo"), bus("torch-gloo")) if b]
+            o = bus(system)
+            if o and g:
+                vals.append(o / max(g))
+        return median(vals)
+
+    print("\nLoaded vs quiet: ftc busbw / Gloo busbw (median of the "
+          "per-repetition ratios), allreduce")
+    for n in ranks:
+        for size in (MIB, 16 * MIB, 64 * MIB):
+            for system in ("ftc", "ftc-shm"):
+                q = ratio(n, size, loads[0], system)
+                line = "N=%d %-7s %-7s quiet %s" % (
+                    n, fmt_size(size), system,
+                    "-" if q is None else "%.2f" % q)
+                for load in loads[1:]:
+                    v = ratio(n, size, load, system)
+                    line += "  load %d %s" % (load,
+                                              "-" if v is None else "%.2f" % v)
+                    if q and v:
+                        line += " (%.2f of quiet%s)" % (
+                            v / q, "" if v / q >= 0.75 else ", below 0.75")
+                print(line)
 
 
 def report(rows, ranks):

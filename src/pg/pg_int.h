@@ -225,6 +225,13 @@ void ftc__pg_env_read(ftc__pg_env *out);
  * control characters and '|' replaced by '_'; "" when unset. */
 #define FTC__PG_HOST_ID_MAX 32
 void ftc__pg_host_id(char out[FTC__PG_HOST_ID_MAX]);
+
+/* This rank's host as the hierarchical collectives see it: a 64-bit hash
+ * of the kernel's boot id (the host name where it cannot be read), the
+ * network namespace and ftc__pg_host_id. Ranks of one machine and one
+ * network namespace with equal FTC_PG_HOST_IDs share it, whatever
+ * addresses they listen on. Never 0. */
+uint64_t ftc__pg_host_key(void);
 /* FTC_PG_<NAME>_BACKEND for backend name (upper-cased), NULL when unset. */
 const char *ftc__pg_backend_path_env(const char *name);
 

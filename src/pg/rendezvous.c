@@ -1,10 +1,10 @@
 /* ftc_pg_create: rendezvous through a store. The pg layer agrees on a
  * fresh group id (rank 0's random number, under "<prefix>/backend/group")
  * and calls the chosen backend's create. tcp's create (here): every rank
- * publishes "host:port|nonce" under "<prefix>/pg/rank/<r>" (sealed with
- * the token when there is one, bound to the prefix, rank, group id and
- * epoch), fetches all of them in one multi_get (which waits for the
- * missing ones), and connects the mesh. */
+ * publishes "host:port|nonce|host" under "<prefix>/pg/rank/<r>" (host:
+ * ftc__pg_host_key, 16 hex digits; sealed with the token when there is one,
+ * bound to the prefix, rank, group id and epoch), fetches all of them in one
+ * multi_get (which waits for the missing ones), and connects the mesh. */
 #include <stdlib.h>
 
 #include "base/auth.h"
@@ -13,7 +13,7 @@
 #include "store/client/endpoint.h"
 
 #define KEY_MAX 512
-#define TEXT_MAX (FTC_HOST_MAX + 40 + FTC__PG_HOST_ID_MAX)
+#define TEXT_MAX (FTC_HOST_MAX + 40 + 17)
 #define VALUE_MAX (TEXT_MAX + FTC__AUTH_SEAL_EXTRA)
 
 static const char seal_label[] = "ftc pg rendezvous v1";
@@ -52,11 +52,11 @@ static int unseal(const ftc_store_value *v, int rank, const uint8_t *key,
                                  rank, args->prefix);
 }
 
-/* Parses "host:port|nonce|host-id" (len bytes of v; "|host-id" may be
- * absent): the address is copied into addr, the host identity into
- * host_id. */
+/* Parses "host:port|nonce|host" (len bytes of v; "|host" may be absent:
+ * an unknown host, 0): the address is copied into addr, the host key into
+ * *host. */
 static int parse(const ftc_store_value *v, size_t len, int rank, char *addr,
-                 size_t cap, char host_id[FTC__PG_HOST_ID_MAX], uint64_t *nonce)
+                 size_t cap, uint64_t *host, uint64_t *nonce)
 {
     char text[VALUE_MAX + 1];
     if (len == 0 || len > TEXT_MAX) {
@@ -66,20 +66,22 @@ static int parse(const ftc_store_value *v, size_t len, int rank, char *addr,
     memcpy(text, v->data, len);
     text[len] = '\0';
     char *bar = strchr(text, '|');
-    char *end = NULL;
+    char *end = NULL, *host_end = NULL;
     if (bar != NULL) {
         *bar = '\0';
         *nonce = strtoull(bar + 1, &end, 16);
     }
-    bool ok = bar != NULL && end != bar + 1 && strlen(text) < cap &&
-              (*end == '\0' ||
-               (*end == '|' && strlen(end + 1) < FTC__PG_HOST_ID_MAX));
+    *host = 0;
+    if (end != NULL && *end == '|') {
+        *host = strtoull(end + 1, &host_end, 16);
+    }
+    bool ok = bar != NULL && end == bar + 17 && strlen(text) < cap &&
+              (*end == '\0' || (host_end == end + 17 && *host_end == '\0'));
     if (!ok) {
         return ftc__seterr(FTC_EPROTO, "rank %d published '%.*s'", rank,
                            (int)len, (const char *)v->data);
     }
     memcpy(addr, text, strlen(text) + 1);
-    snprintf(host_id, FTC__PG_HOST_ID_MAX, "%s", *end == '|' ? end + 1 : "");
     return 0;
 }
 
@@ -144,25 +146,21 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     char(*addrs)[FTC_HOST_MAX + 16] =
         ftc__calloc((size_t)size, FTC_HOST_MAX + 16);
     const char **ap = ftc__calloc((size_t)size, sizeof(*ap));
-    char(*hosts)[FTC__PG_HOST_ID_MAX] =
-        ftc__calloc((size_t)size, FTC__PG_HOST_ID_MAX);
-    const char **hp = ftc__calloc((size_t)size, sizeof(*hp));
+    uint64_t *hosts = ftc__calloc((size_t)size, sizeof(*hosts));
     ftc_store_value *vals = ftc__calloc((size_t)size, sizeof(*vals));
-    if (!keys || !kp || !addrs || !ap || !hosts || !hp || !vals) {
+    if (!keys || !kp || !addrs || !ap || !hosts || !vals) {
         rc = ftc__seterr(FTC_ENOMEM, "create: out of memory");
     }
     for (int i = 0; rc == 0 && i < size; i++) {
         key_of(keys[i], prefix, i);
         kp[i] = keys[i];
         ap[i] = addrs[i];
-        hp[i] = hosts[i];
     }
     if (rc == 0) {
         char value[VALUE_MAX + 1], ctx[KEY_MAX + 64];
-        char host_id[FTC__PG_HOST_ID_MAX];
-        ftc__pg_host_id(host_id);
-        int n = snprintf(value, TEXT_MAX + 1, "%s|%016llx|%s", l.addr,
-                         (unsigned long long)ftc__rand_u64(), host_id);
+        int n = snprintf(value, TEXT_MAX + 1, "%s|%016llx|%016llx", l.addr,
+                         (unsigned long long)ftc__rand_u64(),
+                         (unsigned long long)ftc__pg_host_key());
         if (key != NULL) {
             seal_context(ctx, sizeof(ctx), args, rank);
             ftc__auth_seal(key, seal_label, ctx, value, (size_t)n, value + n);
@@ -184,13 +182,13 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
         rc = unseal(&vals[i], i, key, args, &len);
         rc = rc != 0 ? rc
                      : parse(&vals[i], len, i, addrs[i], FTC_HOST_MAX + 16,
-                             hosts[i], &nonce);
+                             &hosts[i], &nonce);
     }
     if (rc == 0) {
         /* A cancel of the store client (another thread's
          * ftc_store_client_cancel) ends the mesh's waits too. */
         ftc__event cancel = {ftc__store_client_cancel_fd(store)};
-        rc = ftc__tcp_build(args->group, &l, ap, hp, args->group_id,
+        rc = ftc__tcp_build(args->group, &l, ap, hosts, args->group_id,
                             args->deadline_ns, &cancel, args->rendezvous, impl);
     } else {
         ftc__adderr(rc, "process group rendezvous under '%s'", prefix);
@@ -205,7 +203,6 @@ int ftc__tcp_create(const ftc_pg_backend_create_args *args, void **impl)
     ftc__free(addrs);
     ftc__free(ap);
     ftc__free(hosts);
-    ftc__free(hp);
     ftc__auth_wipe(key_buf, sizeof(key_buf));
     return rc;
 }

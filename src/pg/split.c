@@ -11,18 +11,18 @@
 #include "pg/tcp/tcp.h"
 
 /* One rank's entry in the split exchange, little-endian:
- * color i32 | key i32 | nonce u64 | reserved u32 (0) | host identity
- * (FTC_PG_HOST_ID), NUL padded | address, NUL padded. A rank that could
- * not listen sends color LISTEN_FAILED. */
-#define REC_HOST_ID 20
-#define REC_ADDR (REC_HOST_ID + FTC__PG_HOST_ID_MAX)
+ * color i32 | key i32 | nonce u64 | reserved u32 (0) | host key u64
+ * (ftc__pg_host_key) | address, NUL padded. A rank that could not listen
+ * sends color LISTEN_FAILED. */
+#define REC_HOST 20
+#define REC_ADDR (REC_HOST + 8)
 #define REC_SIZE (REC_ADDR + FTC_HOST_MAX + 16)
 #define LISTEN_FAILED (-2)
 
 typedef struct entry {
     int color, key, rank;
     uint64_t nonce;
-    const char *host_id;
+    uint64_t host;
     const char *addr;
 } entry;
 
@@ -33,18 +33,17 @@ static void encode(uint8_t *rec, int color, int key, uint64_t nonce,
     ftc__put_u32le(rec, (uint32_t)color);
     ftc__put_u32le(rec + 4, (uint32_t)key);
     ftc__put_u64le(rec + 8, nonce);
-    ftc__pg_host_id((char *)rec + REC_HOST_ID);
+    ftc__put_u64le(rec + REC_HOST, ftc__pg_host_key());
     snprintf((char *)rec + REC_ADDR, REC_SIZE - REC_ADDR, "%s", addr);
 }
 
 static void decode(uint8_t *rec, int rank, entry *e)
 {
-    rec[REC_ADDR - 1] = '\0';
     rec[REC_SIZE - 1] = '\0';
     e->color = (int)ftc__get_u32le(rec);
     e->key = (int)ftc__get_u32le(rec + 4);
     e->nonce = ftc__get_u64le(rec + 8);
-    e->host_id = (const char *)rec + REC_HOST_ID;
+    e->host = ftc__get_u64le(rec + REC_HOST);
     e->addr = (const char *)rec + REC_ADDR;
     e->rank = rank;
 }
@@ -93,16 +92,16 @@ static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
 {
     entry *mem = ftc__calloc((size_t)pg->size, sizeof(*mem));
     const char **addrs = ftc__calloc((size_t)pg->size, sizeof(*addrs));
-    const char **host_ids = ftc__calloc((size_t)pg->size, sizeof(*host_ids));
+    uint64_t *hosts = ftc__calloc((size_t)pg->size, sizeof(*hosts));
     int *parent = ftc__calloc((size_t)pg->size, sizeof(*parent));
-    int rc = mem && addrs && host_ids && parent
+    int rc = mem && addrs && hosts && parent
                  ? 0
                  : ftc__seterr(FTC_ENOMEM, "split: out of memory");
     int m = rc == 0 ? members(all, pg->size, color, mem) : 0;
     int me = 0;
     for (int i = 0; i < m; i++) {
         addrs[i] = mem[i].addr;
-        host_ids[i] = mem[i].host_id;
+        hosts[i] = mem[i].host;
         parent[i] = mem[i].rank;
         me = mem[i].rank == pg->rank ? i : me;
     }
@@ -113,8 +112,8 @@ static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
     snprintf(prefix, sizeof(prefix), "%.400s/split/%016llx",
              pg->prefix != NULL ? pg->prefix : "", (unsigned long long)id);
     if (rc == 0 && strcmp(be->name, "tcp") == 0) {
-        rc = ftc__pg_create_from_peers(out, l, addrs, host_ids, me, m, id,
-                                       parent, o);
+        rc = ftc__pg_create_from_peers(out, l, addrs, hosts, me, m, id, parent,
+                                       o);
         if (rc == 0) {
             (*out)->prefix = ftc__strdup(prefix);
         }
@@ -134,7 +133,7 @@ static int join(ftc_pg *pg, entry *all, ftc__pg_listener *l, int color,
     }
     ftc__free(mem);
     ftc__free(addrs);
-    ftc__free(host_ids);
+    ftc__free(hosts);
     ftc__free(parent);
     return rc;
 }

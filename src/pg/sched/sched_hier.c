@@ -30,9 +30,13 @@ static size_t part_lo(size_t lo, size_t hi, int k, int i)
     return lo + (hi - lo) * (size_t)i / (size_t)k;
 }
 
+/* Units past the end are empty (see ftc__build_allreduce_hier). */
 static size_t unit_len(const units *u, size_t i)
 {
     size_t start = i * u->x->seg;
+    if (start >= u->count) {
+        return 0;
+    }
     size_t n = u->count - start < u->x->seg ? u->count - start : u->x->seg;
     return n * u->x->E;
 }
@@ -91,7 +95,11 @@ int ftc__build_allreduce_hier(ftc__sched_ctx *x)
     const ftc__sched_hosts *h = x->hosts;
     ftc__op *op = x->op;
     int H = h->nhost, L = h->per_host;
-    size_t nunits = op->count == 0 ? 0 : (op->count + x->seg - 1) / x->seg;
+    /* At least a unit per rank, empty ones past the end, so that every
+     * step of every phase sends a message, as the flat plans do: a peer
+     * that is gone fails the call even when the buffer is tiny or empty. */
+    size_t nunits = (op->count + x->seg - 1) / x->seg;
+    nunits = nunits < (size_t)x->size ? (size_t)x->size : nunits;
     units u = {.x = x, .count = op->count};
     u.last = ftc__calloc(nunits + 1, sizeof(*u.last));
     int *local = ftc__calloc((size_t)(L + H), sizeof(*local));

@@ -267,7 +267,7 @@ static void report_blame(const ftc__tcp *g, ftc_pg_backend_rendezvous *rv)
 }
 
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
-                   const char *const *host_ids, uint64_t group_id,
+                   const uint64_t *host_keys, uint64_t group_id,
                    int64_t deadline_ns, const ftc__event *cancel,
                    ftc_pg_backend_rendezvous *rv, void **impl)
 {
@@ -278,7 +278,7 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
         rc = alloc_group(&g, pg, group_id);
     }
     if (rc == 0) {
-        rc = ftc__tcp_hosts(g, addrs, host_ids);
+        rc = ftc__tcp_hosts(g, host_keys);
     }
     if (rc == 0) {
         g->spin_ns = choose_spin_ns(&pg->opts, addrs, pg->rank, pg->size);
@@ -315,7 +315,7 @@ int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
 
 int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
                               const char *const *addrs,
-                              const char *const *host_ids, int rank, int size,
+                              const uint64_t *host_keys, int rank, int size,
                               uint64_t group_id, const int *parent_ranks,
                               const ftc_pg_opts *opts)
 {
@@ -331,8 +331,8 @@ int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
         pg->ops = &ftc__tcp_backend;
         ftc__deadline dl = ftc__deadline_from_timeout(
             pg->opts.connect_timeout_ms, pg->opts.connect_timeout_ms);
-        rc = ftc__tcp_build(pg, l, addrs, host_ids, group_id, dl.ns, NULL, NULL,
-                            &pg->impl);
+        rc = ftc__tcp_build(pg, l, addrs, host_keys, group_id, dl.ns, NULL,
+                            NULL, &pg->impl);
     } else {
         ftc__pg_listener_close(l);
     }

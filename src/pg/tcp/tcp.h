@@ -18,24 +18,24 @@ int ftc__pg_listen(const char *host, ftc__pg_listener *l);
 void ftc__pg_listener_close(ftc__pg_listener *l);
 
 /* Builds rank's member of a group whose members listen at addrs[0..size)
- * (addrs[rank] is l's address) on the hosts host_ids[0..size) name
- * (FTC_PG_HOST_ID; NULL or "": none). Consumes the listener (closed on return).
- * group_id must be the same on every rank and unique to this group;
- * parent_ranks (may be NULL: identity) is copied. Blocks until every
- * connection is made or opts->connect_timeout_ms passes. */
+ * (addrs[rank] is l's address) on the hosts host_keys[0..size) name
+ * (ftc__pg_host_key; NULL, or a 0: unknown, no hierarchy). Consumes the
+ * listener (closed on return). group_id must be the same on every rank and
+ * unique to this group; parent_ranks (may be NULL: identity) is copied. Blocks
+ * until every connection is made or opts->connect_timeout_ms passes. */
 int ftc__pg_create_from_peers(ftc_pg **out, ftc__pg_listener *l,
                               const char *const *addrs,
-                              const char *const *host_ids, int rank, int size,
+                              const uint64_t *host_keys, int rank, int size,
                               uint64_t group_id, const int *parent_ranks,
                               const ftc_pg_opts *opts);
 
 /* The tcp member of group pg (initialised by ftc__pg_init) from the
- * members' addresses and host identities: connects the mesh by deadline_ns and
+ * members' addresses and host keys: connects the mesh by deadline_ns and
  * starts the engine. Consumes the listener. Fails with FTC_ECANCELED, blaming
  * nobody, once cancel (NULL: none) is signalled. On other failures the members
  * it blames go to rv (ftc_pg_backend_blame; NULL: nowhere). */
 int ftc__tcp_build(ftc_pg *pg, ftc__pg_listener *l, const char *const *addrs,
-                   const char *const *host_ids, uint64_t group_id,
+                   const uint64_t *host_keys, uint64_t group_id,
                    int64_t deadline_ns, const ftc__event *cancel,
                    ftc_pg_backend_rendezvous *rv, void **impl);
 

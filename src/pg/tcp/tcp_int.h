@@ -312,10 +312,9 @@ int ftc__chan_tune(ftc__tcp *g, ftc__chan *c);
 /* FTC_EINVAL if the congestion control named in o cannot be used. */
 int ftc__tcp_check_congestion(const ftc_pg_opts *o);
 
-/* g->hosts from every rank's address and host identity (host_ids NULL,
- * or an entry NULL: none). hosts.c. */
-int ftc__tcp_hosts(ftc__tcp *g, const char *const *addrs,
-                   const char *const *host_ids);
+/* g->hosts from every rank's host key (ftc__pg_host_key; host_keys NULL,
+ * or any key 0: unknown, no two-level layout). hosts.c. */
+int ftc__tcp_hosts(ftc__tcp *g, const uint64_t *host_keys);
 
 /* ---- p2p.c (driver only) */
 /* Queues a send on its side channel or posts a receive. */

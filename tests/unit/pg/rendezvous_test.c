@@ -108,8 +108,8 @@ static void a_malformed_address_is_refused(void **state)
     member_main(&m);
     assert_int_equal(m.rc, FTC_EPROTO);
     assert_non_null(strstr(m.msg, "rank 1 published 'garbage'"));
-    /* A host identity longer than FTC_PG_HOST_ID allows, and a nonce
-     * followed by something other than one. */
+    /* A host key longer than 16 hex digits, and a nonce followed by
+     * something other than one. */
     static const char *const bad[] = {
         "127.0.0.1:9|0123456789abcdef|0123456789abcdef0123456789abcdef",
         "127.0.0.1:9|0123456789abcdefx"};
