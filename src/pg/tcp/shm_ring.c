@@ -249,14 +249,37 @@ static bool lane_read(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 
 /* ------------------------------------------------------------- driving */
 
+/* Whether the lane's part of the plan can no longer finish, its peer gone
+ * (c->eof) and nothing moved. Unlike a socket's, the ring's bytes are not
+ * ordered before the end of stream: the peer's last messages may still be
+ * unread there, behind a receive that waits for another channel (a
+ * direct reduce_scatter's, for the one before it). Such a receive is
+ * stuck only if the ring holds nothing more; one free to go that read
+ * nothing lacks bytes the peer will never write. A send still to do to a
+ * peer that left never had its receive. */
+static bool lane_stuck(const ftc__tcp *g, const ftc__chan *c,
+                       const ftc__plan_chan *pc)
+{
+    if (pc->sent < pc->nsends) {
+        return true;
+    }
+    if (pc->recvd >= pc->nrecvs) {
+        return false;
+    }
+    const ftc__shm_lane *l = c->lane;
+    uint64_t unread =
+        atomic_load_explicit(&l->rx_ctl->head, memory_order_acquire) -
+        l->rx_tail;
+    return unread == 0 || ftc__xfer_ready(&g->plan, &pc->recvs[pc->recvd]);
+}
+
 bool ftc__shm_pump(ftc__tcp *g, ftc__chan *c, ftc__plan_chan *pc)
 {
     drain_doorbells(c);
     bool moved = lane_write(g, c, pc);
     moved |= lane_read(g, c, pc);
     g->shm_moved |= moved;
-    bool due = pc->recvd < pc->nrecvs || pc->sent < pc->nsends;
-    if (!g->failed && c->eof && due && !moved) {
+    if (!g->failed && c->eof && !moved && lane_stuck(g, c, pc)) {
         ftc__chan_peer_gone(g, c, pc);
     }
     return moved;

@@ -3,7 +3,9 @@
  * hostile peer writing forged headers or indices into its ring or
  * offering what is not a lane's segment, and the choice of transport
  * (docs/operations.md "Transports"). */
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +122,109 @@ static void forged_ring_contents_fail_the_op(void **state)
         pgt_run_threads(2, &o, forged, &f);
         assert_int_equal(pgt_lane_segments(), 0);
     }
+}
+
+/* ------------------------------------------------ a peer that left */
+
+/* Rank 2 finishes a direct reduce_scatter and destroys its group while
+ * rank 1 cannot run its engine; rank 1's receive from rank 2 waits for
+ * its receive from rank 0, whose channel its pump visits second. */
+typedef struct left_early {
+    atomic_int submitted; /* rank 1's sends are out, its engine held */
+    atomic_int done;      /* rank 1 has its result */
+} left_early;
+
+/* Stops g's engine: with a user thread counted in want (as
+ * ftc__tcp_wait counts itself) its progress thread does not drive, and
+ * this returns once nobody does. Taking one off want lets go. */
+static void hold_engine(ftc__tcp *g)
+{
+    pthread_mutex_lock(&g->mu);
+    atomic_fetch_add(&g->want, 1);
+    while (g->driver != FTC__DRIVER_NONE) {
+        ftc__event_signal(&g->doorbell);
+        pthread_mutex_unlock(&g->mu);
+        sched_yield();
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
+{
+    left_early *e = arg;
+    ftc__tcp *g = pg->impl;
+    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
+    enum { C = 4 };
+    float in[3 * C], out[C] = {0};
+    for (int i = 0; i < n * C; i++) {
+        in[i] = (float)(100 * r + i);
+    }
+    ftc_tensor ti = ftc_tensor_cpu(in, (size_t)n * C, FTC_DTYPE_F32);
+    ftc_tensor to = ftc_tensor_cpu(out, C, FTC_DTYPE_F32);
+    ftc_work *w = NULL;
+    int rc;
+    if (r == 1) {
+        /* Its submit sends at once on this thread; then nobody reads. */
+        hold_engine(g);
+        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        atomic_store(&e->submitted, 1);
+        /* Rank 2 is done and gone: its data waits in the ring, rank 0's
+         * too (rank 2 could not finish without it), then the end of
+         * stream of the lane's connection. */
+        int fd = g->coll[ftc__chan_id(g, 2, 0)].fd;
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        if (rc == 0 && poll(&p, 1, (int)tk_ms(20000)) != 1) {
+            rc = ftc__seterr(FTC_ETIMEDOUT, "rank 2 did not leave");
+        }
+        if (rc != 0) {
+            atomic_store(&e->done, 1);
+            return rc;
+        }
+        /* What a wake-up with that event marks. */
+        pthread_mutex_lock(&g->mu);
+        g->coll[ftc__chan_id(g, 2, 0)].readable = true;
+        atomic_fetch_sub(&g->want, 1);
+        pthread_mutex_unlock(&g->mu);
+    } else {
+        TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
+        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = pgt_wait(w);
+    if (r == 1) {
+        atomic_store(&e->done, 1);
+    } else if (r == 0) {
+        TK_WAIT_UNTIL(atomic_load(&e->done) != 0, 20000);
+    }
+    for (int i = 0; rc == 0 && i < C; i++) {
+        float want = 0;
+        for (int k = 0; k < n; k++) {
+            want += (float)(100 * k + r * C + i);
+        }
+        if (out[i] != want) {
+            rc = ftc__seterr(FTC_EPROTO, "rank %d: out[%d] = %g, not %g", r, i,
+                             (double)out[i], (double)want);
+        }
+    }
+    return rc; /* rank 2 returns first: its group is destroyed */
+}
+
+/* Over TCP a peer's data precede its end of stream; over a lane they
+ * wait in the ring after it: an operation whose bytes all arrived
+ * completes, however late its receive becomes due. */
+static void a_peer_that_left_after_sending_is_read_to_the_end(void **state)
+{
+    (void)state;
+    ftc_pg_opts o = with_transport(FTC_PG_TRANSPORT_SHM);
+    o.reduce_scatter_algo = FTC_ALGO_DIRECT;
+    for (int k = 0; k < 3; k++) {
+        left_early e = {0};
+        pgt_run_threads(3, &o, reduce_scatter_after_peer_left, &e);
+    }
+    assert_int_equal(pgt_lane_segments(), 0);
 }
 
 /* ------------------------------------------- offers that are not lanes */
@@ -281,6 +386,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lanes_carry_every_size_and_vanish),
         cmocka_unit_test(forged_ring_contents_fail_the_op),
+        cmocka_unit_test(a_peer_that_left_after_sending_is_read_to_the_end),
         cmocka_unit_test(offers_that_are_not_lanes_are_refused),
         cmocka_unit_test(transport_is_chosen_per_pair),
         cmocka_unit_test(transport_from_the_environment),
