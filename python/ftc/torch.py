@@ -24,7 +24,6 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import _create_work_from_future
 from torch.futures import Future
 
 import ftc
@@ -223,10 +222,10 @@ class ProcessGroupFtc(dist.ProcessGroup):
     def _work(self, futures, value):
         """One c10d Work for several futures, whose value is value()."""
         if len(futures) == 1:  # f.value() raises the operation's error
-            return _create_work_from_future(futures[0].then(
+            return _FutureWork(futures[0].then(
                 lambda f: (f.value(), value())[1]))
         all_done = torch.futures.collect_all(futures)
-        return _create_work_from_future(all_done.then(
+        return _FutureWork(all_done.then(
             lambda f: ([g.value() for g in f.value()], value())[1]))
 
     # ------------------------------------------------------- collectives
@@ -397,16 +396,18 @@ class ProcessGroupFtc(dist.ProcessGroup):
             self._server.close()
 
 
-class _SourceWork(dist.Work):
-    """The Work of a receive from any source: c10d asks it the sender."""
+class _FutureWork(dist.Work):
+    """A c10d Work over a future whose wait() raises the operation's error,
+    as Gloo's does. (torch's _create_work_from_future makes one whose
+    wait() returns True even when the future failed, leaving the outputs
+    untouched: a caller that waits and reads would read stale values.)"""
 
-    def __init__(self, fut, source):
+    def __init__(self, fut):
         super().__init__()
         self._fut = fut
-        self._source = source  # filled at completion
 
     def wait(self, timeout=None):
-        self._fut.wait()
+        self._fut.wait()  # raises the future's error
         return True
 
     def is_completed(self):
@@ -414,6 +415,17 @@ class _SourceWork(dist.Work):
 
     def get_future(self):
         return self._fut
+
+    def result(self):
+        return self._fut.value()
+
+
+class _SourceWork(_FutureWork):
+    """The Work of a receive from any source: c10d asks it the sender."""
+
+    def __init__(self, fut, source):
+        super().__init__(fut)
+        self._source = source  # filled at completion
 
     def _source_rank(self):
         return self._source[0]

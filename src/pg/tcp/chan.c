@@ -54,6 +54,7 @@ bool ftc__chan_heard_why(ftc__tcp *g, int peer)
     while (!g->failed && s->fd >= 0 && !s->eof) {
         s->readable = true;
         ftc__chan_pump_side(g, s);
+        ftc__tcp_apply_held_abort(g); /* the peer is gone: it explains */
         int64_t left = deadline - ftc__now_ns();
         if (g->failed || s->eof || left <= 0) {
             break;
@@ -675,6 +676,9 @@ void ftc__chan_peer_gone(ftc__tcp *g, ftc__chan *c, const ftc__plan_chan *pc)
     }
     /* A peer that said BYE left in good order: not a fault of its link. */
     bool *blame = ftc__tcp_blame_begin(g);
+    if (blame == NULL) {
+        return;
+    }
     blame[c->peer] = !g->side[c->peer].bye;
     ftc__tcp_fail_blamed(g, FTC_EPEER, false,
                          "Connection closed by peer %s during %s #%llu "

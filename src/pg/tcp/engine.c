@@ -145,6 +145,8 @@ static void fail_v(ftc__tcp *g, int code, bool on_purpose, const char *fmt,
 
 bool *ftc__tcp_blame_begin(ftc__tcp *g)
 {
+    /* A held ABORT came first: it is the failure reported. */
+    ftc__tcp_apply_held_abort(g);
     if (g->failed) {
         return NULL;
     }
@@ -395,6 +397,10 @@ static void pump(ftc__tcp *g)
             ftc__tcp_op_done(g, g->cur, 0, NULL);
             g->cur = NULL;
             moved = true;
+        }
+        /* A peer's ABORT waits until the collectives stop moving. */
+        if (!moved) {
+            ftc__tcp_apply_held_abort(g);
         }
         for (int p = 0; p < g->size && !g->failed; p++) {
             ftc__chan *c = &g->side[p];

@@ -230,10 +230,11 @@ static void take_abort(ftc__tcp *g, ftc__chan *c)
     if (code == FTC_ECANCELED || code >= 0 || code < FTC__ERR_LOWEST) {
         code = FTC_EPEER;
     }
-    bool *blame = ftc__tcp_blame_begin(g);
-    if (blame == NULL) {
-        return;
+    if (g->failed || g->held_abort.pending) {
+        return; /* the first failure is the one reported */
     }
+    bool *blame = g->held_abort.blame;
+    memset(blame, 0, (size_t)g->size * sizeof(*blame));
     if (ftc__pgw_blame_decode(c->tmp, h->tag, (uint32_t)g->size,
                               (uint32_t)c->peer, blame) != 0) {
         ftc__tcp_fail_peer(g, c->peer, FTC_EPROTO, "from %s: ABORT: %s",
@@ -243,12 +244,31 @@ static void take_abort(ftc__tcp *g, ftc__chan *c)
     /* The peer may blame this rank (it timed out before this rank's
      * answer came): a rank never blames itself. */
     blame[g->rank] = false;
-    if (!on_purpose) {
-        ftc__tcp_probe_silent(g, blame, c->peer);
-    }
     size_t ranks = 4 * (size_t)h->tag;
-    ftc__tcp_fail_blamed(g, code, on_purpose, "%s failed: %.*s", c->name,
-                         (int)(h->len - ranks), (const char *)c->tmp + ranks);
+    g->held_abort.pending = true;
+    g->held_abort.on_purpose = on_purpose;
+    g->held_abort.code = code;
+    g->held_abort.peer = c->peer;
+    snprintf(g->held_abort.msg, sizeof(g->held_abort.msg), "%s failed: %.*s",
+             c->name, (int)(h->len - ranks), (const char *)c->tmp + ranks);
+}
+
+void ftc__tcp_apply_held_abort(ftc__tcp *g)
+{
+    if (!g->held_abort.pending) {
+        return;
+    }
+    g->held_abort.pending = false;
+    bool *blame = ftc__tcp_blame_begin(g);
+    if (blame == NULL) {
+        return;
+    }
+    memcpy(blame, g->held_abort.blame, (size_t)g->size * sizeof(*blame));
+    if (!g->held_abort.on_purpose) {
+        ftc__tcp_probe_silent(g, blame, g->held_abort.peer);
+    }
+    ftc__tcp_fail_blamed(g, g->held_abort.code, g->held_abort.on_purpose, "%s",
+                         g->held_abort.msg);
 }
 
 static void side_complete(ftc__tcp *g, ftc__chan *c)

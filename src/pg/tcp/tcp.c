@@ -153,6 +153,7 @@ static void free_group(ftc__tcp *g)
     ftc__free(g->side);
     ftc__free(g->pong);
     ftc__free(g->blame);
+    ftc__free(g->held_abort.blame);
     ftc__scratch_free(&g->scratch);
     ftc__sched_hosts_free(&g->hosts);
     pthread_mutex_destroy(&g->mu);
@@ -201,7 +202,8 @@ static int alloc_group(ftc__tcp **out, ftc_pg *pg, uint64_t group_id)
     g->side = ftc__calloc((size_t)g->size, sizeof(*g->side));
     g->pong = ftc__calloc((size_t)g->size, sizeof(*g->pong));
     g->blame = ftc__calloc((size_t)g->size, sizeof(*g->blame));
-    int rc = (g->coll && g->side && g->pong && g->blame)
+    g->held_abort.blame = ftc__calloc((size_t)g->size, sizeof(bool));
+    int rc = (g->coll && g->side && g->pong && g->blame && g->held_abort.blame)
                  ? ftc__plan_init(&g->plan, nch)
                  : ftc__seterr(FTC_ENOMEM, "process group: out of memory");
     if (rc == 0 && g->auth) {

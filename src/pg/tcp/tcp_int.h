@@ -156,6 +156,16 @@ typedef struct ftc__tcp {
      * building the group: for the failed create). Written by the driver
      * before it sets failed, never after: read under mu once failed. */
     bool *blame;
+    /* A peer's ABORT, held until the collective channels stop moving
+     * (ftc__tcp_apply_held_abort): bytes of the current operation that
+     * already arrived are taken first, so an operation the peers finished
+     * completes here too. */
+    struct {
+        bool pending, on_purpose;
+        int code, peer;
+        bool *blame; /* size, as decoded from the ABORT */
+        char msg[FTC__ERR_MSG_MAX];
+    } held_abort;
     bool on_purpose; /* driver: the failure began with an ftc_pg_abort */
 
     /* driver */
@@ -213,6 +223,8 @@ void ftc__tcp_fail_blamed(ftc__tcp *g, int code, bool on_purpose,
  * current operation's liveness probe, if it has run for at least half its
  * window (a younger probe proves nothing). */
 void ftc__tcp_probe_silent(ftc__tcp *g, bool *blame, int except);
+/* Fails the group with the held ABORT, if any (side.c). */
+void ftc__tcp_apply_held_abort(ftc__tcp *g);
 /* The table's failed_peers slot. */
 int ftc__tcp_failed_peers(void *impl, int *ranks, int cap);
 /* Moves op to the finished list with rc and a message (driver only). */

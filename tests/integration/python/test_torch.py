@@ -122,7 +122,8 @@ class TorchBackend(unittest.TestCase):
         fails with Gloo's "Connection closed by peer" and not at its 20 s
         timeout: the completion thread no longer keeps the last work it
         completed (and through it the group) alive. Ranks on threads, as
-        torchft's tests run them; rank 1's recv is the last completion."""
+        torchft's tests run them; rank 1's recv is the last completion.
+        The failure reaches both the future and Work.wait()."""
         import threading
         from datetime import timedelta
 
@@ -148,10 +149,22 @@ class TorchBackend(unittest.TestCase):
         got = torch.zeros(2)
         pgs[1].recv([got], 0, 0).get_future().wait()
         self.assertEqual(got.tolist(), [1.0, 1.0])
-        pgs[1] = None  # rank 1 lets go of its group
+        # Rank 0 starts collectives rank 1 never joins; then rank 1 lets
+        # go of its group (torchft's shutdown()).
+        first = pgs[0].allreduce([torch.ones(2)])
+        # Work.wait() raises too (torch's future-made works returned True
+        # and left the output as it was), for one operation and for a
+        # coalesced call of several.
+        waited = (pgs[0].allreduce([torch.ones(2)]),
+                  pgs[0].allreduce_coalesced([torch.ones(2), torch.ones(3)]))
+        pgs[1] = None
         with self.assertRaises(RuntimeError) as cm:
-            pgs[0].allreduce([torch.ones(2)]).get_future().wait()
+            first.get_future().wait()
         self.assertIn("Connection closed by peer rank 1", str(cm.exception))
+        for work in waited:
+            with self.assertRaises(RuntimeError) as cm:
+                work.wait()
+            self.assertIn("rank 1", str(cm.exception))
 
 
 class UnderFtcRun(unittest.TestCase):

@@ -227,6 +227,124 @@ static void a_peer_that_left_after_sending_is_read_to_the_end(void **state)
     assert_int_equal(pgt_lane_segments(), 0);
 }
 
+/* ------------------------------------- a peer's abort after its bytes */
+
+/* Rank 0 aborts its group right after a direct reduce_scatter that every
+ * rank's bytes finished, while rank 1 cannot run its engine: when rank 1
+ * runs again its channels hold rank 0's and rank 2's messages and its
+ * side channel rank 0's ABORT. The receive from rank 2 waits for the one
+ * from rank 0, on a channel the pump visits second. */
+typedef struct abort_after {
+    atomic_int submitted; /* rank 1's sends are out, its engine held */
+    atomic_int finished2; /* rank 2's operation is done */
+    atomic_int aborted;   /* rank 0 sent its ABORT */
+    atomic_int done;      /* rank 1 has its result */
+} abort_after;
+
+/* Bounded wait for fd to have something to read. */
+static int readable_within(int fd, const char *what)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, (int)tk_ms(20000)) == 1
+               ? 0
+               : ftc__seterr(FTC_ETIMEDOUT, "%s never came", what);
+}
+
+static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
+{
+    abort_after *e = arg;
+    ftc__tcp *g = pg->impl;
+    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
+    enum { C = 4 };
+    float in[3 * C], out[C] = {0};
+    for (int i = 0; i < n * C; i++) {
+        in[i] = (float)(100 * r + i);
+    }
+    ftc_tensor ti = ftc_tensor_cpu(in, (size_t)n * C, FTC_DTYPE_F32);
+    ftc_tensor to = ftc_tensor_cpu(out, C, FTC_DTYPE_F32);
+    ftc_work *w = NULL;
+    int rc;
+    if (r == 1) {
+        hold_engine(g);
+        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        atomic_store(&e->submitted, 1);
+        TK_WAIT_UNTIL(atomic_load(&e->aborted) != 0, 20000);
+        /* Over TCP rank 2's message sits in its socket; over a lane in
+         * the ring, and its doorbell connection says nothing. */
+        ftc__chan *from2 = &g->coll[ftc__chan_id(g, 2, 0)];
+        rc = rc != 0       ? rc
+             : from2->lane ? 0
+                           : readable_within(from2->fd, "rank 2's bytes");
+        rc = rc != 0 ? rc : readable_within(g->side[0].fd, "rank 0's ABORT");
+        if (rc != 0) {
+            atomic_store(&e->done, 1);
+            return rc;
+        }
+        /* What a wake-up marks. */
+        pthread_mutex_lock(&g->mu);
+        from2->readable = true;
+        g->coll[ftc__chan_id(g, 0, 0)].readable = true;
+        g->side[0].readable = true;
+        atomic_fetch_sub(&g->want, 1);
+        pthread_mutex_unlock(&g->mu);
+    } else {
+        TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
+        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    rc = pgt_wait(w);
+    if (r == 2) {
+        atomic_store(&e->finished2, 1);
+    } else if (r == 0 && rc == 0) {
+        /* Once rank 2 finished, its bytes for rank 1 are on their way. */
+        TK_WAIT_UNTIL(atomic_load(&e->finished2) != 0, 20000);
+        ftc_pg_abort(pg);
+        atomic_store(&e->aborted, 1);
+    }
+    for (int i = 0; rc == 0 && i < C; i++) {
+        float want = 0;
+        for (int k = 0; k < n; k++) {
+            want += (float)(100 * k + r * C + i);
+        }
+        if (out[i] != want) {
+            rc = ftc__seterr(FTC_EPROTO, "rank %d: out[%d] = %g, not %g", r, i,
+                             (double)out[i], (double)want);
+        }
+    }
+    if (r == 1) {
+        /* The ABORT is taken once the operation is done: the next fails. */
+        ftc_work *b = NULL;
+        int brc = ftc_pg_barrier(pg, NULL, &b);
+        brc = brc != 0 ? brc : pgt_wait(b);
+        if (rc == 0 && brc == 0) {
+            rc = ftc__seterr(FTC_EPROTO, "the group outlived rank 0's ABORT");
+        }
+        atomic_store(&e->done, 1);
+    } else {
+        TK_WAIT_UNTIL(atomic_load(&e->done) != 0, 20000);
+    }
+    return rc;
+}
+
+/* A peer's ABORT does not fail an operation whose bytes all arrived, on
+ * either transport. */
+static void an_abort_after_the_bytes_fails_the_next_operation(void **state)
+{
+    (void)state;
+    int transports[] = {FTC_PG_TRANSPORT_TCP, FTC_PG_TRANSPORT_SHM};
+    for (int t = 0; t < 2; t++) {
+        ftc_pg_opts o = with_transport(transports[t]);
+        o.reduce_scatter_algo = FTC_ALGO_DIRECT;
+        for (int k = 0; k < 3; k++) {
+            abort_after e = {0};
+            pgt_run_threads(3, &o, reduce_scatter_then_abort, &e);
+        }
+    }
+    assert_int_equal(pgt_lane_segments(), 0);
+}
+
 /* ------------------------------------------- offers that are not lanes */
 
 static void expect_refused(ftc__chan *c, uint32_t pid, int fd, uint64_t ring,
@@ -387,6 +505,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(lanes_carry_every_size_and_vanish),
         cmocka_unit_test(forged_ring_contents_fail_the_op),
         cmocka_unit_test(a_peer_that_left_after_sending_is_read_to_the_end),
+        cmocka_unit_test(an_abort_after_the_bytes_fails_the_next_operation),
         cmocka_unit_test(offers_that_are_not_lanes_are_refused),
         cmocka_unit_test(transport_is_chosen_per_pair),
         cmocka_unit_test(transport_from_the_environment),
