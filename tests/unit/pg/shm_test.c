@@ -150,30 +150,76 @@ static void hold_engine(ftc__tcp *g)
     pthread_mutex_unlock(&g->mu);
 }
 
+/* Marks what a wake-up would (the channels readable) and lets the engine
+ * go (hold_engine). */
+static void release_engine(ftc__tcp *g, ftc__chan *const *readable, int n)
+{
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < n; i++) {
+        readable[i]->readable = true;
+    }
+    atomic_fetch_sub(&g->want, 1);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* A 3-rank f32 SUM reduce_scatter of C elements per rank, and its check. */
+enum { RS_C = 4 };
+typedef struct rs_case {
+    float in[3 * RS_C], out[RS_C];
+    ftc_tensor ti, to;
+} rs_case;
+
+static void rs_prepare(ftc_pg *pg, rs_case *k)
+{
+    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
+    memset(k->out, 0, sizeof(k->out));
+    for (int i = 0; i < n * RS_C; i++) {
+        k->in[i] = (float)(100 * r + i);
+    }
+    k->ti = ftc_tensor_cpu(k->in, (size_t)n * RS_C, FTC_DTYPE_F32);
+    k->to = ftc_tensor_cpu(k->out, RS_C, FTC_DTYPE_F32);
+}
+
+static int rs_submit(ftc_pg *pg, rs_case *k, ftc_work **w)
+{
+    return ftc_pg_reduce_scatter(pg, &k->ti, &k->to, FTC_OP_SUM, NULL, w);
+}
+
+static int rs_check(ftc_pg *pg, const rs_case *k)
+{
+    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
+    for (int i = 0; i < RS_C; i++) {
+        float want = 0;
+        for (int q = 0; q < n; q++) {
+            want += (float)(100 * q + r * RS_C + i);
+        }
+        if (k->out[i] != want) {
+            return ftc__seterr(FTC_EPROTO, "rank %d: out[%d] = %g, not %g", r,
+                               i, (double)k->out[i], (double)want);
+        }
+    }
+    return 0;
+}
+
 static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
 {
     left_early *e = arg;
     ftc__tcp *g = pg->impl;
-    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
-    enum { C = 4 };
-    float in[3 * C], out[C] = {0};
-    for (int i = 0; i < n * C; i++) {
-        in[i] = (float)(100 * r + i);
-    }
-    ftc_tensor ti = ftc_tensor_cpu(in, (size_t)n * C, FTC_DTYPE_F32);
-    ftc_tensor to = ftc_tensor_cpu(out, C, FTC_DTYPE_F32);
+    int r = ftc_pg_rank(pg);
+    rs_case k;
+    rs_prepare(pg, &k);
     ftc_work *w = NULL;
     int rc;
     if (r == 1) {
         /* Its submit sends at once on this thread; then nobody reads. */
         hold_engine(g);
-        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        rc = rs_submit(pg, &k, &w);
         atomic_store(&e->submitted, 1);
         /* Rank 2 is done and gone: its data waits in the ring, rank 0's
          * too (rank 2 could not finish without it), then the end of
          * stream of the lane's connection. */
-        int fd = g->coll[ftc__chan_id(g, 2, 0)].fd;
-        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        ftc__chan *from2 = &g->coll[ftc__chan_id(g, 2, 0)];
+        struct pollfd p = {.fd = from2->fd, .events = POLLRDHUP};
         if (rc == 0 && poll(&p, 1, (int)tk_ms(20000)) != 1) {
             rc = ftc__seterr(FTC_ETIMEDOUT, "rank 2 did not leave");
         }
@@ -181,14 +227,10 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
             atomic_store(&e->done, 1);
             return rc;
         }
-        /* What a wake-up with that event marks. */
-        pthread_mutex_lock(&g->mu);
-        g->coll[ftc__chan_id(g, 2, 0)].readable = true;
-        atomic_fetch_sub(&g->want, 1);
-        pthread_mutex_unlock(&g->mu);
+        release_engine(g, &from2, 1); /* as that event would */
     } else {
         TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
-        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        rc = rs_submit(pg, &k, &w);
         if (rc != 0) {
             return rc;
         }
@@ -199,17 +241,7 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
     } else if (r == 0) {
         TK_WAIT_UNTIL(atomic_load(&e->done) != 0, 20000);
     }
-    for (int i = 0; rc == 0 && i < C; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++) {
-            want += (float)(100 * k + r * C + i);
-        }
-        if (out[i] != want) {
-            rc = ftc__seterr(FTC_EPROTO, "rank %d: out[%d] = %g, not %g", r, i,
-                             (double)out[i], (double)want);
-        }
-    }
-    return rc; /* rank 2 returns first: its group is destroyed */
+    return rc != 0 ? rc : rs_check(pg, &k); /* rank 2 returns first */
 }
 
 /* Over TCP a peer's data precede its end of stream; over a lane they
@@ -254,42 +286,32 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
 {
     abort_after *e = arg;
     ftc__tcp *g = pg->impl;
-    int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
-    enum { C = 4 };
-    float in[3 * C], out[C] = {0};
-    for (int i = 0; i < n * C; i++) {
-        in[i] = (float)(100 * r + i);
-    }
-    ftc_tensor ti = ftc_tensor_cpu(in, (size_t)n * C, FTC_DTYPE_F32);
-    ftc_tensor to = ftc_tensor_cpu(out, C, FTC_DTYPE_F32);
+    int r = ftc_pg_rank(pg);
+    rs_case k;
+    rs_prepare(pg, &k);
     ftc_work *w = NULL;
     int rc;
     if (r == 1) {
         hold_engine(g);
-        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        rc = rs_submit(pg, &k, &w);
         atomic_store(&e->submitted, 1);
         TK_WAIT_UNTIL(atomic_load(&e->aborted) != 0, 20000);
         /* Over TCP rank 2's message sits in its socket; over a lane in
          * the ring, and its doorbell connection says nothing. */
-        ftc__chan *from2 = &g->coll[ftc__chan_id(g, 2, 0)];
-        rc = rc != 0       ? rc
-             : from2->lane ? 0
-                           : readable_within(from2->fd, "rank 2's bytes");
+        ftc__chan *ready[] = {&g->coll[ftc__chan_id(g, 2, 0)],
+                              &g->coll[ftc__chan_id(g, 0, 0)], &g->side[0]};
+        rc = rc != 0          ? rc
+             : ready[0]->lane ? 0
+                              : readable_within(ready[0]->fd, "rank 2's bytes");
         rc = rc != 0 ? rc : readable_within(g->side[0].fd, "rank 0's ABORT");
         if (rc != 0) {
             atomic_store(&e->done, 1);
             return rc;
         }
-        /* What a wake-up marks. */
-        pthread_mutex_lock(&g->mu);
-        from2->readable = true;
-        g->coll[ftc__chan_id(g, 0, 0)].readable = true;
-        g->side[0].readable = true;
-        atomic_fetch_sub(&g->want, 1);
-        pthread_mutex_unlock(&g->mu);
+        release_engine(g, ready, 3);
     } else {
         TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
-        rc = ftc_pg_reduce_scatter(pg, &ti, &to, FTC_OP_SUM, NULL, &w);
+        rc = rs_submit(pg, &k, &w);
         if (rc != 0) {
             return rc;
         }
@@ -303,16 +325,7 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
         ftc_pg_abort(pg);
         atomic_store(&e->aborted, 1);
     }
-    for (int i = 0; rc == 0 && i < C; i++) {
-        float want = 0;
-        for (int k = 0; k < n; k++) {
-            want += (float)(100 * k + r * C + i);
-        }
-        if (out[i] != want) {
-            rc = ftc__seterr(FTC_EPROTO, "rank %d: out[%d] = %g, not %g", r, i,
-                             (double)out[i], (double)want);
-        }
-    }
+    rc = rc != 0 ? rc : rs_check(pg, &k);
     if (r == 1) {
         /* The ABORT is taken once the operation is done: the next fails. */
         ftc_work *b = NULL;
