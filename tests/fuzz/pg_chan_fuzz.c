@@ -82,8 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g.coll = coll;
     g.side = side;
     bool pong[2] = {true, false}, blame[2] = {false, false};
+    bool held[2] = {false, false};
     g.pong = pong;
     g.blame = blame;
+    g.held_abort.blame = held;
     chan_init(&coll[1], 1, 0, feed(rest, split));
     chan_init(&side[1], 1, -1, feed(rest + split, nrest - split));
 
@@ -111,10 +113,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     recv->elem = 1;
     g.posted = recv;
 
+    /* As the engine's pump: a held ABORT fails the group once the
+     * collective channel stops moving. */
     for (int round = 0; round < 64 && !g.failed; round++) {
         bool moved = false;
         if (g.cur != NULL) {
             moved |= ftc__chan_pump_coll(&g, &coll[1]);
+        }
+        if (!moved) {
+            ftc__tcp_apply_held_abort(&g);
         }
         moved |= ftc__chan_pump_side(&g, &side[1]);
         moved |= ftc__p2p_match_unexpected(&g);
@@ -122,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
     }
+    ftc__tcp_apply_held_abort(&g);
 
     /* Only rank 1 can be to blame, and only once the group failed. */
     if (blame[0] || (blame[1] && !g.failed)) {
