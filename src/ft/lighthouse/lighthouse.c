@@ -674,6 +674,7 @@ void ftc_lighthouse_destroy(ftc_lighthouse *lh)
     if (lh->mhd != NULL) {
         MHD_stop_daemon(lh->mhd);
     }
+    ftc__lighthouse_clock_close(lh);
     ftc__lighthouse_clock_reap(lh);
     while (lh->jobs != NULL) {
         ftc__lighthouse_job *j = lh->jobs;

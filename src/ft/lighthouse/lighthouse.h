@@ -408,6 +408,9 @@ void ftc__lighthouse_job_forget(ftc_lighthouse *lh, ftc__lighthouse_job *job);
 
 int ftc__lighthouse_clock_start(ftc_lighthouse *lh);
 void ftc__lighthouse_clock_stop(ftc_lighthouse *lh);
+/* Closes the clock's descriptors, once no request thread can poke or
+ * watch through them (after MHD_stop_daemon). */
+void ftc__lighthouse_clock_close(ftc_lighthouse *lh);
 /* Watches fd for a hang-up while r waits (EPOLLRDHUP only). */
 void ftc__lighthouse_clock_watch_fd(ftc_lighthouse *lh, ftc__lighthouse_req *r);
 /* Stops watching r's fd; before r's connection is resumed. */

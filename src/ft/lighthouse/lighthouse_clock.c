@@ -197,6 +197,10 @@ void ftc__lighthouse_clock_stop(ftc_lighthouse *lh)
         pthread_join(lh->clock, NULL);
         lh->clock_running = false;
     }
+}
+
+void ftc__lighthouse_clock_close(ftc_lighthouse *lh)
+{
     if (lh->epfd >= 0) {
         close(lh->epfd);
         lh->epfd = -1;
