@@ -185,6 +185,14 @@ static int rs_submit(ftc_pg *pg, rs_case *k, ftc_work **w)
     return ftc_pg_reduce_scatter(pg, &k->ti, &k->to, FTC_OP_SUM, NULL, w);
 }
 
+/* The other ranks' submit: once rank 1's sends are out (*submitted). */
+static int rs_submit_after(ftc_pg *pg, rs_case *k, ftc_work **w,
+                           atomic_int *submitted)
+{
+    TK_WAIT_UNTIL(atomic_load(submitted) != 0, 20000);
+    return rs_submit(pg, k, w);
+}
+
 static int rs_check(ftc_pg *pg, const rs_case *k)
 {
     int r = ftc_pg_rank(pg), n = ftc_pg_size(pg);
@@ -228,12 +236,8 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
             return rc;
         }
         release_engine(g, &from2, 1); /* as that event would */
-    } else {
-        TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
-        rc = rs_submit(pg, &k, &w);
-        if (rc != 0) {
-            return rc;
-        }
+    } else if ((rc = rs_submit_after(pg, &k, &w, &e->submitted)) != 0) {
+        return rc;
     }
     rc = pgt_wait(w);
     if (r == 1) {
@@ -309,12 +313,8 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
             return rc;
         }
         release_engine(g, ready, 3);
-    } else {
-        TK_WAIT_UNTIL(atomic_load(&e->submitted) != 0, 20000);
-        rc = rs_submit(pg, &k, &w);
-        if (rc != 0) {
-            return rc;
-        }
+    } else if ((rc = rs_submit_after(pg, &k, &w, &e->submitted)) != 0) {
+        return rc;
     }
     rc = pgt_wait(w);
     if (r == 2) {
