@@ -319,8 +319,11 @@ FTC_API int ftc_pg_status(ftc_pg *pg);
  * they may be waiting for someone else); a peer whose connection broke,
  * or closed without leaving the group (BYE), or that broke the protocol
  * or failed authentication; on a peer's failure notice, what that peer
- * blamed plus the peers that have not answered this rank's own probe
- * when it has run for half its window. A backend that does not say
+ * blamed, less the peers that answered this rank's own probe of the
+ * operation in flight, plus those that have not answered it when it has
+ * run for half its window (this rank's evidence outweighs the peer's
+ * word: a cut between two others is not this rank's). A backend that
+ * does not say
  * (baby, xccl, nccl) blames nobody. The ranks are what a manager reports
  * as suspects: a partition shows up as peers that stop answering.
  *

@@ -248,14 +248,19 @@ static void list_peers(ftc__tcp *g, char *out, size_t cap, const char *label,
     }
 }
 
-void ftc__tcp_probe_silent(ftc__tcp *g, bool *blame, int except)
+void ftc__tcp_probe_blame(ftc__tcp *g, bool *blame, int except)
 {
-    if (g->cur == NULL || !g->probing ||
-        ftc__now_ns() - g->probe_start_ns < probe_window_ns(g->cur) / 2) {
+    if (g->cur == NULL || !g->probing) {
         return;
     }
+    bool judged =
+        ftc__now_ns() - g->probe_start_ns >= probe_window_ns(g->cur) / 2;
     for (int p = 0; p < g->size; p++) {
-        blame[p] = blame[p] || (!g->pong[p] && p != except);
+        if (g->pong[p]) {
+            blame[p] = false;
+        } else if (judged && p != except) {
+            blame[p] = true;
+        }
     }
 }
 
@@ -291,7 +296,7 @@ static void fail_timeout(ftc__tcp *g)
     }
     bool *blame = ftc__tcp_blame_begin(g);
     if (blame != NULL) {
-        ftc__tcp_probe_silent(g, blame, -1);
+        ftc__tcp_probe_blame(g, blame, -1);
     }
     ftc__tcp_fail_blamed(g, FTC_ETIMEDOUT, false, "%s", msg);
 }

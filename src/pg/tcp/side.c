@@ -217,10 +217,14 @@ static bool side_match(ftc__tcp *g, ftc__chan *c)
 }
 
 /* A peer's ABORT (checked by ftc__pgw_abort_check): fails the group with
- * its code, blaming what the peer blamed, plus, unless the failure was on
- * purpose, the peers that have not answered this rank's own probe (the
- * peers' deadlines are close: a rank that hears a timeout has usually
- * probed long enough to know first-hand). */
+ * its code, blaming what the peer blamed, corrected, unless the failure
+ * was on purpose, by this rank's own probe (the peers' deadlines are
+ * close: a rank that hears a timeout has usually probed long enough to
+ * know first-hand). The correction matters to the lighthouse: a manager
+ * reports what its groups blame as pairs with itself, so a rank that
+ * repeated a blame between two peers it reaches both of would make its
+ * replica group a party to a cut it is not in (three groups, two cut
+ * apart, then report a triangle that leaves nobody out). */
 static void take_abort(ftc__tcp *g, ftc__chan *c)
 {
     const ftc__pgw_hdr *h = &c->hdr;
@@ -265,7 +269,7 @@ void ftc__tcp_apply_held_abort(ftc__tcp *g)
     }
     memcpy(blame, g->held_abort.blame, (size_t)g->size * sizeof(*blame));
     if (!g->held_abort.on_purpose) {
-        ftc__tcp_probe_silent(g, blame, g->held_abort.peer);
+        ftc__tcp_probe_blame(g, blame, g->held_abort.peer);
     }
     ftc__tcp_fail_blamed(g, g->held_abort.code, g->held_abort.on_purpose, "%s",
                          g->held_abort.msg);

@@ -219,10 +219,12 @@ bool *ftc__tcp_blame_begin(ftc__tcp *g);
 void ftc__tcp_fail_blamed(ftc__tcp *g, int code, bool on_purpose,
                           const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Marks in blame the peers other than except that have not answered the
- * current operation's liveness probe, if it has run for at least half its
- * window (a younger probe proves nothing). */
-void ftc__tcp_probe_silent(ftc__tcp *g, bool *blame, int except);
+/* Corrects blame by the current operation's liveness probe, this rank's
+ * own evidence: clears the peers that answered it (alive to this rank,
+ * whatever a peer's ABORT said), and marks those other than except that
+ * have not, once it has run for at least half its window (a younger
+ * probe proves nothing). */
+void ftc__tcp_probe_blame(ftc__tcp *g, bool *blame, int except);
 /* Fails the group with the held ABORT, if any (side.c). */
 void ftc__tcp_apply_held_abort(ftc__tcp *g);
 /* The table's failed_peers slot. */

@@ -2,7 +2,8 @@
  * failed ftc_pg_create does (ftc_pg_create_failed_peers). Groups of 3:
  * ranks 0 and 1 are threads of this test, rank 2 a child that stops,
  * dies, aborts on purpose, or stays idle; creates that some rank never
- * joins; an ABORT whose list of blamed ranks is malformed. */
+ * joins; an ABORT whose list of blamed ranks is malformed; an ABORT that
+ * blames a peer this rank's own probe heard from. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "engine_hold.h"
 #include "pg/tcp/tcp_int.h"
 #include "pg_kit.h"
 
@@ -504,6 +506,130 @@ static void malformed_blame_list_blames_its_sender(void **state)
     assert_int_equal(f.peers[1][0], -1);
 }
 
+/* ------------------------------------------- a peer's word, weighed */
+
+/* Rank 0 tells rank 2, in an ABORT, that rank 1 is cut off; rank 2 hears
+ * it either idle or in an allreduce whose liveness probe rank 1 already
+ * answered. */
+typedef struct testimony {
+    bool probed;             /* rank 2 in the allreduce, rank 1 answered */
+    ftc__tcp *_Atomic g0;    /* rank 0's group, for its side channel */
+    atomic_int ready;        /* rank 2 is where the case wants it */
+    int status, n, peers[2]; /* rank 2's */
+    char msg[512];
+} testimony;
+
+/* Writes rank 2 an ABORT from rank 0 (code FTC_EPEER, not on purpose)
+ * that blames rank 1. */
+static int forge_testimony(ftc__tcp *g0)
+{
+    static const char why[] = "forged: rank 1 is cut off";
+    ftc__pgw_hdr h = {.kind = FTC__PGW_ABORT,
+                      .flags = (uint8_t)-FTC_EPEER,
+                      .group = g0->group_id,
+                      .epoch = g0->epoch,
+                      .src = 0,
+                      .tag = 1,
+                      .len = 4 + sizeof(why) - 1};
+    uint8_t frame[FTC__PGW_HDR + 4 + sizeof(why) - 1];
+    ftc__pgw_encode(frame, &h);
+    ftc__put_u32le(frame + FTC__PGW_HDR, 1);
+    memcpy(frame + FTC__PGW_HDR + 4, why, sizeof(why) - 1);
+    return write(g0->side[2].fd, frame, sizeof(frame)) == (ssize_t)sizeof(frame)
+               ? 0
+               : FTC_ESYS;
+}
+
+/* Rank 2 in an allreduce (4 s) the others never join, driven by this
+ * thread until its probe has an answer from rank 1 (the engine held while
+ * looking); then rank 0's ABORT. Returns the allreduce's result. */
+static int allreduce_until_probed(ftc_pg *pg, testimony *t)
+{
+    ftc__tcp *g = pg->impl;
+    float x = 1;
+    ftc_tensor tx = ftc_tensor_cpu(&x, 1, FTC_DTYPE_F32);
+    ftc_pg_op_opts o;
+    ftc_pg_op_opts_init(&o);
+    o.timeout_ms = 4000;
+    ftc_work *w = NULL;
+    int rc = ftc_pg_allreduce(pg, &tx, &tx, FTC_OP_SUM, &o, &w);
+    int done = 0;
+    int64_t end = tk_now_ms() + tk_ms(BOUND_MS);
+    while (rc == 0 && atomic_load(&t->ready) == 0 && tk_now_ms() < end) {
+        (void)ftc_work_wait(w, 10); /* drives the engine */
+        engine_hold(g);
+        pthread_mutex_lock(&g->mu);
+        bool heard = g->probing && g->pong[1];
+        pthread_mutex_unlock(&g->mu);
+        engine_release(g, NULL, 0);
+        if (ftc_work_test(w, &done) != 0 || done) {
+            rc = ftc__seterr(FTC_EPROTO,
+                             "the allreduce ended before the "
+                             "ABORT: %s",
+                             ftc_last_error());
+        } else if (heard) {
+            atomic_store(&t->ready, 1);
+        }
+    }
+    if (rc == 0 && atomic_load(&t->ready) == 0) {
+        rc = ftc__seterr(FTC_ETIMEDOUT, "rank 1 never answered the probe");
+    }
+    rc = rc != 0 ? rc : forge_testimony(atomic_load(&t->g0));
+    if (w != NULL) {
+        int wrc = pgt_wait(w);
+        rc = rc != 0 ? rc : (wrc == FTC_EPEER ? 0 : FTC_EPROTO);
+    }
+    return rc;
+}
+
+static int weigh_testimony(ftc_pg *pg, void *arg)
+{
+    testimony *t = arg;
+    int r = ftc_pg_rank(pg);
+    int rc = 0;
+    if (r == 0) {
+        atomic_store(&t->g0, (ftc__tcp *)pg->impl);
+        if (!t->probed) {
+            rc = forge_testimony(pg->impl);
+        }
+    } else if (r == 2 && t->probed) {
+        TK_WAIT_UNTIL(atomic_load(&t->g0) != NULL, BOUND_MS);
+        rc = allreduce_until_probed(pg, t);
+    }
+    int64_t end = tk_now_ms() + tk_ms(BOUND_MS);
+    int status;
+    while ((status = ftc_pg_status(pg)) == 0 && tk_now_ms() < end) {
+        tk_pause_ms(2);
+    }
+    if (r == 2) {
+        t->status = status;
+        snprintf(t->msg, sizeof(t->msg), "%s", ftc_last_error());
+        t->peers[0] = t->peers[1] = -1;
+        t->n = ftc_pg_failed_peers(pg, t->peers, 2);
+    }
+    return rc != 0 ? rc : (status != 0 ? 0 : FTC_ETIMEDOUT);
+}
+
+/* A peer's ABORT is its word: taken when this rank knows no better (idle,
+ * no probe of its own), but a peer that answered this rank's probe is not
+ * blamed on it. A manager reports what its group blames as pairs with
+ * itself; repeating the word, the third of three groups, two of them cut
+ * apart, would report a triangle and the lighthouse could leave nobody
+ * out (make check's run_hosts_pair_test stalled on it). */
+static void an_abort_blames_only_what_this_rank_did_not_hear(void **state)
+{
+    (void)state;
+    for (int probed = 0; probed < 2; probed++) {
+        testimony t = {.probed = probed != 0};
+        pgt_run_threads(3, NULL, weigh_testimony, &t);
+        if (t.status != FTC_EPEER || strstr(t.msg, "forged") == NULL) {
+            fail_msg("rank 2: %s: %s", ftc_err_name(t.status), t.msg);
+        }
+        assert_int_equal(t.n, probed ? 0 : 1);
+        assert_int_equal(t.peers[0], probed ? -1 : 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const tk_role roles[] = {{"third", third_rank}};
@@ -517,6 +643,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(create_blames_a_rank_that_never_connected),
         cmocka_unit_test(cap_below_the_count),
         cmocka_unit_test(malformed_blame_list_blames_its_sender),
+        cmocka_unit_test(an_abort_blames_only_what_this_rank_did_not_hear),
     };
     return tk_main(argc, argv, roles, 1, tests);
 }

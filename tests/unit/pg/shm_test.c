@@ -5,7 +5,6 @@
  * (docs/operations.md "Transports"). */
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/base_int.h"
+#include "engine_hold.h"
 #include "pg/tcp/tcp_int.h"
 #include "pg_kit.h"
 
@@ -134,34 +134,6 @@ typedef struct left_early {
     atomic_int done;      /* rank 1 has its result */
 } left_early;
 
-/* Stops g's engine: with a user thread counted in want (as
- * ftc__tcp_wait counts itself) its progress thread does not drive, and
- * this returns once nobody does. Taking one off want lets go. */
-static void hold_engine(ftc__tcp *g)
-{
-    pthread_mutex_lock(&g->mu);
-    atomic_fetch_add(&g->want, 1);
-    while (g->driver != FTC__DRIVER_NONE) {
-        ftc__event_signal(&g->doorbell);
-        pthread_mutex_unlock(&g->mu);
-        sched_yield();
-        pthread_mutex_lock(&g->mu);
-    }
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* Marks what a wake-up would (the channels readable) and lets the engine
- * go (hold_engine). */
-static void release_engine(ftc__tcp *g, ftc__chan *const *readable, int n)
-{
-    pthread_mutex_lock(&g->mu);
-    for (int i = 0; i < n; i++) {
-        readable[i]->readable = true;
-    }
-    atomic_fetch_sub(&g->want, 1);
-    pthread_mutex_unlock(&g->mu);
-}
-
 /* A 3-rank f32 SUM reduce_scatter of C elements per rank, and its check. */
 enum { RS_C = 4 };
 typedef struct rs_case {
@@ -220,7 +192,7 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
     int rc;
     if (r == 1) {
         /* Its submit sends at once on this thread; then nobody reads. */
-        hold_engine(g);
+        engine_hold(g);
         rc = rs_submit(pg, &k, &w);
         atomic_store(&e->submitted, 1);
         /* Rank 2 is done and gone: its data waits in the ring, rank 0's
@@ -235,7 +207,7 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
             atomic_store(&e->done, 1);
             return rc;
         }
-        release_engine(g, &from2, 1); /* as that event would */
+        engine_release(g, &from2, 1); /* as that event would */
     } else if ((rc = rs_submit_after(pg, &k, &w, &e->submitted)) != 0) {
         return rc;
     }
@@ -296,7 +268,7 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
     ftc_work *w = NULL;
     int rc;
     if (r == 1) {
-        hold_engine(g);
+        engine_hold(g);
         rc = rs_submit(pg, &k, &w);
         atomic_store(&e->submitted, 1);
         TK_WAIT_UNTIL(atomic_load(&e->aborted) != 0, 20000);
@@ -312,7 +284,7 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
             atomic_store(&e->done, 1);
             return rc;
         }
-        release_engine(g, ready, 3);
+        engine_release(g, ready, 3);
     } else if ((rc = rs_submit_after(pg, &k, &w, &e->submitted)) != 0) {
         return rc;
     }
