@@ -323,9 +323,9 @@ FTC_API int ftc_pg_status(ftc_pg *pg);
  * operation in flight, plus those that have not answered it when it has
  * run for half its window (this rank's evidence outweighs the peer's
  * word: a cut between two others is not this rank's). A backend that
- * does not say
- * (baby, xccl, nccl) blames nobody. The ranks are what a manager reports
- * as suspects: a partition shows up as peers that stop answering.
+ * does not say (baby, xccl, nccl) blames nobody. The ranks are what a
+ * manager reports as suspects: a partition shows up as peers that stop
+ * answering.
  *
  * Never blocks; any thread. Errors: FTC_EMISUSE (not a group),
  * FTC_EINVAL (cap < 0, or ranks NULL with cap > 0). */

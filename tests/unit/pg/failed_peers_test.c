@@ -2,8 +2,9 @@
  * failed ftc_pg_create does (ftc_pg_create_failed_peers). Groups of 3:
  * ranks 0 and 1 are threads of this test, rank 2 a child that stops,
  * dies, aborts on purpose, or stays idle; creates that some rank never
- * joins; an ABORT whose list of blamed ranks is malformed; an ABORT that
- * blames a peer this rank's own probe heard from. */
+ * joins; an ABORT whose list of blamed ranks is malformed (2 threads);
+ * an ABORT that blames a peer the receiver's own probe heard from (3
+ * threads). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -515,6 +516,7 @@ typedef struct testimony {
     bool probed;             /* rank 2 in the allreduce, rank 1 answered */
     ftc__tcp *_Atomic g0;    /* rank 0's group, for its side channel */
     atomic_int ready;        /* rank 2 is where the case wants it */
+    atomic_int let_go;       /* rank 2 no longer uses g0 */
     int status, n, peers[2]; /* rank 2's */
     char msg[512];
 } testimony;
@@ -575,6 +577,7 @@ static int allreduce_until_probed(ftc_pg *pg, testimony *t)
         rc = ftc__seterr(FTC_ETIMEDOUT, "rank 1 never answered the probe");
     }
     rc = rc != 0 ? rc : forge_testimony(atomic_load(&t->g0));
+    atomic_store(&t->let_go, 1);
     if (w != NULL) {
         int wrc = pgt_wait(w);
         rc = rc != 0 ? rc : (wrc == FTC_EPEER ? 0 : FTC_EPROTO);
@@ -599,6 +602,12 @@ static int weigh_testimony(ftc_pg *pg, void *arg)
     int64_t end = tk_now_ms() + tk_ms(BOUND_MS);
     int status;
     while ((status = ftc_pg_status(pg)) == 0 && tk_now_ms() < end) {
+        tk_pause_ms(2);
+    }
+    /* Rank 0's group outlives rank 2's use of its socket (a rank 2 that
+     * timed out before forging fails rank 0 as well). */
+    while (r == 0 && t->probed && atomic_load(&t->let_go) == 0 &&
+           tk_now_ms() < end) {
         tk_pause_ms(2);
     }
     if (r == 2) {
