@@ -157,6 +157,17 @@ static int rs_submit(ftc_pg *pg, rs_case *k, ftc_work **w)
     return ftc_pg_reduce_scatter(pg, &k->ti, &k->to, FTC_OP_SUM, NULL, w);
 }
 
+/* Rank 1's submit: its engine held first, so its sends leave at once on
+ * this thread and nobody reads until it lets go; then *submitted. */
+static int rs_submit_held(ftc_pg *pg, rs_case *k, ftc_work **w,
+                          atomic_int *submitted)
+{
+    engine_hold(pg->impl);
+    int rc = rs_submit(pg, k, w);
+    atomic_store(submitted, 1);
+    return rc;
+}
+
 /* The other ranks' submit: once rank 1's sends are out (*submitted). */
 static int rs_submit_after(ftc_pg *pg, rs_case *k, ftc_work **w,
                            atomic_int *submitted)
@@ -191,10 +202,7 @@ static int reduce_scatter_after_peer_left(ftc_pg *pg, void *arg)
     ftc_work *w = NULL;
     int rc;
     if (r == 1) {
-        /* Its submit sends at once on this thread; then nobody reads. */
-        engine_hold(g);
-        rc = rs_submit(pg, &k, &w);
-        atomic_store(&e->submitted, 1);
+        rc = rs_submit_held(pg, &k, &w, &e->submitted);
         /* Rank 2 is done and gone: its data waits in the ring, rank 0's
          * too (rank 2 could not finish without it), then the end of
          * stream of the lane's connection. */
@@ -268,9 +276,7 @@ static int reduce_scatter_then_abort(ftc_pg *pg, void *arg)
     ftc_work *w = NULL;
     int rc;
     if (r == 1) {
-        engine_hold(g);
-        rc = rs_submit(pg, &k, &w);
-        atomic_store(&e->submitted, 1);
+        rc = rs_submit_held(pg, &k, &w, &e->submitted);
         TK_WAIT_UNTIL(atomic_load(&e->aborted) != 0, 20000);
         /* Over TCP rank 2's message sits in its socket; over a lane in
          * the ring, and its doorbell connection says nothing. */
